@@ -1,0 +1,276 @@
+/* ctx.c - the context: allocator, located error messages, logging, arena, name tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "graph-impl.h"
+
+const char *ic_status_str(ic_status s)
+{
+    switch (s) {
+    case IC_OK: return "ok";
+    case IC_EINVAL: return "invalid argument";
+    case IC_ESHAPE: return "incompatible shapes";
+    case IC_ENOMEM: return "out of memory";
+    case IC_ELLVM: return "LLVM error";
+    case IC_ECUDA: return "CUDA error";
+    case IC_EIO: return "I/O error";
+    case IC_EFORMAT: return "malformed file";
+    case IC_EDTYPE: return "unsupported dtype";
+    case IC_EUNSUPPORTED: return "unsupported";
+    case IC_EMISMATCH: return "results differ from the reference";
+    }
+    return "unknown status";
+}
+
+void ic__assert_fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "ic-llvm: internal error at %s:%d: %s\n", file, line, what);
+    abort();
+}
+
+static void *default_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, size);
+}
+
+static const char *env_or_null(const char *k)
+{
+    const char *v = getenv(k);
+    return v && *v ? v : NULL;
+}
+
+ic_status ic_ctx_create(const ic_ctx_options *opts, ic_ctx **out)
+{
+    ic_alloc_fn alloc = opts && opts->alloc ? opts->alloc : default_alloc;
+    void *ud = opts ? opts->alloc_user : NULL;
+    *out = NULL;
+    ic_ctx *c = alloc(ud, NULL, sizeof *c);
+    if (!c)
+        return IC_ENOMEM;
+    memset(c, 0, sizeof *c);
+    c->alloc = alloc;
+    c->alloc_user = ud;
+    if (opts) {
+        c->log = opts->log;
+        c->log_user = opts->log_user;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    const char *d = env_or_null("IC_DUMP");
+    if (d && !(c->dump = ic__strdup(c, d))) {
+        ic_ctx_destroy(c);
+        return IC_ENOMEM;
+    }
+    const char *dbg = env_or_null("IC_DEBUG");
+    c->debug = dbg ? atoi(dbg) : 0;
+    const char *nf = env_or_null("IC_NO_FUSION");
+    c->no_fusion = nf && strcmp(nf, "0") != 0;
+    *out = c;
+    return IC_OK;
+}
+
+void ic_ctx_destroy(ic_ctx *c)
+{
+    if (!c)
+        return;
+    ic__free(c, c->dump);
+    pthread_mutex_destroy(&c->lock);
+    c->alloc(c->alloc_user, c, 0);
+}
+
+const char *ic_last_error(const ic_ctx *c) { return c ? c->err : "no context"; }
+
+void ic_clear_error(ic_ctx *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->err[0] = 0;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ic_log_set(ic_ctx *c, ic_log_fn fn, void *user)
+{
+    c->log = fn;
+    c->log_user = user;
+}
+
+ic_status ic__verror(ic_ctx *c, ic_status code, const char *fmt, va_list ap)
+{
+    if (!c)
+        return code;
+    pthread_mutex_lock(&c->lock);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    pthread_mutex_unlock(&c->lock);
+    return code;
+}
+
+ic_status ic__error(ic_ctx *c, ic_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ic__verror(c, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void ic__logf(ic_ctx *c, int level, const char *fmt, ...)
+{
+    if (!c || !c->log)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->log(c->log_user, level, buf);
+}
+
+void *ic__malloc(ic_ctx *c, size_t n) { return c->alloc(c->alloc_user, NULL, n ? n : 1); }
+
+void *ic__calloc(ic_ctx *c, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total))
+        return NULL;
+    void *p = ic__malloc(c, total);
+    if (p)
+        memset(p, 0, total ? total : 1);
+    return p;
+}
+
+void *ic__realloc(ic_ctx *c, void *p, size_t n) { return c->alloc(c->alloc_user, p, n ? n : 1); }
+
+void ic__free(ic_ctx *c, void *p)
+{
+    if (p)
+        c->alloc(c->alloc_user, p, 0);
+}
+
+char *ic__strdup(ic_ctx *c, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = ic__malloc(c, n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* ---- arena ---- */
+
+struct ic_arena_chunk {
+    ic_arena_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+void ic__arena_init(ic_arena *a, ic_ctx *c)
+{
+    a->c = c;
+    a->head = NULL;
+}
+
+void *ic__arena_alloc(ic_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    ic_arena_chunk *h = a->head;
+    if (!h || h->cap - h->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        h = ic__malloc(a->c, sizeof *h + cap);
+        if (!h)
+            return NULL;
+        h->next = a->head;
+        h->used = 0;
+        h->cap = cap;
+        a->head = h;
+    }
+    void *p = h->data + h->used;
+    h->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *ic__arena_strdup(ic_arena *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = ic__arena_alloc(a, n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void ic__arena_free(ic_arena *a)
+{
+    ic_arena_chunk *h = a->head;
+    while (h) {
+        ic_arena_chunk *n = h->next;
+        ic__free(a->c, h);
+        h = n;
+    }
+    a->head = NULL;
+}
+
+/* ---- names ---- */
+
+static const char *const dtype_names[IC_DTYPE_COUNT] = {
+    "f32", "f64", "f16", "bf16", "i32", "i64", "bool"
+};
+static const size_t dtype_sizes[IC_DTYPE_COUNT] = { 4, 8, 2, 2, 4, 8, 1 };
+
+const char *ic_dtype_name(ic_dtype t)
+{
+    return (unsigned)t < IC_DTYPE_COUNT ? dtype_names[t] : "?";
+}
+
+size_t ic_dtype_size(ic_dtype t) { return (unsigned)t < IC_DTYPE_COUNT ? dtype_sizes[t] : 0; }
+
+bool ic_dtype_is_float(ic_dtype t)
+{
+    return t == IC_F32 || t == IC_F64 || t == IC_F16 || t == IC_BF16;
+}
+
+bool ic_dtype_from_name(const char *s, ic_dtype *out)
+{
+    for (int i = 0; i < IC_DTYPE_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0) {
+            *out = (ic_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+static const struct { const char *name; ic_op_kind kind; } op_table[IC_OP_COUNT] = {
+#define IC_OP(E, nm, mn, mx, k) { nm, k },
+#include "ic/ops.def"
+#undef IC_OP
+};
+
+const char *ic_op_name(ic_op op)
+{
+    if (op == IC_OP_INPUT)
+        return "input";
+    if (op == IC_OP_PARAM)
+        return "param";
+    return (unsigned)op < IC_OP_COUNT ? op_table[op].name : "?";
+}
+
+bool ic_op_from_name(const char *s, ic_op *out)
+{
+    for (int i = 0; i < IC_OP_COUNT; i++)
+        if (strcmp(s, op_table[i].name) == 0) {
+            *out = (ic_op)i;
+            return true;
+        }
+    return false;
+}
+
+ic_op_kind ic_op_kind_of(ic_op op)
+{
+    if (op == IC_OP_INPUT)
+        return IC_KIND_INPUT;
+    if (op == IC_OP_PARAM)
+        return IC_KIND_PARAM;
+    return op_table[op].kind;
+}

@@ -1,0 +1,90 @@
+/* graph-impl.h - private structures of the Graph layer: context, arena, graph, nodes. */
+#ifndef IC_GRAPH_IMPL_H
+#define IC_GRAPH_IMPL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include "ic/graph.h"
+#include "ic/tensor.h"
+
+#define IC_HIDDEN __attribute__((visibility("hidden")))
+#define IC_ERRMAX 2048
+
+/* internal invariant, never for user input */
+#define IC_ASSERT(x) do { if (!(x)) ic__assert_fail(__FILE__, __LINE__, #x); } while (0)
+IC_HIDDEN _Noreturn void ic__assert_fail(const char *file, int line, const char *what);
+
+struct ic_ctx {
+    ic_alloc_fn alloc;
+    void *alloc_user;
+    ic_log_fn log;
+    void *log_user;
+    pthread_mutex_t lock;     /* guards err: runs may report from several threads */
+    char err[IC_ERRMAX];
+    char *dump;               /* IC_DUMP, e.g. "graph,lower" (owned) */
+    int debug;                /* IC_DEBUG */
+    bool no_fusion;           /* IC_NO_FUSION */
+};
+
+IC_HIDDEN void *ic__malloc(ic_ctx *c, size_t n);
+IC_HIDDEN void *ic__calloc(ic_ctx *c, size_t n, size_t size);
+IC_HIDDEN void *ic__realloc(ic_ctx *c, void *p, size_t n);
+IC_HIDDEN void ic__free(ic_ctx *c, void *p);
+IC_HIDDEN char *ic__strdup(ic_ctx *c, const char *s);
+
+/* Sets c's message and returns code. */
+IC_HIDDEN ic_status ic__error(ic_ctx *c, ic_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+IC_HIDDEN ic_status ic__verror(ic_ctx *c, ic_status code, const char *fmt, va_list ap);
+IC_HIDDEN void ic__logf(ic_ctx *c, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Bump allocator; everything is freed at once. */
+typedef struct ic_arena_chunk ic_arena_chunk;
+typedef struct { ic_ctx *c; ic_arena_chunk *head; } ic_arena;
+IC_HIDDEN void ic__arena_init(ic_arena *a, ic_ctx *c);
+IC_HIDDEN void *ic__arena_alloc(ic_arena *a, size_t n);   /* zeroed, 16-byte aligned */
+IC_HIDDEN char *ic__arena_strdup(ic_arena *a, const char *s);
+IC_HIDDEN void ic__arena_free(ic_arena *a);
+
+typedef struct ic_node {
+    ic_node_info info;        /* public view; pointers into the arena */
+    ic_dim shape[IC_MAX_RANK];
+    ic_operand in[IC_MAX_INPUTS];
+    ic_attrs attrs;
+    /* normalised by inference: */
+    uint32_t axes;            /* reduce / squeeze / norm axes of the input, bit per dim */
+    int axis;                 /* softmax argmax unsqueeze cat slice: non-negative dim */
+    int perm[IC_MAX_RANK];    /* permute / transpose: output dim i reads input dim perm[i] */
+    ic_dtype compute;         /* dtype operands are promoted to before computing */
+} ic_node;
+
+struct ic_graph {
+    ic_ctx *c;
+    ic_arena arena;
+    const char *name;
+    const char *source;       /* file path, or NULL */
+    ic_node **nodes;
+    int nnodes, cap;
+    ic_value *outputs;
+    int noutputs, capout;
+    const char **syms;
+    int nsyms, capsyms;
+    void **owned_files;       /* ic_safetensors mapped for params (closed on destroy) */
+    int nowned, capowned;
+};
+
+/* "file: graph 'g' node 'n' (op): " then fmt; node may be NULL. Returns code. */
+IC_HIDDEN ic_status ic__node_error(const ic_graph *g, const char *node, const char *op,
+                                   ic_status code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+IC_HIDDEN ic_status ic__graph_keep_file(ic_graph *g, void *st);
+IC_HIDDEN void ic__graph_set_source(ic_graph *g, const char *path);
+/* Checked arithmetic on sizes. */
+IC_HIDDEN bool ic__mul_ok(int64_t a, int64_t b, int64_t *out);
+/* Number of elements of a concrete shape, -1 on overflow or symbolic dims. */
+IC_HIDDEN int64_t ic__shape_numel(int rank, const ic_dim *shape);
+
+static inline const ic_node *ic__node(const ic_graph *g, ic_value v) { return g->nodes[v]; }
+
+#endif

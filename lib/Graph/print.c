@@ -1,0 +1,109 @@
+/* print.c - the graph as stable, diffable text: one node a line with dtype and shape. */
+#include <string.h>
+#include "graph-impl.h"
+
+static void print_scalar(FILE *f, ic_scalar s)
+{
+    if (s.is_int)
+        fprintf(f, "%lld", (long long)s.i);
+    else
+        fprintf(f, "%.9g", s.f);
+}
+
+static void print_operands(FILE *f, const ic_graph *g, const ic_node *n)
+{
+    for (int i = 0; i < n->info.ninputs; i++) {
+        const ic_operand *o = &n->in[i];
+        fputs(i ? ", " : "", f);
+        if (o->node >= 0)
+            fputs(g->nodes[o->node]->info.name, f);
+        else if (o->node == IC_NONE)
+            fputs("null", f);
+        else
+            print_scalar(f, o->scalar);
+    }
+}
+
+static void print_dims(FILE *f, const char *key, int n, const int64_t *d)
+{
+    fprintf(f, " %s=[", key);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? "," : "", (long long)d[i]);
+    fputc(']', f);
+}
+
+/* Only the attributes the op uses, so the text stays short and diffable. */
+static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
+{
+    const ic_attrs *a = &n->attrs;
+    char buf[256];
+    switch (n->info.op) {
+    case IC_OP_GELU: if (a->approximate) fputs(" approximate=tanh", f); break;
+    case IC_OP_CLAMP:
+        if (a->has_min) fputs(" min=", f), print_scalar(f, a->min);
+        if (a->has_max) fputs(" max=", f), print_scalar(f, a->max);
+        break;
+    case IC_OP_CAST: fprintf(f, " dtype=%s", ic_dtype_name(a->dtype)); break;
+    case IC_OP_SUM: case IC_OP_MEAN: case IC_OP_AMAX: case IC_OP_AMIN: case IC_OP_PROD:
+    case IC_OP_SQUEEZE:
+        if (a->has_dims) print_dims(f, "dims", a->ndims, a->dims);
+        if (a->keepdim) fputs(" keepdim", f);
+        break;
+    case IC_OP_ARGMAX:
+        fprintf(f, " dim=%lld%s", (long long)a->dim, a->keepdim ? " keepdim" : "");
+        break;
+    case IC_OP_SOFTMAX: case IC_OP_LOG_SOFTMAX: case IC_OP_UNSQUEEZE: case IC_OP_CAT:
+        fprintf(f, " dim=%lld", (long long)a->dim);
+        break;
+    case IC_OP_LAYER_NORM: case IC_OP_RMS_NORM:
+        fprintf(f, " normalized_shape=%s eps=%g", ic_graph_shape_str(g, a->nshape, a->shape, buf, sizeof buf), a->eps);
+        break;
+    case IC_OP_RESHAPE: case IC_OP_EXPAND:
+        fprintf(f, " shape=%s", ic_graph_shape_str(g, a->nshape, a->shape, buf, sizeof buf));
+        break;
+    case IC_OP_PERMUTE: print_dims(f, "dims", a->ndims, a->dims); break;
+    case IC_OP_TRANSPOSE: fprintf(f, " dim0=%lld dim1=%lld", (long long)a->dim0, (long long)a->dim1); break;
+    case IC_OP_SLICE:
+        fprintf(f, " dim=%lld start=%lld", (long long)a->dim, (long long)(a->has_start ? a->start : 0));
+        if (a->has_end) fprintf(f, " end=%lld", (long long)a->end);
+        fprintf(f, " step=%lld", (long long)a->step);
+        break;
+    case IC_OP_FULL:
+        fputs(" value=", f), print_scalar(f, a->value);
+        fprintf(f, " shape=%s dtype=%s", ic_graph_shape_str(g, a->nshape, a->shape, buf, sizeof buf), ic_dtype_name(a->dtype));
+        break;
+    case IC_OP_ARANGE:
+        fputs(" start=", f), print_scalar(f, a->astart);
+        fputs(" end=", f), print_scalar(f, a->aend);
+        fputs(" step=", f), print_scalar(f, a->astep);
+        fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
+        break;
+    default: break;
+    }
+}
+
+void ic_graph_print(FILE *f, const ic_graph *g)
+{
+    char buf[256];
+    fprintf(f, "graph %s  (%d nodes, %d outputs)\n", g->name, g->nnodes, g->noutputs);
+    for (int v = 0; v < g->nnodes; v++) {
+        const ic_node *n = g->nodes[v];
+        fprintf(f, "  %%%d %-12s : %-4s %-20s = %s", v, n->info.name, ic_dtype_name(n->info.dtype),
+                ic_graph_shape_str(g, n->info.rank, n->shape, buf, sizeof buf), ic_op_name(n->info.op));
+        if (n->info.op == IC_OP_INPUT && n->info.has_range)
+            fprintf(f, " range=[%lld, %lld)", (long long)n->info.range_lo, (long long)n->info.range_hi);
+        if (n->info.op == IC_OP_PARAM)
+            fprintf(f, " %s", n->info.data ? (n->info.file ? n->info.file : "(in memory)") : "(run time)");
+        if (n->info.ninputs) {
+            fputc('(', f);
+            print_operands(f, g, n);
+            fputc(')', f);
+        }
+        print_attrs(f, g, n);
+        fputc('\n', f);
+    }
+    fputs("  outputs:", f);
+    for (int i = 0; i < g->noutputs; i++)
+        fprintf(f, " %s", g->nodes[g->outputs[i]]->info.name);
+    fputc('\n', f);
+}
