@@ -53,7 +53,8 @@ IC_API void ic_safetensors_close(ic_safetensors *st);
 IC_API int ic_safetensors_count(const ic_safetensors *st);
 IC_API const char *ic_safetensors_name(const ic_safetensors *st, int i);
 /* Borrowed view of tensor `name`: data points into the mapping, valid until close.
- * IC_EINVAL with a message naming the file and key when absent. */
+ * IC_EINVAL with a message naming the file and key when absent. The data is read-only and
+ * aligned for its dtype (an entry misaligned in the file is copied once, at open). */
 IC_API ic_status ic_safetensors_get(const ic_safetensors *st, const char *name, ic_tensor *out);
 
 /* Writes n tensors (strided tensors are written contiguous) atomically: temp file in the

@@ -150,28 +150,43 @@ static ic_status need_float(const cx *x, ic_dtype t)
     return IC_OK;
 }
 
-/* The dtype of operands promoted together, with PyTorch's wrapped-number rule: a number
- * only raises the category (bool < integer < float), to i64 or f32. */
+/* PyTorch's combine_categories: a lower tier (0-d tensors, then numbers) only counts when
+ * it is of a higher category (bool < integer < float) than the tier above. -1 = none. */
+static int combine_tiers(int hi, int lo)
+{
+    if (hi < 0 || lo < 0)
+        return hi < 0 ? lo : hi;
+    if (ic_dtype_is_float((ic_dtype)hi))
+        return hi;
+    if (hi == IC_BOOL || ic_dtype_is_float((ic_dtype)lo))
+        return ic__promote((ic_dtype)hi, (ic_dtype)lo);
+    return hi;
+}
+
+/* The dtype of operands promoted together as torch.result_type does: tensors with dims,
+ * then 0-d tensors, then numbers (wrapped as i64 or f32) as three tiers, e.g.
+ * f16[3] + f32[] stays f16, i32[3] + 0.5 is f32. */
 static ic_dtype promote_operands(const cx *x, int from, int to)
 {
-    bool have = false;
-    ic_dtype t = IC_BOOL;
-    int scat = -1;
+    int tier[3] = { -1, -1, -1 };
     for (int i = from; i < to; i++) {
         const ic_operand *o = &x->n->in[i];
+        int k;
+        ic_dtype t;
         if (o->node >= 0) {
-            t = have ? ic__promote(t, x->g->nodes[o->node]->info.dtype) : x->g->nodes[o->node]->info.dtype;
-            have = true;
+            const ic_node *a = x->g->nodes[o->node];
+            k = a->info.rank == 0 ? 1 : 0;
+            t = a->info.dtype;
         } else if (o->node == IC_SCALAR) {
-            int c = o->scalar.is_int ? 1 : 2;
-            scat = c > scat ? c : scat;
+            k = 2;
+            t = o->scalar.is_int ? IC_I64 : IC_F32;
+        } else {
+            continue;
         }
+        tier[k] = tier[k] < 0 ? (int)t : (int)ic__promote((ic_dtype)tier[k], t);
     }
-    if (!have)
-        return scat == 2 ? IC_F32 : IC_I64;
-    if (scat > category(t))
-        return scat == 2 ? IC_F32 : IC_I64;
-    return t;
+    int r = combine_tiers(tier[0], combine_tiers(tier[1], tier[2]));
+    return r < 0 ? IC_I64 : (ic_dtype)r;
 }
 
 /* ---- op groups ---- */
@@ -556,7 +571,7 @@ static ic_status infer_slice(cx *x, const ic_node *a)
     if (en < 0) en += n;
     st = st < 0 ? 0 : st > n ? n : st;
     en = en < st ? st : en > n ? n : en;
-    out[d] = ic_dim_const((en - st + at->step - 1) / at->step);
+    out[d] = ic_dim_const(en == st ? 0 : (en - st - 1) / at->step + 1); /* no overflow for huge steps */
     set_shape(x->n, a->info.rank, out);
     return IC_OK;
 }

@@ -1,0 +1,679 @@
+/* gen.c - kernels -> LLVM functions: the loop nest of each kernel mode (pointwise, row,
+ * column), accumulators, the OpenMP outlining through __kmpc_fork_call, and the module.
+ *
+ * Each kernel K becomes three functions:
+ *   K(bufs)                     exported; forks K.omp on a team, or calls K.range serially
+ *   K.omp(gtid, btid, bufs)     the microtask: this thread's static share [lo, hi)
+ *   K.range(b0.., lo, hi)       the loops over work items lo..hi-1; buffers are noalias
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
+#include "llvmgen-impl.h"
+
+/* ---- small helpers ---- */
+
+static LLVMBasicBlockRef block(ic__cg *g, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
+}
+
+static LLVMValueRef entry_alloca(ic__cg *g, LLVMTypeRef ty, LLVMValueRef count, const char *name)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
+    if (first)
+        LLVMPositionBuilderBefore(b, first);
+    else
+        LLVMPositionBuilderAtEnd(b, g->entry);
+    LLVMValueRef a = count ? LLVMBuildArrayAlloca(b, ty, count, name) : LLVMBuildAlloca(b, ty, name);
+    LLVMSetAlignment(a, 64);
+    LLVMDisposeBuilder(b);
+    return a;
+}
+
+static LLVMValueRef ld(ic__cg *g, LLVMValueRef p) { return LLVMBuildLoad2(g->b, g->t_i64, p, ""); }
+static void st(ic__cg *g, LLVMValueRef v, LLVMValueRef p) { LLVMBuildStore(g->b, v, p); }
+
+static LLVMValueRef smin(ic__cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x[2] = { a, b };
+    return ic__gen_intrinsic(g, "llvm.smin", &g->t_i64, 1, x, 2);
+}
+
+static LLVMMetadataRef md_flag(ic__cg *g, const char *name, LLVMValueRef v)
+{
+    LLVMMetadataRef ops[2] = { LLVMMDStringInContext2(g->ctx, name, strlen(name)),
+                               LLVMValueAsMetadata(v) };
+    return LLVMMDNodeInContext2(g->ctx, ops, 2);
+}
+
+LLVMValueRef ic__gen_loop_md(ic__cg *g)
+{
+    LLVMMetadataRef ops[5];
+    int n = 0;
+    LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    ops[n++] = self;
+    int w = g->p->vector_width, u = g->p->unroll;
+    ops[n++] = md_flag(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, w != 1, 0));
+    if (w > 1)
+        ops[n++] = md_flag(g, "llvm.loop.vectorize.width", LLVMConstInt(g->t_i32, (unsigned)w, 0));
+    if (u > 0)
+        ops[n++] = md_flag(g, "llvm.loop.interleave.count", LLVMConstInt(g->t_i32, (unsigned)u, 0));
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->ctx, ops, (size_t)n);
+    LLVMMetadataReplaceAllUsesWith(self, node);
+    return LLVMMetadataAsValue(g->ctx, node);
+}
+
+/* A top-tested counted loop with a canonical i64 induction variable. */
+typedef struct { LLVMBasicBlockRef head, body, exit, pre; LLVMValueRef iv; } loop_t;
+
+static void loop_open(ic__cg *g, loop_t *L, LLVMValueRef lo, LLVMValueRef hi, const char *name)
+{
+    char nm[32];
+    L->pre = LLVMGetInsertBlock(g->b);
+    snprintf(nm, sizeof nm, "%s.head", name);
+    L->head = block(g, nm);
+    snprintf(nm, sizeof nm, "%s.body", name);
+    L->body = block(g, nm);
+    snprintf(nm, sizeof nm, "%s.exit", name);
+    L->exit = block(g, nm);
+    LLVMBuildBr(g->b, L->head);
+    LLVMPositionBuilderAtEnd(g->b, L->head);
+    L->iv = LLVMBuildPhi(g->b, g->t_i64, name);
+    LLVMAddIncoming(L->iv, &lo, &L->pre, 1);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, L->iv, hi, ""), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(g->b, L->body);
+}
+
+static void loop_close(ic__cg *g, loop_t *L, bool innermost)
+{
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, L->iv, ic__gen_i64(g, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+    LLVMValueRef br = LLVMBuildBr(g->b, L->head);
+    if (innermost)
+        LLVMSetMetadata(br, g->md_loop, ic__gen_loop_md(g));
+    LLVMAddIncoming(L->iv, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(g->b, L->exit);
+}
+
+/* Splits flat index v over dims[0..n-1] (row-major) into idx allocas. */
+static void decompose(ic__cg *g, LLVMValueRef v, const int64_t *dims, int n, LLVMValueRef *idx)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        LLVMValueRef sz = ic__gen_i64(g, dims[d] > 0 ? dims[d] : 1);
+        st(g, LLVMBuildURem(g->b, v, sz, ""), idx[d]);
+        v = LLVMBuildUDiv(g->b, v, sz, "");
+    }
+}
+
+/* idx (allocas over dims[0..n-1]) += 1 with carries, branch-free. */
+static void odometer_inc(ic__cg *g, const int64_t *dims, int n, LLVMValueRef *idx)
+{
+    LLVMValueRef carry = ic__gen_i64(g, 1);
+    for (int d = n - 1; d >= 0; d--) {
+        LLVMValueRef t = LLVMBuildAdd(g->b, ld(g, idx[d]), carry, "");
+        LLVMValueRef wrap = LLVMBuildICmp(g->b, LLVMIntEQ, t, ic__gen_i64(g, dims[d]), "");
+        st(g, LLVMBuildSelect(g->b, wrap, ic__gen_i64(g, 0), t, ""), idx[d]);
+        carry = LLVMBuildZExt(g->b, wrap, g->t_i64, "");
+    }
+}
+
+static int64_t prod(int n, const int64_t *d)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++)
+        p *= d[i];
+    return p;
+}
+
+/* ---- stages ---- */
+
+/* COLUMN mode wraps the innermost work in a loop over the strip: lane j, column base + j. */
+typedef struct { LLVMValueRef base, width; } strip_t;
+
+static ic_status stage_body(ic__cg *g, int s, const strip_t *sp)
+{
+    if (!sp)
+        return ic__gen_stage(g, s);
+    loop_t L;
+    loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "lane");
+    g->lane = L.iv;
+    g->vars[g->k->nouter - 1] = LLVMBuildNSWAdd(g->b, sp->base, L.iv, "col");
+    ic_status r = ic__gen_stage(g, s);
+    loop_close(g, &L, true);
+    return r;
+}
+
+static void init_accs(ic__cg *g, int s, const strip_t *sp)
+{
+    const ic_stage *stg = &g->k->stages[s];
+    loop_t L;
+    if (sp) {
+        loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "init");
+        g->lane = L.iv;
+    }
+    for (int i = 0; i < stg->ninstr; i++) {
+        const ic_linstr *in = &stg->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        ic_dtype vt = in->pred == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
+        LLVMTypeRef ty = ic__gen_type(g, vt);
+        st(g, ic__gen_reduce_init(g, (ic_red)in->pred, vt), ic__gen_acc_ptr(g, g->acc[s][i], ty));
+        if (in->pred == IC_RED_ARGMAX)
+            st(g, ic__gen_i64(g, -1), ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64));
+    }
+    if (sp)
+        loop_close(g, &L, true);
+}
+
+/* Runs every stage for the current outer point (or strip). */
+static ic_status emit_stages(ic__cg *g, const strip_t *sp)
+{
+    const ic_kernel *k = g->k;
+    for (int s = 0; s < k->nstages; s++) {
+        const ic_stage *stg = &k->stages[s];
+        ic_status r;
+        if (stg->kind == IC_STAGE_BODY) {
+            if ((r = stage_body(g, s, sp)))
+                return r;
+            continue;
+        }
+        if (stg->kind == IC_STAGE_REDUCE)
+            init_accs(g, s, sp);
+        loop_t L[IC_MAX_RANK];
+        for (int d = 0; d < k->ninner; d++) {
+            loop_open(g, &L[d], ic__gen_i64(g, 0), ic__gen_i64(g, k->inner[d]), "r");
+            g->vars[k->nouter + d] = L[d].iv;
+        }
+        if ((r = stage_body(g, s, sp)))
+            return r;
+        for (int d = k->ninner - 1; d >= 0; d--)
+            loop_close(g, &L[d], d == k->ninner - 1 && !sp);
+    }
+    return IC_OK;
+}
+
+/* ---- the three loop arrangements, inside K.range(bufs.., lo, hi) ---- */
+
+static ic_status emit_pointwise(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
+{
+    const ic_kernel *k = g->k;
+    int n = k->nouter;
+    if (n == 0) {
+        loop_t L;
+        loop_open(g, &L, lo, hi, "item");
+        ic_status r = emit_stages(g, NULL);
+        loop_close(g, &L, false);
+        return r;
+    }
+    /* Segments: a run of the innermost dim inside [lo, hi), vectorised. */
+    LLVMValueRef idx[IC_MAX_RANK], pos = entry_alloca(g, g->t_i64, NULL, "pos");
+    for (int d = 0; d < n; d++)
+        idx[d] = entry_alloca(g, g->t_i64, NULL, "o");
+    decompose(g, lo, k->outer, n, idx);
+    st(g, lo, pos);
+    LLVMBasicBlockRef head = block(g, "seg.head"), body = block(g, "seg.body"), exit = block(g, "seg.exit");
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, head);
+    LLVMValueRef i = ld(g, pos);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi, ""), body, exit);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef j0 = ld(g, idx[n - 1]);
+    LLVMValueRef len = smin(g, LLVMBuildSub(g->b, hi, i, ""),
+                            LLVMBuildSub(g->b, ic__gen_i64(g, k->outer[n - 1]), j0, ""));
+    for (int d = 0; d < n - 1; d++)
+        g->vars[d] = ld(g, idx[d]);
+    loop_t L;
+    loop_open(g, &L, j0, LLVMBuildNSWAdd(g->b, j0, len, ""), "x");
+    g->vars[n - 1] = L.iv;
+    ic_status r = emit_stages(g, NULL);
+    loop_close(g, &L, true);
+    st(g, LLVMBuildNSWAdd(g->b, i, len, ""), pos);
+    st(g, ic__gen_i64(g, 0), idx[n - 1]);
+    odometer_inc(g, k->outer, n - 1, idx);
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, exit);
+    return r;
+}
+
+static ic_status emit_row(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
+{
+    const ic_kernel *k = g->k;
+    int n = k->nouter;
+    LLVMValueRef idx[IC_MAX_RANK];
+    for (int d = 0; d < n; d++)
+        idx[d] = entry_alloca(g, g->t_i64, NULL, "o");
+    decompose(g, lo, k->outer, n, idx);
+    loop_t L;
+    loop_open(g, &L, lo, hi, "item");
+    for (int d = 0; d < n; d++)
+        g->vars[d] = ld(g, idx[d]);
+    ic_status r = emit_stages(g, NULL);
+    odometer_inc(g, k->outer, n, idx);
+    loop_close(g, &L, false);
+    return r;
+}
+
+static ic_status emit_column(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
+{
+    const ic_kernel *k = g->k;
+    int n = k->nouter;
+    int64_t cols = k->outer[n - 1], S = g->strip;
+    int64_t dims[IC_MAX_RANK];
+    memcpy(dims, k->outer, sizeof(int64_t) * (size_t)n);
+    dims[n - 1] = (cols + S - 1) / S;
+    LLVMValueRef idx[IC_MAX_RANK];
+    for (int d = 0; d < n; d++)
+        idx[d] = entry_alloca(g, g->t_i64, NULL, "o");
+    decompose(g, lo, dims, n, idx);
+    loop_t L;
+    loop_open(g, &L, lo, hi, "item");
+    for (int d = 0; d < n - 1; d++)
+        g->vars[d] = ld(g, idx[d]);
+    strip_t sp;
+    sp.base = LLVMBuildNSWMul(g->b, ld(g, idx[n - 1]), ic__gen_i64(g, S), "base");
+    sp.width = smin(g, ic__gen_i64(g, S), LLVMBuildSub(g->b, ic__gen_i64(g, cols), sp.base, ""));
+    ic_status r = emit_stages(g, &sp);
+    odometer_inc(g, dims, n, idx);
+    loop_close(g, &L, false);
+    return r;
+}
+
+/* ---- functions of one kernel ---- */
+
+static void fn_attrs(ic__cg *g, LLVMValueRef fn)
+{
+    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
+                                                   (unsigned)strlen(g->t->cpu));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
+                                  (unsigned)strlen(g->t->features));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    if (g->p->prefer_vector_bits > 0) {
+        char w[16];
+        snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits);
+        a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    }
+    unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
+}
+
+static LLVMValueRef omp_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
+                             int n, bool vararg, LLVMTypeRef *fty)
+{
+    *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    return f ? f : LLVMAddFunction(g->mod, name, *fty);
+}
+
+/* The ident_t every __kmpc call takes: {reserved, flags = KMP_IDENT_KMPC, reserved x2, psource}. */
+static LLVMValueRef omp_ident(ic__cg *g)
+{
+    LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
+    if (id)
+        return id;
+    const char *src = ";ic-llvm;kernel;0;0;;";
+    LLVMValueRef str = LLVMAddGlobal(g->mod, LLVMArrayType2(g->t_i8, strlen(src) + 1), "ic.omp.src");
+    LLVMSetInitializer(str, LLVMConstStringInContext2(g->ctx, src, strlen(src), 0));
+    LLVMSetGlobalConstant(str, 1);
+    LLVMSetLinkage(str, LLVMPrivateLinkage);
+    LLVMTypeRef fields[5] = { g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr };
+    LLVMTypeRef ty = LLVMStructTypeInContext(g->ctx, fields, 5, 0);
+    LLVMValueRef vals[5] = { LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0),
+                             LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 0, 0), str };
+    id = LLVMAddGlobal(g->mod, ty, "ic.omp.ident");
+    LLVMSetInitializer(id, LLVMConstNamedStruct(ty, vals, 5));
+    LLVMSetGlobalConstant(id, 1);
+    LLVMSetLinkage(id, LLVMPrivateLinkage);
+    return id;
+}
+
+/* Loads the used buffer pointers from bufs and calls K.range(ptrs.., lo, hi). */
+static void call_range(ic__cg *g, LLVMValueRef range, LLVMTypeRef rty, LLVMValueRef bufs,
+                       LLVMValueRef lo, LLVMValueRef hi)
+{
+    LLVMValueRef args[IC_MAX_INPUTS * 4 + 2];
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++) {
+        if (!g->bufptr[i])
+            continue;
+        LLVMValueRef off = ic__gen_i64(g, i);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, "");
+        args[n++] = LLVMBuildLoad2(g->b, g->t_ptr, p, "");
+    }
+    args[n++] = lo;
+    args[n++] = hi;
+    LLVMBuildCall2(g->b, rty, range, args, (unsigned)n, "");
+}
+
+static ic_status gen_kernel(ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    char name[512];
+    ic_status r = IC_OK;
+    g->mode = ic_kernel_mode_of(k);
+    g->strip = g->p->strip > 0 ? g->p->strip : 64;
+    /* work items: outer points, segments' elements, or (outer rows x strips) */
+    int64_t items = prod(k->nouter, k->outer);
+    if (g->mode == IC_KMODE_COLUMN)
+        items = prod(k->nouter - 1, k->outer) * ((k->outer[k->nouter - 1] + g->strip - 1) / g->strip);
+    int64_t elems = prod(k->nouter, k->outer) * prod(k->ninner, k->inner);
+    bool parallel = g->p->parallel_depth > 0 && g->p->threads != 1 && items >= 2 &&
+                    elems >= g->p->serial_threshold;
+    int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;
+
+    /* K.range: only the buffers the kernel touches, each noalias */
+    int nused = 0;
+    LLVMTypeRef ps[IC_MAX_INPUTS * 4 + 2];
+    memset(g->bufptr, 0, sizeof(LLVMValueRef) * (size_t)g->nbufs);
+    bool *used = calloc((size_t)g->nbufs + 1, 1);
+    if (!used)
+        return ic__error(g->c, IC_ENOMEM, "codegen: out of memory");
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
+                used[in->buf] = true;
+        }
+    for (int i = 0; i < g->nbufs; i++)
+        nused += used[i];
+    if (nused > IC_MAX_INPUTS * 4) {
+        free(used);
+        return ic__error(g->c, IC_EUNSUPPORTED, "codegen: kernel '%s' touches %d buffers (at most %d)",
+                         k->name, nused, IC_MAX_INPUTS * 4);
+    }
+    for (int i = 0; i < nused; i++)
+        ps[i] = g->t_ptr;
+    ps[nused] = ps[nused + 1] = g->t_i64;
+    LLVMTypeRef rty = LLVMFunctionType(g->t_void, ps, (unsigned)nused + 2, 0);
+    snprintf(name, sizeof name, "%s.range", g->sym);
+    LLVMValueRef range = LLVMAddFunction(g->mod, name, rty);
+    LLVMSetLinkage(range, LLVMInternalLinkage);
+    fn_attrs(g, range);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (int i = 0, a = 0; i < g->nbufs; i++) {
+        if (!used[i])
+            continue;
+        g->bufptr[i] = LLVMGetParam(range, (unsigned)a);
+        LLVMAddAttributeAtIndex(range, (unsigned)a + 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
+        a++;
+    }
+    free(used);
+    g->fn = range;
+    g->entry = block(g, "entry");
+    LLVMBasicBlockRef start = block(g, "start");
+    LLVMPositionBuilderAtEnd(g->b, start);
+    /* accumulators: a scalar (row) or a strip-long array (column) per REDUCE */
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            g->acc[s][i] = g->acc_idx[s][i] = NULL;
+            if (in->op != IC_L_REDUCE)
+                continue;
+            ic_dtype vt = in->pred == IC_RED_ARGMAX ? k->stages[s].instr[in->a].type : in->type;
+            LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
+            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, vt), cnt, "acc");
+            if (in->pred == IC_RED_ARGMAX)
+                g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
+        }
+    LLVMValueRef lo = LLVMGetParam(range, (unsigned)nused), hi = LLVMGetParam(range, (unsigned)nused + 1);
+    switch (g->mode) {
+    case IC_KMODE_POINTWISE: r = emit_pointwise(g, lo, hi); break;
+    case IC_KMODE_ROW: r = emit_row(g, lo, hi); break;
+    case IC_KMODE_COLUMN: r = emit_column(g, lo, hi); break;
+    }
+    LLVMBuildRetVoid(g->b);
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    LLVMBuildBr(g->b, start);
+    if (r)
+        return r;
+
+    /* K(bufs) */
+    LLVMTypeRef kty = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
+    LLVMValueRef kf = LLVMAddFunction(g->mod, g->sym, kty);
+    fn_attrs(g, kf);
+    g->fn = kf;
+    LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
+    LLVMValueRef bufs = LLVMGetParam(kf, 0);
+    if (items == 0) {
+        LLVMBuildRetVoid(g->b);
+        return IC_OK;
+    }
+    if (!parallel) {
+        call_range(g, range, rty, bufs, ic__gen_i64(g, 0), ic__gen_i64(g, items));
+        LLVMBuildRetVoid(g->b);
+        return IC_OK;
+    }
+    /* K.omp(gtid, btid, bufs): this thread's contiguous share, a multiple of grain */
+    LLVMTypeRef mps[3] = { g->t_ptr, g->t_ptr, g->t_ptr };
+    LLVMTypeRef mty = LLVMFunctionType(g->t_void, mps, 3, 0);
+    snprintf(name, sizeof name, "%s.omp", g->sym);
+    LLVMValueRef mt = LLVMAddFunction(g->mod, name, mty);
+    LLVMSetLinkage(mt, LLVMInternalLinkage);
+    fn_attrs(g, mt);
+    LLVMAddAttributeAtIndex(mt, 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
+    LLVMAddAttributeAtIndex(mt, 2, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
+    LLVMBuilderRef kb = g->b;
+    g->b = LLVMCreateBuilderInContext(g->ctx);
+    g->fn = mt;
+    LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
+    LLVMTypeRef fty;
+    LLVMValueRef f_tid = omp_decl(g, "omp_get_thread_num", g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef tid = LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f_tid, NULL, 0, "tid"), g->t_i64, "");
+    LLVMValueRef f_nth = omp_decl(g, "omp_get_num_threads", g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef nth = LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f_nth, NULL, 0, "nth"), g->t_i64, "");
+    int64_t chunks = (items + grain - 1) / grain;
+    LLVMValueRef per = LLVMBuildUDiv(g->b, LLVMBuildAdd(g->b, ic__gen_i64(g, chunks),
+                                                        LLVMBuildSub(g->b, nth, ic__gen_i64(g, 1), ""), ""),
+                                     nth, "");
+    per = LLVMBuildMul(g->b, per, ic__gen_i64(g, grain), "per");
+    LLVMValueRef mlo = smin(g, LLVMBuildMul(g->b, tid, per, ""), ic__gen_i64(g, items));
+    LLVMValueRef mhi = smin(g, LLVMBuildAdd(g->b, mlo, per, ""), ic__gen_i64(g, items));
+    LLVMBasicBlockRef run = block(g, "run"), done = block(g, "done");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, mlo, mhi, ""), run, done);
+    LLVMPositionBuilderAtEnd(g->b, run);
+    call_range(g, range, rty, LLVMGetParam(mt, 2), mlo, mhi);
+    LLVMBuildBr(g->b, done);
+    LLVMPositionBuilderAtEnd(g->b, done);
+    LLVMBuildRetVoid(g->b);
+    LLVMDisposeBuilder(g->b);
+    g->b = kb;
+    g->fn = kf;
+
+    LLVMValueRef ident = omp_ident(g);
+    if (g->p->threads > 1) {
+        LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
+        LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
+        LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
+        LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
+        LLVMValueRef pa[3] = { ident, gtid, LLVMConstInt(g->t_i32, (unsigned)g->p->threads, 0) };
+        LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
+    }
+    LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
+    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
+    LLVMValueRef fa[4] = { ident, LLVMConstInt(g->t_i32, 1, 0), mt, bufs };
+    LLVMBuildCall2(g->b, fty, f_fork, fa, 4, "");
+    LLVMBuildRetVoid(g->b);
+    return IC_OK;
+}
+
+/* ---- the module ---- */
+
+static void diag_handler(LLVMDiagnosticInfoRef di, void *user)
+{
+    ic_ctx *c = user;
+    char *msg = LLVMGetDiagInfoDescription(di);
+    /* e.g. "loop not vectorized" remarks for loops that cannot be: informative only */
+    if (c && msg)
+        ic__logf(c, 1, "llvm: %s", msg);
+    LLVMDisposeMessage(msg);
+}
+
+/* Symbol-safe, unique names: [A-Za-z0-9_], not starting with a digit. */
+static char *kernel_symbol(ic_ctx *c, const char *name, int idx, char **prev, int nprev)
+{
+    char buf[256];
+    size_t n = 0;
+    if (!name || !*name)
+        name = "kernel";
+    if (name[0] >= '0' && name[0] <= '9')
+        buf[n++] = 'k', buf[n++] = '_';
+    for (const char *p = name; *p && n < sizeof buf - 24; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        buf[n++] = ok ? ch : '_';
+    }
+    buf[n] = 0;
+    for (int i = 0; i < nprev; i++)
+        if (strcmp(prev[i], buf) == 0) {
+            snprintf(buf + n, sizeof buf - n, "_k%d", idx);
+            break;
+        }
+    return ic__strdup(c, buf);
+}
+
+static ic_status gen_init(ic__cg *g, ic_ctx *c, const ic_codegen_target *t, ic_llvm_module *m)
+{
+    memset(g, 0, sizeof *g);
+    g->c = c;
+    g->t = t;
+    g->ctx = m->ctx;
+    g->mod = m->mod;
+    g->b = LLVMCreateBuilderInContext(g->ctx);
+    g->t_void = LLVMVoidTypeInContext(g->ctx);
+    g->t_i1 = LLVMInt1TypeInContext(g->ctx);
+    g->t_i8 = LLVMInt8TypeInContext(g->ctx);
+    g->t_i16 = LLVMInt16TypeInContext(g->ctx);
+    g->t_i32 = LLVMInt32TypeInContext(g->ctx);
+    g->t_i64 = LLVMInt64TypeInContext(g->ctx);
+    g->t_f16 = LLVMHalfTypeInContext(g->ctx);
+    g->t_f32 = LLVMFloatTypeInContext(g->ctx);
+    g->t_f64 = LLVMDoubleTypeInContext(g->ctx);
+    g->t_ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    g->md_loop = LLVMGetMDKindIDInContext(g->ctx, "llvm.loop", 9);
+    return IC_OK;
+}
+
+/* Per-kernel scratch: accumulator slots and SSA values of the largest stage. */
+static ic_status gen_kernel_scratch(ic__cg *g, const ic_kernel *k, void **mem)
+{
+    size_t nst = (size_t)k->nstages, total = 0, maxi = 1;
+    for (int s = 0; s < k->nstages; s++) {
+        total += (size_t)k->stages[s].ninstr;
+        if ((size_t)k->stages[s].ninstr > maxi)
+            maxi = (size_t)k->stages[s].ninstr;
+    }
+    size_t bytes = 2 * nst * sizeof(LLVMValueRef *) + 2 * total * sizeof(LLVMValueRef) +
+                   maxi * sizeof(LLVMValueRef) + 16;
+    char *p = ic__calloc(g->c, 1, bytes);
+    if (!p)
+        return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", k->name);
+    *mem = p;
+    g->acc = (LLVMValueRef **)p;
+    g->acc_idx = g->acc + nst;
+    LLVMValueRef *slots = (LLVMValueRef *)(g->acc_idx + nst);
+    for (int s = 0; s < k->nstages; s++) {
+        g->acc[s] = slots;
+        slots += k->stages[s].ninstr;
+        g->acc_idx[s] = slots;
+        slots += k->stages[s].ninstr;
+    }
+    g->vals = slots;
+    return IC_OK;
+}
+
+ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, int nbufs,
+                             const ic_buffer *bufs, const ic_codegen_target *t,
+                             const ic_codegen_params *params, ic_llvm_module **out)
+{
+    *out = NULL;
+    if (!t || nkernels < 0 || nbufs < 0 || (nkernels && !kernels) || (nbufs && !bufs))
+        return ic__error(c, IC_EINVAL, "codegen: bad arguments");
+    for (int i = 0; i < nkernels; i++) {
+        ic_status r = ic__gen_check_kernel(c, &kernels[i], nbufs, bufs);
+        if (r)
+            return r;
+    }
+    ic__llvm_init();
+    ic_llvm_module *m = ic__calloc(c, 1, sizeof *m);
+    if (!m)
+        return ic__error(c, IC_ENOMEM, "codegen: out of memory");
+    m->c = c;
+    m->t = t;
+    m->tsc = LLVMOrcCreateNewThreadSafeContext();
+    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
+    LLVMContextSetDiagnosticHandler(m->ctx, diag_handler, c);
+    m->mod = LLVMModuleCreateWithNameInContext("ic", m->ctx);
+    LLVMSetTarget(m->mod, t->triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(t->tm);
+    LLVMSetModuleDataLayout(m->mod, td);
+    LLVMDisposeTargetData(td);
+    m->syms = ic__calloc(c, (size_t)nkernels + 1, sizeof(char *));
+    LLVMValueRef *bufptr = ic__calloc(c, (size_t)nbufs + 1, sizeof(LLVMValueRef));
+    if (!m->syms || !bufptr) {
+        ic__free(c, bufptr);
+        ic_llvm_module_destroy(m);
+        return ic__error(c, IC_ENOMEM, "codegen: out of memory");
+    }
+    ic__cg g;
+    gen_init(&g, c, t, m);
+    g.bufs = bufs;
+    g.nbufs = nbufs;
+    g.bufptr = bufptr;
+    ic_status r = IC_OK;
+    for (int i = 0; i < nkernels && !r; i++) {
+        const ic_kernel *k = &kernels[i];
+        ic_codegen_params dp;
+        if (!params)
+            ic_codegen_params_default(t, k, bufs, &dp);
+        g.p = params ? &params[i] : &dp;
+        g.k = k;
+        if (!(m->syms[i] = kernel_symbol(c, k->name, i, m->syms, i))) {
+            r = ic__error(c, IC_ENOMEM, "codegen: out of memory");
+            break;
+        }
+        m->nkernels = i + 1;
+        g.sym = m->syms[i];
+        void *scratch = NULL;
+        if ((r = gen_kernel_scratch(&g, k, &scratch)))
+            break;
+        r = gen_kernel(&g);
+        ic__free(c, scratch);
+    }
+    LLVMDisposeBuilder(g.b);
+    ic__free(c, bufptr);
+    if (!r)
+        r = ic_llvm_module_verify(m);
+    if (r) {
+        ic_llvm_module_destroy(m);
+        return r;
+    }
+    *out = m;
+    return IC_OK;
+}
+
+LLVMOrcThreadSafeModuleRef ic__llvm_module_take(ic_llvm_module *m)
+{
+    if (!m->mod)
+        return NULL;
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
+    m->mod = NULL;
+    return tsm;
+}
+
+void ic_llvm_module_destroy(ic_llvm_module *m)
+{
+    if (!m)
+        return;
+    if (m->mod)
+        LLVMDisposeModule(m->mod);
+    if (m->tsc)
+        LLVMOrcDisposeThreadSafeContext(m->tsc);
+    for (int i = 0; i < m->nkernels; i++)
+        ic__free(m->c, m->syms[i]);
+    ic__free(m->c, m->syms);
+    ic__free(m->c, m);
+}

@@ -1,0 +1,655 @@
+/* instr.c - loop IR instructions -> LLVM IR: types, constants, casts (f16/bf16 included),
+ * arithmetic with PyTorch's NaN and integer semantics, loads, stores and reductions. */
+#include <math.h>
+#include <string.h>
+#include "llvmgen-impl.h"
+
+static const char *const lop_names[IC_L_OP_COUNT] = {
+    "var", "const", "load", "store", "acc", "reduce", "neg", "abs", "exp", "log", "sqrt",
+    "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "recip", "floor", "ceil", "not", "cast",
+    "add", "sub", "mul", "div", "pow", "max", "min", "idiv", "mod", "and", "or", "cmp", "select",
+};
+
+const char *ic__lop_name(ic_lop op)
+{
+    return (unsigned)op < IC_L_OP_COUNT ? lop_names[op] : "?";
+}
+
+LLVMTypeRef ic__gen_type(ic__cg *g, ic_dtype t)
+{
+    switch (t) {
+    case IC_F32: return g->t_f32;
+    case IC_F64: return g->t_f64;
+    case IC_F16: return g->t_f16;
+    case IC_BF16: return g->t_i16; /* bits; converted with integer ops (no libcalls) */
+    case IC_I32: return g->t_i32;
+    case IC_I64: return g->t_i64;
+    default: return g->t_i1;
+    }
+}
+
+LLVMTypeRef ic__gen_mem_type(ic__cg *g, ic_dtype t)
+{
+    return t == IC_BOOL ? g->t_i8 : ic__gen_type(g, t);
+}
+
+LLVMValueRef ic__gen_i64(ic__cg *g, int64_t v)
+{
+    return LLVMConstInt(g->t_i64, (unsigned long long)v, 1);
+}
+
+LLVMValueRef ic__gen_f32(ic__cg *g, double v)
+{
+    return LLVMConstReal(g->t_f32, v);
+}
+
+static bool is_fp(ic_dtype t) { return t == IC_F32 || t == IC_F64; }
+static bool is_int(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
+
+LLVMValueRef ic__gen_const(ic__cg *g, ic_dtype t, ic_scalar s)
+{
+    double f = s.is_int ? (double)s.i : s.f;
+    int64_t i = s.is_int ? s.i : (isnan(s.f) ? 0 : (int64_t)s.f);
+    switch (t) {
+    case IC_F32: case IC_F64: case IC_F16:
+        return LLVMConstReal(ic__gen_type(g, t), f);
+    case IC_BF16:
+        return LLVMConstInt(g->t_i16, ic_f32_to_bf16((float)f), 0);
+    case IC_I32: case IC_I64:
+        return LLVMConstInt(ic__gen_type(g, t), (unsigned long long)i, 1);
+    default:
+        return LLVMConstInt(g->t_i1, s.is_int ? s.i != 0 : s.f != 0, 0);
+    }
+}
+
+LLVMValueRef ic__gen_intrinsic(ic__cg *g, const char *name, LLVMTypeRef *over, int nover,
+                               LLVMValueRef *args, int nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    IC_ASSERT(id != 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, over, (size_t)nover);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, over, (size_t)nover);
+    return LLVMBuildCall2(g->b, fty, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef intr1(ic__cg *g, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return ic__gen_intrinsic(g, name, &t, 1, &x, 1);
+}
+
+static LLVMValueRef intr2(ic__cg *g, const char *name, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef a[2] = { x, y };
+    return ic__gen_intrinsic(g, name, &t, 1, a, 2);
+}
+
+LLVMValueRef ic__gen_reduce_init(ic__cg *g, ic_red red, ic_dtype t)
+{
+    LLVMTypeRef ty = ic__gen_type(g, t);
+    bool fp = is_fp(t);
+    switch (red) {
+    case IC_RED_SUM:
+        return fp ? LLVMConstReal(ty, 0.0) : LLVMConstInt(ty, 0, 0);
+    case IC_RED_PROD:
+        return fp ? LLVMConstReal(ty, 1.0) : LLVMConstInt(ty, 1, 0);
+    case IC_RED_MAX:
+    case IC_RED_ARGMAX:
+        if (fp)
+            return LLVMConstReal(ty, -INFINITY);
+        return t == IC_BOOL ? LLVMConstInt(ty, 0, 0)
+               : LLVMConstInt(ty, t == IC_I32 ? (unsigned long long)(int64_t)INT32_MIN
+                                               : (unsigned long long)INT64_MIN, 1);
+    case IC_RED_MIN:
+        if (fp)
+            return LLVMConstReal(ty, INFINITY);
+        return t == IC_BOOL ? LLVMConstInt(ty, 1, 0)
+               : LLVMConstInt(ty, t == IC_I32 ? (unsigned long long)INT32_MAX
+                                               : (unsigned long long)INT64_MAX, 1);
+    }
+    return LLVMConstNull(ty);
+}
+
+/* ---- casts ---- */
+
+/* bf16 bits -> f32: the bits are the top half of an f32. */
+static LLVMValueRef bf16_to_f32(ic__cg *g, LLVMValueRef v)
+{
+    LLVMValueRef w = LLVMBuildZExt(g->b, v, g->t_i32, "");
+    w = LLVMBuildShl(g->b, w, LLVMConstInt(g->t_i32, 16, 0), "");
+    return LLVMBuildBitCast(g->b, w, g->t_f32, "");
+}
+
+/* f32 -> bf16 bits, round to nearest even; NaN stays (quiet) NaN. Integer ops only, so no
+ * libcall (__truncsfbf2 is not in every libgcc) and it vectorises. */
+static LLVMValueRef f32_to_bf16(ic__cg *g, LLVMValueRef f)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, f, g->t_i32, "");
+    LLVMValueRef c16 = LLVMConstInt(g->t_i32, 16, 0);
+    LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, c16, ""), LLVMConstInt(g->t_i32, 1, 0), "");
+    LLVMValueRef bias = LLVMBuildAdd(b, lsb, LLVMConstInt(g->t_i32, 0x7fff, 0), "");
+    LLVMValueRef rne = LLVMBuildLShr(b, LLVMBuildAdd(b, bits, bias, ""), c16, "");
+    LLVMValueRef qnan = LLVMBuildOr(b, LLVMBuildLShr(b, bits, c16, ""), LLVMConstInt(g->t_i32, 0x40, 0), "");
+    LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, f, f, "");
+    LLVMValueRef r = LLVMBuildSelect(b, isnan, qnan, rne, "");
+    return LLVMBuildTrunc(b, r, g->t_i16, "");
+}
+
+/* Any value -> f32 (or f64 when `to` is F64). */
+static LLVMValueRef to_float(ic__cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to)
+{
+    LLVMTypeRef ft = to == IC_F64 ? g->t_f64 : g->t_f32;
+    switch (from) {
+    case IC_F32: return to == IC_F64 ? LLVMBuildFPExt(g->b, v, ft, "") : v;
+    case IC_F64: return to == IC_F64 ? v : LLVMBuildFPTrunc(g->b, v, ft, "");
+    case IC_F16: return LLVMBuildFPExt(g->b, v, ft, "");
+    case IC_BF16: {
+        LLVMValueRef f = bf16_to_f32(g, v);
+        return to == IC_F64 ? LLVMBuildFPExt(g->b, f, ft, "") : f;
+    }
+    case IC_BOOL: return LLVMBuildUIToFP(g->b, v, ft, "");
+    default: return LLVMBuildSIToFP(g->b, v, ft, "");
+    }
+}
+
+static LLVMValueRef build_cast(ic__cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef ty = ic__gen_type(g, to);
+    if (from == to)
+        return v;
+    if (to == IC_BOOL) {
+        if (from == IC_F16 || from == IC_BF16)
+            v = to_float(g, v, from, IC_F32), from = IC_F32;
+        if (is_fp(from)) /* NaN is true, as bool(nan) */
+            return LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0.0), "");
+        return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+    }
+    switch (to) {
+    case IC_F32: case IC_F64:
+        return to_float(g, v, from, to);
+    case IC_F16:
+        /* via f32 (as c10::Half(float)); LLVM's fptrunc rounds to nearest even */
+        return LLVMBuildFPTrunc(b, to_float(g, v, from, IC_F32), g->t_f16, "");
+    case IC_BF16:
+        return f32_to_bf16(g, to_float(g, v, from, IC_F32));
+    default: /* integers */
+        if (from == IC_BOOL)
+            return LLVMBuildZExt(b, v, ty, "");
+        if (is_int(from))
+            return LLVMBuildIntCast2(b, v, ty, 1, "");
+        if (from == IC_F16 || from == IC_BF16)
+            v = to_float(g, v, from, IC_F32);
+        {   /* saturating: NaN -> 0, out of range clamps (no poison) */
+            LLVMTypeRef ov[2] = { ty, LLVMTypeOf(v) };
+            return ic__gen_intrinsic(g, "llvm.fptosi.sat", ov, 2, &v, 1);
+        }
+    }
+}
+
+/* ---- integer division without traps ---- */
+
+/* Floor division (want_mod = false) or its remainder, Python style; b == 0 gives 0 and
+ * INT_MIN / -1 wraps, instead of a SIGFPE. */
+static LLVMValueRef int_divmod(ic__cg *g, LLVMValueRef a, LLVMValueRef bb, bool floor_,
+                               bool want_mod)
+{
+    LLVMBuilderRef b = g->b;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef m1 = LLVMConstAllOnes(ty);
+    LLVMValueRef bz = LLVMBuildICmp(b, LLVMIntEQ, bb, zero, "");
+    LLVMValueRef bm1 = LLVMBuildICmp(b, LLVMIntEQ, bb, m1, "");
+    LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, bz, bm1, ""), one, bb, "");
+    LLVMValueRef q = LLVMBuildSDiv(b, a, safe, "");
+    LLVMValueRef r = LLVMBuildSRem(b, a, safe, "");
+    if (floor_) {
+        LLVMValueRef nz = LLVMBuildICmp(b, LLVMIntNE, r, zero, "");
+        LLVMValueRef sg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildXor(b, r, safe, ""), zero, "");
+        LLVMValueRef adj = LLVMBuildAnd(b, nz, sg, "");
+        q = LLVMBuildSelect(b, adj, LLVMBuildSub(b, q, one, ""), q, "");
+        r = LLVMBuildSelect(b, adj, LLVMBuildAdd(b, r, safe, ""), r, "");
+    }
+    LLVMValueRef res = want_mod ? r : q;
+    LLVMValueRef neg = want_mod ? zero : LLVMBuildSub(b, zero, a, "");
+    res = LLVMBuildSelect(b, bm1, neg, res, "");
+    return LLVMBuildSelect(b, bz, zero, res, "");
+}
+
+/* Integer power by squaring, as an internal function (a loop; not vectorised). */
+static LLVMValueRef int_pow(ic__cg *g, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    char name[32];
+    snprintf(name, sizeof name, "ic.ipow.i%u", LLVMGetIntTypeWidth(ty));
+    LLVMTypeRef params[2] = { ty, ty };
+    LLVMTypeRef fty = LLVMFunctionType(ty, params, 2, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(g->mod, name, fty);
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+        LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+        LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(g->ctx, fn, "neg");
+        LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
+        LLVMValueRef base = LLVMGetParam(fn, 0), e = LLVMGetParam(fn, 1);
+        LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0);
+        LLVMPositionBuilderAtEnd(b, entry);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, e, zero, ""), neg, loop);
+        /* negative exponents: 1 ** e = 1, (-1) ** e = +-1, anything else truncates to 0 */
+        LLVMPositionBuilderAtEnd(b, neg);
+        LLVMValueRef odd = LLVMBuildTrunc(b, e, g->t_i1, "");
+        LLVMValueRef is1 = LLVMBuildICmp(b, LLVMIntEQ, base, one, "");
+        LLVMValueRef ism1 = LLVMBuildICmp(b, LLVMIntEQ, base, LLVMConstAllOnes(ty), "");
+        LLVMValueRef r = LLVMBuildSelect(b, ism1, LLVMBuildSelect(b, odd, base, one, ""), zero, "");
+        LLVMBuildRet(b, LLVMBuildSelect(b, is1, one, r, ""));
+        LLVMPositionBuilderAtEnd(b, loop);
+        LLVMValueRef acc = LLVMBuildPhi(b, ty, "acc");
+        LLVMValueRef bs = LLVMBuildPhi(b, ty, "b");
+        LLVMValueRef ee = LLVMBuildPhi(b, ty, "e");
+        LLVMValueRef bit = LLVMBuildTrunc(b, ee, g->t_i1, "");
+        LLVMValueRef acc2 = LLVMBuildSelect(b, bit, LLVMBuildMul(b, acc, bs, ""), acc, "");
+        LLVMValueRef bs2 = LLVMBuildMul(b, bs, bs, "");
+        LLVMValueRef ee2 = LLVMBuildLShr(b, ee, one, "");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, ee2, zero, ""), done, loop);
+        LLVMValueRef iv[2];
+        LLVMBasicBlockRef ib[2] = { entry, loop };
+        iv[0] = one, iv[1] = acc2;
+        LLVMAddIncoming(acc, iv, ib, 2);
+        iv[0] = base, iv[1] = bs2;
+        LLVMAddIncoming(bs, iv, ib, 2);
+        iv[0] = e, iv[1] = ee2;
+        LLVMAddIncoming(ee, iv, ib, 2);
+        LLVMPositionBuilderAtEnd(b, done);
+        /* e == 0 enters the loop once with bit 0: acc stays 1 */
+        LLVMBuildRet(b, acc2);
+        LLVMDisposeBuilder(b);
+    }
+    LLVMValueRef a[2] = { x, y };
+    return LLVMBuildCall2(g->b, fty, fn, a, 2, "");
+}
+
+/* ---- accumulators ---- */
+
+LLVMValueRef ic__gen_acc_ptr(ic__cg *g, LLVMValueRef slot, LLVMTypeRef ty)
+{
+    if (g->mode != IC_KMODE_COLUMN)
+        return slot;
+    return LLVMBuildInBoundsGEP2(g->b, ty, slot, &g->lane, 1, "");
+}
+
+static void set_reassoc(LLVMValueRef v)
+{
+    if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+        LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+}
+
+static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
+{
+    const ic_linstr *in = &g->k->stages[s].instr[i];
+    const ic_linstr *vin = &g->k->stages[s].instr[in->a];
+    LLVMBuilderRef b = g->b;
+    LLVMValueRef v = g->vals[in->a];
+    if (in->pred == IC_RED_ARGMAX) {
+        LLVMTypeRef vty = ic__gen_type(g, vin->type);
+        LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], vty);
+        LLVMValueRef pi = ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64);
+        LLVMValueRef cv = LLVMBuildLoad2(b, vty, pv, "");
+        LLVMValueRef ci = LLVMBuildLoad2(b, g->t_i64, pi, "");
+        LLVMValueRef idx = build_cast(g, g->vals[in->b], g->k->stages[s].instr[in->b].type, IC_I64);
+        /* first index of the max; the first NaN wins and stays */
+        LLVMValueRef upd = LLVMBuildICmp(b, LLVMIntSLT, ci, ic__gen_i64(g, 0), "");
+        if (is_fp(vin->type)) {
+            LLVMValueRef gt = LLVMBuildFCmp(b, LLVMRealOGT, v, cv, "");
+            LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+            LLVMValueRef cn = LLVMBuildFCmp(b, LLVMRealORD, cv, cv, "");
+            upd = LLVMBuildOr(b, upd, LLVMBuildOr(b, gt, LLVMBuildAnd(b, vn, cn, ""), ""), "");
+        } else {
+            LLVMIntPredicate p = vin->type == IC_BOOL ? LLVMIntUGT : LLVMIntSGT;
+            upd = LLVMBuildOr(b, upd, LLVMBuildICmp(b, p, v, cv, ""), "");
+        }
+        LLVMBuildStore(b, LLVMBuildSelect(b, upd, v, cv, ""), pv);
+        LLVMValueRef ni = LLVMBuildSelect(b, upd, idx, ci, "");
+        LLVMBuildStore(b, ni, pi);
+        return build_cast(g, ni, IC_I64, in->type);
+    }
+    LLVMTypeRef ty = ic__gen_type(g, in->type);
+    LLVMValueRef p = ic__gen_acc_ptr(g, g->acc[s][i], ty);
+    LLVMValueRef cur = LLVMBuildLoad2(b, ty, p, "");
+    LLVMValueRef r;
+    bool fp = is_fp(in->type), bl = in->type == IC_BOOL;
+    switch ((ic_red)in->pred) {
+    case IC_RED_SUM:
+        r = fp ? LLVMBuildFAdd(b, cur, v, "") : bl ? LLVMBuildOr(b, cur, v, "") : LLVMBuildAdd(b, cur, v, "");
+        break;
+    case IC_RED_PROD:
+        r = fp ? LLVMBuildFMul(b, cur, v, "") : bl ? LLVMBuildAnd(b, cur, v, "") : LLVMBuildMul(b, cur, v, "");
+        break;
+    case IC_RED_MAX:
+        r = fp ? intr2(g, "llvm.maximum", cur, v) : bl ? LLVMBuildOr(b, cur, v, "") : intr2(g, "llvm.smax", cur, v);
+        break;
+    default:
+        r = fp ? intr2(g, "llvm.minimum", cur, v) : bl ? LLVMBuildAnd(b, cur, v, "") : intr2(g, "llvm.smin", cur, v);
+        break;
+    }
+    if (fp) /* vector accumulators need reassociation */
+        set_reassoc(r);
+    LLVMBuildStore(b, r, p);
+    return r;
+}
+
+static LLVMValueRef emit_acc(ic__cg *g, const ic_linstr *in)
+{
+    const ic_linstr *red = &g->k->stages[in->a].instr[in->b];
+    if (red->pred == IC_RED_ARGMAX) {
+        LLVMValueRef p = ic__gen_acc_ptr(g, g->acc_idx[in->a][in->b], g->t_i64);
+        LLVMValueRef idx = LLVMBuildLoad2(g->b, g->t_i64, p, "");
+        /* an empty reduction never set the index */
+        idx = intr2(g, "llvm.smax", idx, ic__gen_i64(g, 0));
+        return build_cast(g, idx, IC_I64, in->type);
+    }
+    LLVMTypeRef ty = ic__gen_type(g, red->type);
+    LLVMValueRef p = ic__gen_acc_ptr(g, g->acc[in->a][in->b], ty);
+    return build_cast(g, LLVMBuildLoad2(g->b, ty, p, ""), red->type, in->type);
+}
+
+/* ---- loads and stores ---- */
+
+static LLVMValueRef elem_ptr(ic__cg *g, int buf, LLVMValueRef off)
+{
+    LLVMTypeRef mt = ic__gen_mem_type(g, g->bufs[buf].dtype);
+    if (LLVMTypeOf(off) != g->t_i64)
+        off = LLVMBuildSExt(g->b, off, g->t_i64, "");
+    return LLVMBuildInBoundsGEP2(g->b, mt, g->bufptr[buf], &off, 1, "");
+}
+
+static LLVMValueRef emit_load(ic__cg *g, const ic_linstr *in, LLVMValueRef off)
+{
+    ic_dtype dt = g->bufs[in->buf].dtype;
+    LLVMTypeRef mt = ic__gen_mem_type(g, dt);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, elem_ptr(g, in->buf, off), "");
+    LLVMSetAlignment(v, (unsigned)ic_dtype_size(dt));
+    if (dt == IC_BOOL)
+        v = LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->t_i8, 0, 0), "");
+    return build_cast(g, v, dt, in->type);
+}
+
+static void emit_store(ic__cg *g, const ic_linstr *in, LLVMValueRef off, LLVMValueRef v,
+                       ic_dtype vt)
+{
+    ic_dtype dt = g->bufs[in->buf].dtype;
+    v = build_cast(g, v, vt, dt);
+    if (dt == IC_BOOL)
+        v = LLVMBuildZExt(g->b, v, g->t_i8, "");
+    LLVMValueRef st = LLVMBuildStore(g->b, v, elem_ptr(g, in->buf, off));
+    LLVMSetAlignment(st, (unsigned)ic_dtype_size(dt));
+}
+
+/* ---- arithmetic ---- */
+
+static LLVMValueRef emit_unary(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueRef x, ic_dtype xt)
+{
+    LLVMBuilderRef b = g->b;
+    bool fp = is_fp(t);
+    LLVMTypeRef ty = ic__gen_type(g, t);
+    switch (op) {
+    case IC_L_NEG:
+        return fp ? LLVMBuildFNeg(b, x, "") : t == IC_BOOL ? x : LLVMBuildSub(b, LLVMConstNull(ty), x, "");
+    case IC_L_ABS:
+        if (fp)
+            return intr1(g, "llvm.fabs", x);
+        if (t == IC_BOOL)
+            return x;
+        {
+            LLVMTypeRef tt = ty;
+            LLVMValueRef a[2] = { x, LLVMConstInt(g->t_i1, 0, 0) };
+            return ic__gen_intrinsic(g, "llvm.abs", &tt, 1, a, 2);
+        }
+    case IC_L_SQRT: return intr1(g, "llvm.sqrt", x);
+    case IC_L_RSQRT: return LLVMBuildFDiv(b, LLVMConstReal(ty, 1.0), intr1(g, "llvm.sqrt", x), "");
+    case IC_L_RECIP: return LLVMBuildFDiv(b, LLVMConstReal(ty, 1.0), x, "");
+    case IC_L_FLOOR: return fp ? intr1(g, "llvm.floor", x) : x;
+    case IC_L_CEIL: return fp ? intr1(g, "llvm.ceil", x) : x;
+    case IC_L_NOT:
+        if (xt == IC_BOOL)
+            return LLVMBuildXor(b, x, LLVMConstInt(g->t_i1, 1, 0), "");
+        return LLVMBuildXor(b, build_cast(g, x, xt, IC_BOOL), LLVMConstInt(g->t_i1, 1, 0), "");
+    default: /* exp log sin cos tanh sigmoid erf */
+        return ic__gen_math(g, op, t, x, NULL);
+    }
+}
+
+static LLVMValueRef emit_cmp(ic__cg *g, ic_cmp pred, ic_dtype t, LLVMValueRef x, LLVMValueRef y)
+{
+    static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                            LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
+    static const LLVMIntPredicate si[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                           LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
+    static const LLVMIntPredicate ui[] = { LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                           LLVMIntULE, LLVMIntUGT, LLVMIntUGE };
+    if (is_fp(t))
+        return LLVMBuildFCmp(g->b, fp[pred], x, y, "");
+    return LLVMBuildICmp(g->b, t == IC_BOOL ? ui[pred] : si[pred], x, y, "");
+}
+
+static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, LLVMValueRef y,
+                                ic_dtype xt)
+{
+    LLVMBuilderRef b = g->b;
+    ic_dtype t = in->type;
+    bool fp = is_fp(t), bl = t == IC_BOOL;
+    switch (in->op) {
+    case IC_L_ADD: return fp ? LLVMBuildFAdd(b, x, y, "") : bl ? LLVMBuildOr(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
+    case IC_L_SUB: return fp ? LLVMBuildFSub(b, x, y, "") : bl ? LLVMBuildXor(b, x, y, "") : LLVMBuildSub(b, x, y, "");
+    case IC_L_MUL: return fp ? LLVMBuildFMul(b, x, y, "") : bl ? LLVMBuildAnd(b, x, y, "") : LLVMBuildMul(b, x, y, "");
+    case IC_L_DIV:
+        if (fp)
+            return LLVMBuildFDiv(b, x, y, "");
+        return bl ? x : int_divmod(g, x, y, false, false);
+    case IC_L_POW:
+        if (fp)
+            return ic__gen_math(g, IC_L_POW, t, x, y);
+        return bl ? LLVMBuildOr(b, x, LLVMBuildNot(b, y, ""), "") : int_pow(g, x, y);
+    case IC_L_MAX:
+        return fp ? intr2(g, "llvm.maximum", x, y) : bl ? LLVMBuildOr(b, x, y, "") : intr2(g, "llvm.smax", x, y);
+    case IC_L_MIN:
+        return fp ? intr2(g, "llvm.minimum", x, y) : bl ? LLVMBuildAnd(b, x, y, "") : intr2(g, "llvm.smin", x, y);
+    case IC_L_IDIV:
+        if (fp)
+            return intr1(g, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
+        return bl ? x : int_divmod(g, x, y, true, false);
+    case IC_L_MOD:
+        if (fp) { /* torch.remainder: a - floor(a / b) * b */
+            LLVMValueRef q = intr1(g, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
+            return LLVMBuildFSub(b, x, LLVMBuildFMul(b, q, y, ""), "");
+        }
+        return bl ? LLVMConstInt(g->t_i1, 0, 0) : int_divmod(g, x, y, true, true);
+    case IC_L_AND: return LLVMBuildAnd(b, x, y, "");
+    case IC_L_OR: return LLVMBuildOr(b, x, y, "");
+    case IC_L_CMP: return emit_cmp(g, (ic_cmp)in->pred, xt, x, y);
+    default: return NULL;
+    }
+}
+
+ic_status ic__gen_stage(ic__cg *g, int s)
+{
+    const ic_stage *st = &g->k->stages[s];
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        LLVMValueRef a = NULL, bv = NULL, c = NULL, v = NULL;
+        ic_dtype at = IC_F32;
+        switch (in->op) {
+        case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: break;
+        case IC_L_SELECT: c = g->vals[in->c]; /* fallthrough */
+        case IC_L_STORE: case IC_L_ADD: case IC_L_SUB: case IC_L_MUL: case IC_L_DIV:
+        case IC_L_POW: case IC_L_MAX: case IC_L_MIN: case IC_L_IDIV: case IC_L_MOD:
+        case IC_L_AND: case IC_L_OR: case IC_L_CMP:
+            bv = g->vals[in->b]; /* fallthrough */
+        default:
+            a = g->vals[in->a];
+            at = st->instr[in->a].type;
+            break;
+        }
+        switch (in->op) {
+        case IC_L_VAR: v = g->vars[in->a]; break;
+        case IC_L_CONST: v = ic__gen_const(g, in->type, in->imm); break;
+        case IC_L_LOAD: v = emit_load(g, in, a); break;
+        case IC_L_STORE: emit_store(g, in, a, bv, st->instr[in->b].type); break;
+        case IC_L_ACC: v = emit_acc(g, in); break;
+        case IC_L_REDUCE: v = emit_reduce(g, s, i); break;
+        case IC_L_CAST: v = build_cast(g, a, at, in->type); break;
+        case IC_L_SELECT: v = LLVMBuildSelect(g->b, a, bv, c, ""); break;
+        default:
+            if (in->op >= IC_L_NEG && in->op <= IC_L_NOT)
+                v = emit_unary(g, in->op, in->type, a, at);
+            else
+                v = emit_binary(g, in, a, bv, at);
+            break;
+        }
+        g->vals[i] = v;
+    }
+    return IC_OK;
+}
+
+/* ---- validation ---- */
+
+static ic_status bad(ic_ctx *c, const ic_kernel *k, int s, int i, const char *what)
+{
+    const ic_linstr *in = &k->stages[s].instr[i];
+    return ic__error(c, IC_EINVAL, "codegen: kernel '%s' stage %d instr %d (%s %s): %s",
+                     k->name ? k->name : "?", s, i, ic__lop_name(in->op),
+                     (unsigned)in->type < IC_DTYPE_COUNT ? ic_dtype_name(in->type) : "?", what);
+}
+
+static bool operand_ok(const ic_stage *st, int i, int opnd)
+{
+    return opnd >= 0 && opnd < i && st->instr[opnd].op != IC_L_STORE;
+}
+
+static ic_status check_instr(ic_ctx *c, const ic_kernel *k, int s, int i, int nbufs,
+                             const ic_buffer *bufs)
+{
+    const ic_stage *st = &k->stages[s];
+    const ic_linstr *in = &st->instr[i];
+    const ic_linstr *ins = st->instr;
+    if ((unsigned)in->op >= IC_L_OP_COUNT)
+        return bad(c, k, s, i, "unknown op");
+    if ((unsigned)in->type >= IC_DTYPE_COUNT)
+        return bad(c, k, s, i, "unknown type");
+    int n = 0;
+    switch (in->op) {
+    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: n = 0; break;
+    case IC_L_LOAD: n = 1; break;
+    case IC_L_SELECT: n = 3; break;
+    case IC_L_REDUCE: n = in->pred == IC_RED_ARGMAX ? 2 : 1; break;
+    default: n = in->op >= IC_L_NEG && in->op <= IC_L_CAST ? 1 : 2; break;
+    }
+    int ops[3] = { in->a, in->b, in->c };
+    for (int j = 0; j < n; j++)
+        if (!operand_ok(st, i, ops[j]))
+            return bad(c, k, s, i, "operand is not an earlier value of the stage");
+    bool narrow = in->type == IC_F16 || in->type == IC_BF16;
+    if (narrow && in->op != IC_L_LOAD && in->op != IC_L_CAST && in->op != IC_L_STORE)
+        return bad(c, k, s, i, "f16/bf16 exist only in memory: arithmetic must be in f32");
+    for (int j = 0; j < n; j++) {
+        ic_dtype ot = ins[ops[j]].type;
+        if ((ot == IC_F16 || ot == IC_BF16) && in->op != IC_L_CAST && in->op != IC_L_STORE)
+            return bad(c, k, s, i, "f16/bf16 operand must be cast to f32 first");
+    }
+    switch (in->op) {
+    case IC_L_VAR:
+        if (in->a < 0 || in->a >= k->nouter + k->ninner)
+            return bad(c, k, s, i, "loop variable out of range");
+        if (in->a >= k->nouter && st->kind == IC_STAGE_BODY)
+            return bad(c, k, s, i, "inner loop variable in a BODY stage");
+        break;
+    case IC_L_LOAD:
+    case IC_L_STORE:
+        if (in->buf < 0 || in->buf >= nbufs)
+            return bad(c, k, s, i, "buffer index out of range");
+        if (!is_int(ins[in->a].type))
+            return bad(c, k, s, i, "offset must be an integer");
+        if (in->op == IC_L_STORE && bufs[in->buf].kind != IC_BUF_OUTPUT &&
+            bufs[in->buf].kind != IC_BUF_TEMP)
+            return bad(c, k, s, i, "store into an argument or a parameter");
+        break;
+    case IC_L_ACC: {
+        if (in->a < 0 || in->a >= s || k->stages[in->a].kind != IC_STAGE_REDUCE)
+            return bad(c, k, s, i, "ACC must name an earlier REDUCE stage");
+        const ic_stage *rs = &k->stages[in->a];
+        if (in->b < 0 || in->b >= rs->ninstr || rs->instr[in->b].op != IC_L_REDUCE)
+            return bad(c, k, s, i, "ACC must name a REDUCE instruction");
+        break;
+    }
+    case IC_L_REDUCE:
+        if (st->kind != IC_STAGE_REDUCE)
+            return bad(c, k, s, i, "REDUCE outside a REDUCE stage");
+        if ((unsigned)in->pred > IC_RED_ARGMAX)
+            return bad(c, k, s, i, "unknown reduction");
+        if (in->pred != IC_RED_ARGMAX && ins[in->a].type != in->type)
+            return bad(c, k, s, i, "reduced value and accumulator types differ");
+        if (in->pred == IC_RED_ARGMAX && !is_int(ins[in->b].type))
+            return bad(c, k, s, i, "ARGMAX index must be an integer");
+        break;
+    case IC_L_CMP:
+        if ((unsigned)in->pred > IC_CMP_GE)
+            return bad(c, k, s, i, "unknown comparison");
+        if (ins[in->a].type != ins[in->b].type || in->type != IC_BOOL)
+            return bad(c, k, s, i, "comparison operands differ or result is not bool");
+        break;
+    case IC_L_SELECT:
+        if (ins[in->a].type != IC_BOOL || ins[in->b].type != in->type || ins[in->c].type != in->type)
+            return bad(c, k, s, i, "select needs a bool condition and operands of its type");
+        break;
+    case IC_L_AND: case IC_L_OR:
+        if (in->type != IC_BOOL || ins[in->a].type != IC_BOOL || ins[in->b].type != IC_BOOL)
+            return bad(c, k, s, i, "logical op on non-bool values");
+        break;
+    case IC_L_NOT:
+        if (in->type != IC_BOOL)
+            return bad(c, k, s, i, "not must produce bool");
+        break;
+    case IC_L_CAST: case IC_L_CONST:
+        break;
+    default:
+        if (ins[in->a].type != in->type || (n == 2 && ins[in->b].type != in->type))
+            return bad(c, k, s, i, "operand types differ from the result type");
+        if (in->op >= IC_L_EXP && in->op <= IC_L_ERF && in->op != IC_L_SQRT && in->op != IC_L_RSQRT
+            && !is_fp(in->type))
+            return bad(c, k, s, i, "transcendental op on a non-float type");
+        if ((in->op == IC_L_SQRT || in->op == IC_L_RSQRT || in->op == IC_L_RECIP) && !is_fp(in->type))
+            return bad(c, k, s, i, "float op on a non-float type");
+        break;
+    }
+    return IC_OK;
+}
+
+ic_status ic__gen_check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs)
+{
+    const char *name = k->name ? k->name : "?";
+    if (k->nouter < 0 || k->nouter > IC_MAX_RANK || k->ninner < 0 || k->ninner > IC_MAX_RANK)
+        return ic__error(c, IC_EINVAL, "codegen: kernel '%s': bad loop depth (%d outer, %d inner)",
+                         name, k->nouter, k->ninner);
+    for (int d = 0; d < k->nouter; d++)
+        if (k->outer[d] < 0)
+            return ic__error(c, IC_EINVAL, "codegen: kernel '%s': negative outer size", name);
+    for (int d = 0; d < k->ninner; d++)
+        if (k->inner[d] < 0)
+            return ic__error(c, IC_EINVAL, "codegen: kernel '%s': negative inner size", name);
+    if (k->nstages < 0 || (k->nstages > 0 && !k->stages))
+        return ic__error(c, IC_EINVAL, "codegen: kernel '%s': bad stage list", name);
+    for (int s = 0; s < k->nstages; s++) {
+        const ic_stage *st = &k->stages[s];
+        if ((unsigned)st->kind > IC_STAGE_INNER || st->ninstr < 0 || (st->ninstr && !st->instr))
+            return ic__error(c, IC_EINVAL, "codegen: kernel '%s' stage %d: malformed", name, s);
+        for (int i = 0; i < st->ninstr; i++) {
+            ic_status r = check_instr(c, k, s, i, nbufs, bufs);
+            if (r)
+                return r;
+        }
+    }
+    return IC_OK;
+}

@@ -1,0 +1,343 @@
+/* decompose.c - reductions, normalisations and contractions as stages of one kernel:
+ *   sum mean prod amax amin argmax: one REDUCE (float sums and products accumulate in f64,
+ *     as the reference does; mean = sum / n);
+ *   softmax / log_softmax: REDUCE max, then REDUCE sum exp(x - max) (f64), then the row;
+ *   layer_norm: one REDUCE of sum and sum of squares in f64, then the row with weight/bias;
+ *   rms_norm: one REDUCE of the sum of squares in f64;
+ *   matmul / bmm / linear: a REDUCE over K of a * b (accumulated in the compute type, f32 for
+ *     f16/bf16, as a BLAS would), operands always loaded, never recomputed inline.
+ * The value of such a node is only available at its natural index, after its stages. */
+#include <string.h>
+#include "gen.h"
+
+bool ic__idx_eq(int rank, const ic__ix *const *a, const ic__ix *const *b)
+{
+    for (int i = 0; i < rank; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+enum { ALL_DIMS, IN_MASK, NOT_IN_MASK };
+
+/* Maps the non-1 dims of shape chosen by (mask, sel), in order, onto the domain dims. */
+static bool match(ic__gen *G, int rank, const ic_dim *shape, uint32_t mask, int sel, int nd,
+                  const ic__ldim *dims, const ic__ix **idx)
+{
+    int k = 0;
+    for (int i = 0; i < rank; i++) {
+        bool in = (mask >> i) & 1u;
+        if ((sel == IN_MASK && !in) || (sel == NOT_IN_MASK && in))
+            continue;
+        if (shape[i].coef == 1) {
+            idx[i] = ic__ix_const(&G->ix, 0);
+            continue;
+        }
+        if (k >= nd || dims[k].size != shape[i].coef)
+            return false;
+        idx[i] = dims[k++].ix;
+    }
+    return k == nd;
+}
+
+bool ic__nat_outer(ic__gen *G, int rank, const ic_dim *shape, const ic__ix **idx)
+{
+    return match(G, rank, shape, 0, ALL_DIMS, G->nodims, G->od, idx);
+}
+
+bool ic__nat_row(ic__gen *G, int rank, const ic_dim *shape, const ic__ix **idx)
+{
+    return G->has_row && match(G, rank, shape, 0, ALL_DIMS, G->nrdims, G->rd, idx);
+}
+
+bool ic__nat_input(ic__gen *G, const ic_node *n, const ic__ix **idx)
+{
+    const ic_node *x = ic__gnode(G, n->in[0].node);
+    int r = x->info.rank;
+    uint32_t mask = n->axes & (r ? (1u << r) - 1 : 0);
+    const ic__ix *a[IC_MAX_RANK], *b[IC_MAX_RANK];
+    if (!match(G, r, x->shape, mask, NOT_IN_MASK, G->nodims, G->od, a) ||
+        !match(G, r, x->shape, mask, IN_MASK, G->nidims, G->id, b))
+        return false;
+    for (int i = 0; i < r; i++)
+        idx[i] = (mask >> i) & 1u ? b[i] : a[i];
+    return true;
+}
+
+bool ic__nat_output(ic__gen *G, const ic_node *n, const ic__ix **idx)
+{
+    if (ic__node_class(n) == IC__CL_NORM)
+        return ic__nat_input(G, n, idx);
+    return ic__nat_outer(G, n->info.rank, n->shape, idx);
+}
+
+/* ---- planning ---- */
+
+static int max_avail(ic__gen *G, const ic_node *n, int from, int to)
+{
+    int a = 0;
+    for (int i = from; i < to && i < n->info.ninputs; i++)
+        if (n->in[i].node >= 0) {
+            int b = ic__avail(G, n->in[i].node);
+            a = b > a ? b : a;
+        }
+    return a;
+}
+
+/* Operands [0, nmain) feed the reduces; the rest (weight, bias) only the final value. */
+static int nmain(const ic_node *n) { return ic__node_class(n) == IC__CL_MM ? 2 : 1; }
+
+static int plan(ic__gen *G, ic_value v, const ic_node *n)
+{
+    ic__redinfo *ri = &G->red[v];
+    if (!ri->planned) {
+        int first = max_avail(G, n, 0, nmain(n));
+        bool sm = n->info.op == IC_OP_SOFTMAX || n->info.op == IC_OP_LOG_SOFTMAX;
+        ri->planned = true;
+        ri->stage0 = first;
+        ri->stage1 = sm ? first + 1 : -1;
+        ri->last = sm ? first + 1 : first;
+        ri->r0 = ri->r1 = -1;
+    }
+    int post = max_avail(G, n, nmain(n), n->info.ninputs);
+    return post > ri->last + 1 ? post : ri->last + 1;
+}
+
+int ic__avail(ic__gen *G, ic_value v)
+{
+    if (G->avail[v] >= 0)
+        return G->avail[v];
+    const ic_node *n = ic__gnode(G, v);
+    ic__class k = ic__node_class(n);
+    int a = 0;
+    if (k == IC__CL_VIEW)
+        a = ic__avail(G, n->in[0].node);
+    else if (!ic__computed_here(G, v))
+        a = 0;
+    else if (ic__reduce_like(k))
+        a = plan(G, v, n);
+    else
+        a = max_avail(G, n, 0, n->info.ninputs);
+    G->avail[v] = a;
+    return a;
+}
+
+/* ---- reduces ---- */
+
+static ic_dtype sum_type(ic_dtype t) { return ic__is_fp(t) ? IC_F64 : IC_I64; }
+
+static int64_t reduced_count(const ic__gen *G, const ic_node *n)
+{
+    const ic_node *x = ic__gnode(G, n->in[0].node);
+    int64_t c = 1;
+    for (int i = 0; i < x->info.rank; i++)
+        if ((n->axes >> i) & 1u)
+            c *= ic__dim(x, i);
+    return c;
+}
+
+static int emit_red(ic__gen *G, const ic_node *n, const ic__ix *const *nidx)
+{
+    ic__kb *b = &G->kb;
+    const ic_node *xn = ic__gnode(G, n->in[0].node);
+    ic_dtype xt = ic__regty(xn->info.dtype);
+    int x = ic__eval(G, n->in[0].node, nidx);
+    switch (n->info.op) {
+    case IC_OP_SUM: case IC_OP_MEAN: case IC_OP_PROD: {
+        ic_dtype t = sum_type(xt);
+        ic_red red = n->info.op == IC_OP_PROD ? IC_RED_PROD : IC_RED_SUM;
+        return ic__kb_reduce(b, red, t, ic__kb_cast(b, t, x), -1);
+    }
+    case IC_OP_AMAX: case IC_OP_AMIN: {
+        ic_dtype t = xt == IC_BOOL ? IC_I32 : xt;
+        return ic__kb_reduce(b, n->info.op == IC_OP_AMAX ? IC_RED_MAX : IC_RED_MIN, t,
+                             ic__kb_cast(b, t, x), -1);
+    }
+    default: { /* argmax: the position along the reduced dim */
+        int pos = xn->info.rank ? ic__kb_ix(b, nidx[n->axis]) : ic__kb_const_i(b, IC_I64, 0);
+        return ic__kb_reduce(b, IC_RED_ARGMAX, xt, x, pos);
+    }
+    }
+}
+
+/* Softmax: stage 0 max, stage 1 sum of exp(x - max). Norms: sums of x and x^2 in f64. */
+static bool emit_norm(ic__gen *G, const ic_node *n, ic__redinfo *ri, const ic__ix *const *nidx,
+                      bool second)
+{
+    ic__kb *b = &G->kb;
+    ic_dtype t = ic__regty(n->info.dtype);
+    int x = ic__eval(G, n->in[0].node, nidx);
+    ic_op op = n->info.op;
+    if (op == IC_OP_SOFTMAX || op == IC_OP_LOG_SOFTMAX) {
+        if (!second)
+            return (ri->r0 = ic__kb_reduce(b, IC_RED_MAX, t, x, -1)) >= 0;
+        int m = ic__kb_acc(b, ri->stage0, ri->r0);
+        int e = ic__kb_un(b, IC_L_EXP, t, ic__kb_bin(b, IC_L_SUB, t, x, m));
+        return (ri->r1 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, ic__kb_cast(b, IC_F64, e), -1)) >= 0;
+    }
+    int xd = ic__kb_cast(b, IC_F64, x);
+    int sq = ic__kb_bin(b, IC_L_MUL, IC_F64, xd, xd);
+    if (op == IC_OP_LAYER_NORM) {
+        ri->r0 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, xd, -1);
+        ri->r1 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, sq, -1);
+        return ri->r0 >= 0 && ri->r1 >= 0;
+    }
+    return (ri->r0 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, sq, -1)) >= 0;
+}
+
+/* Operand indices of a contraction from its output index o and k. */
+static void mm_indices(ic__gen *G, const ic_node *n, const ic__ix *const *o, const ic__ix *k,
+                       const ic__ix **ia, const ic__ix **ib)
+{
+    const ic_node *a = ic__gnode(G, n->in[0].node), *bn = ic__gnode(G, n->in[1].node);
+    int ra = a->info.rank, rb = bn->info.rank, ro = n->info.rank;
+    const ic__ix *zero = ic__ix_const(&G->ix, 0);
+    if (n->info.op == IC_OP_LINEAR) {
+        for (int j = 0; j < ra - 1; j++)
+            ia[j] = o[j];
+        ia[ra - 1] = k;
+        ib[0] = rb == 2 ? o[ro - 1] : k;
+        ib[1] = k;
+        return;
+    }
+    int nbo = ro - (ra >= 2) - (rb >= 2);
+    if (ra == 1) {
+        ia[0] = k;
+    } else {
+        for (int j = 0; j < ra - 2; j++)
+            ia[j] = ic__dim(a, j) == 1 ? zero : o[j + nbo - (ra - 2)];
+        ia[ra - 2] = o[nbo];
+        ia[ra - 1] = k;
+    }
+    if (rb == 1) {
+        ib[0] = k;
+    } else {
+        for (int j = 0; j < rb - 2; j++)
+            ib[j] = ic__dim(bn, j) == 1 ? zero : o[j + nbo - (rb - 2)];
+        ib[rb - 2] = k;
+        ib[rb - 1] = o[nbo + (ra >= 2)];
+    }
+}
+
+static bool mm_k(ic__gen *G, const ic_node *n, const ic__ix **k)
+{
+    const ic_node *a = ic__gnode(G, n->in[0].node);
+    int64_t K = ic__dim(a, a->info.rank - 1);
+    if (K == 1 && G->nidims == 0)
+        *k = ic__ix_const(&G->ix, 0);
+    else if (G->nidims == 1 && G->id[0].size == K)
+        *k = G->id[0].ix;
+    else
+        return ic__gen_fail(G, "matmul '%s' reduces over %lld, the kernel over other sizes",
+                            n->info.name, (long long)K);
+    return true;
+}
+
+static int emit_mm(ic__gen *G, const ic_node *n)
+{
+    const ic__ix *o[IC_MAX_RANK], *ia[IC_MAX_RANK], *ib[IC_MAX_RANK], *k;
+    if (!ic__nat_outer(G, n->info.rank, n->shape, o))
+        return ic__gen_fail(G, "matmul '%s' does not fit the kernel's loops", n->info.name), -1;
+    if (!mm_k(G, n, &k))
+        return -1;
+    mm_indices(G, n, o, k, ia, ib);
+    ic_dtype t = ic__regty(n->compute);
+    G->load_only = true;
+    int x = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[0].node, ia));
+    int y = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[1].node, ib));
+    G->load_only = false;
+    return ic__kb_reduce(&G->kb, IC_RED_SUM, t, ic__kb_bin(&G->kb, IC_L_MUL, t, x, y), -1);
+}
+
+bool ic__red_emit(ic__gen *G, ic_value v, int stage)
+{
+    const ic_node *n = ic__gnode(G, v);
+    ic__redinfo *ri = &G->red[v];
+    if (!ri->planned || (ri->stage0 != stage && ri->stage1 != stage))
+        return true;
+    ic__class k = ic__node_class(n);
+    if (k == IC__CL_MM)
+        return (ri->r0 = emit_mm(G, n)) >= 0;
+    const ic__ix *nidx[IC_MAX_RANK];
+    if (!ic__nat_input(G, n, nidx))
+        return ic__gen_fail(G, "'%s' (%s) reduces over other dims than the kernel's loops",
+                            n->info.name, ic_op_name(n->info.op));
+    if (k == IC__CL_RED)
+        return (ri->r0 = emit_red(G, n, nidx)) >= 0;
+    return emit_norm(G, n, ri, nidx, ri->stage1 == stage);
+}
+
+/* ---- values ---- */
+
+static int red_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri)
+{
+    ic__kb *b = &G->kb;
+    ic_dtype out = ic__regty(n->info.dtype);
+    int acc = ic__kb_acc(b, ri->stage0, ri->r0);
+    if (n->info.op == IC_OP_MEAN)
+        acc = ic__kb_bin(b, IC_L_DIV, IC_F64, acc,
+                         ic__kb_const_f(b, IC_F64, (double)reduced_count(G, n)));
+    return ic__kb_cast(b, out, acc);
+}
+
+static int norm_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri, const ic__ix *const *idx)
+{
+    ic__kb *b = &G->kb;
+    ic_dtype t = ic__regty(n->info.dtype);
+    int x = ic__eval(G, n->in[0].node, idx);
+    ic_op op = n->info.op;
+    if (op == IC_OP_SOFTMAX || op == IC_OP_LOG_SOFTMAX) {
+        int xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
+        int s = ic__kb_acc(b, ri->stage1, ri->r1);
+        if (op == IC_OP_SOFTMAX)
+            return ic__kb_bin(b, IC_L_DIV, t, ic__kb_un(b, IC_L_EXP, t, xm), ic__kb_cast(b, t, s));
+        return ic__kb_bin(b, IC_L_SUB, t, xm, ic__kb_cast(b, t, ic__kb_un(b, IC_L_LOG, IC_F64, s)));
+    }
+    int cnt = ic__kb_const_f(b, IC_F64, (double)reduced_count(G, n));
+    int eps = ic__kb_const_f(b, IC_F64, n->attrs.eps);
+    int y;
+    if (op == IC_OP_LAYER_NORM) {
+        int mean = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r0), cnt);
+        int ex2 = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r1), cnt);
+        int var = ic__kb_bin(b, IC_L_SUB, IC_F64, ex2, ic__kb_bin(b, IC_L_MUL, IC_F64, mean, mean));
+        var = ic__kb_bin(b, IC_L_MAX, IC_F64, var, ic__kb_const_f(b, IC_F64, 0));
+        int rstd = ic__kb_un(b, IC_L_RSQRT, IC_F64, ic__kb_bin(b, IC_L_ADD, IC_F64, var, eps));
+        y = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_cast(b, t, mean));
+        y = ic__kb_bin(b, IC_L_MUL, t, y, ic__kb_cast(b, t, rstd));
+    } else {
+        int ms = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r0), cnt);
+        int r = ic__kb_un(b, IC_L_RSQRT, IC_F64, ic__kb_bin(b, IC_L_ADD, IC_F64, ms, eps));
+        y = ic__kb_bin(b, IC_L_MUL, t, x, ic__kb_cast(b, t, r));
+    }
+    for (int i = 1; i < n->info.ninputs; i++)
+        if (n->in[i].node >= 0)
+            y = ic__kb_bin(b, i == 1 ? IC_L_MUL : IC_L_ADD, t, y, ic__eval_operand(G, n, i, idx, t));
+    return y;
+}
+
+static int mm_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri, const ic__ix *const *idx)
+{
+    ic_dtype t = ic__regty(n->compute);
+    int y = ic__kb_acc(&G->kb, ri->stage0, ri->r0);
+    if (n->info.op == IC_OP_LINEAR && n->info.ninputs == 3 && n->in[2].node >= 0)
+        y = ic__kb_bin(&G->kb, IC_L_ADD, t, y, ic__eval_operand(G, n, 2, idx, t));
+    return ic__kb_cast(&G->kb, ic__regty(n->info.dtype), y);
+}
+
+int ic__red_value(ic__gen *G, ic_value v, const ic__ix *const *idx)
+{
+    const ic_node *n = ic__gnode(G, v);
+    const ic__redinfo *ri = &G->red[v];
+    if (!ri->planned || G->kb.cur <= ri->last || ri->r0 < 0)
+        return ic__gen_fail(G, "'%s' (%s) is read before it is reduced", n->info.name,
+                            ic_op_name(n->info.op)), -1;
+    const ic__ix *nat[IC_MAX_RANK];
+    if (!ic__nat_output(G, n, nat) || !ic__idx_eq(n->info.rank, idx, nat))
+        return ic__gen_fail(G, "'%s' (%s) is read at other positions than it is computed at "
+                            "(it would be recomputed)", n->info.name, ic_op_name(n->info.op)), -1;
+    switch (ic__node_class(n)) {
+    case IC__CL_RED: return red_final(G, n, ri);
+    case IC__CL_NORM: return norm_final(G, n, ri, idx);
+    default: return mm_final(G, n, ri, idx);
+    }
+}

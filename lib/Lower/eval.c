@@ -1,0 +1,430 @@
+/* eval.c - the value of a node at a multi-index, as loop-IR instructions: loads of
+ * materialised nodes, views folded into the index, pointwise ops (with PyTorch's type
+ * promotion: operands converted to node->compute, f16/bf16 computed in f32), cat as selects
+ * over clamped reads, embedding as an indirect (clamped) read, full and arange computed. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "gen.h"
+
+bool ic__gen_fail(ic__gen *G, const char *fmt, ...)
+{
+    if (!G->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(G->why, sizeof G->why, fmt, ap);
+        va_end(ap);
+        G->failed = true;
+    }
+    return false;
+}
+
+bool ic__computed_here(const ic__gen *G, ic_value v)
+{
+    ic__class k = ic__node_class(ic__gnode(G, v));
+    if (k == IC__CL_LEAF || k == IC__CL_VIEW)
+        return false;
+    int grp = G->s->group[v];
+    return grp < 0 || grp == G->group;
+}
+
+/* ---- memo: (stage, node, idx) -> instr ---- */
+
+typedef struct {
+    int stage, v, rank, instr;
+    const ic__ix *idx[IC_MAX_RANK];
+} memo_key;
+
+static bool memo_eq(const void *item, const void *key)
+{
+    const memo_key *a = item, *b = key;
+    if (a->stage != b->stage || a->v != b->v || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->idx[i] != b->idx[i])
+            return false;
+    return true;
+}
+
+static uint64_t memo_hash(const memo_key *k)
+{
+    uint64_t h = ic__mix((uint64_t)k->stage, (uint64_t)k->v);
+    for (int i = 0; i < k->rank; i++)
+        h = ic__mix(h, k->idx[i] ? (uint64_t)k->idx[i]->id : ~0ull);
+    return h;
+}
+
+/* ---- leaves ---- */
+
+int ic__load_node(ic__gen *G, ic_value v, const ic__ix *const *idx)
+{
+    const ic_node *n = ic__gnode(G, v);
+    int buf = G->p->node_buf[v];
+    if (buf < 0)
+        return ic__gen_fail(G, "'%s' has no buffer", n->info.name), -1;
+    int64_t shape[IC_MAX_RANK];
+    for (int i = 0; i < n->info.rank; i++)
+        shape[i] = ic__dim(n, i);
+    int off = ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, n->info.rank, shape, idx));
+    int x = ic__kb_load(&G->kb, buf, G->p->bufs[buf].dtype, off);
+    return ic__kb_cast(&G->kb, ic__regty(n->info.dtype), x);
+}
+
+static int scalar_const(ic__gen *G, ic_scalar s, ic_dtype t)
+{
+    if (ic__is_fp(t))
+        return ic__kb_const_f(&G->kb, t, s.is_int ? (double)s.i : s.f);
+    if (t == IC_BOOL)
+        return ic__kb_const_i(&G->kb, t, s.is_int ? s.i != 0 : s.f != 0);
+    return ic__kb_const_i(&G->kb, t, s.is_int ? s.i : (int64_t)s.f);
+}
+
+int ic__eval_operand(ic__gen *G, const ic_node *n, int i, const ic__ix *const *idx, ic_dtype t)
+{
+    const ic_operand *o = &n->in[i];
+    if (o->node == IC_SCALAR)
+        return scalar_const(G, o->scalar, t);
+    if (o->node < 0)
+        return ic__gen_fail(G, "'%s': operand %d is absent", n->info.name, i), -1;
+    const ic_node *s = ic__gnode(G, o->node);
+    int r = n->info.rank, rs = s->info.rank;
+    const ic__ix *sidx[IC_MAX_RANK];
+    for (int j = 0; j < rs; j++)
+        sidx[j] = ic__dim(s, j) == 1 || j + r - rs < 0 ? ic__ix_const(&G->ix, 0) : idx[j + r - rs];
+    return ic__kb_cast(&G->kb, t, ic__eval(G, o->node, sidx));
+}
+
+/* ---- views ---- */
+
+static int64_t slice_start(const ic_node *n, int64_t size)
+{
+    const ic_attrs *at = &n->attrs;
+    int64_t st = at->has_start ? at->start : 0;
+    if (st < 0)
+        st += size;
+    return st < 0 ? 0 : st > size ? size : st;
+}
+
+/* Reshape of something stored contiguously: same flat offset, no div/mod. */
+static bool flat_source(const ic__gen *G, ic_value v)
+{
+    const ic_node *s = ic__gnode(G, v);
+    if (ic__node_class(s) == IC__CL_VIEW)
+        return s->info.op == IC_OP_RESHAPE && flat_source(G, s->in[0].node);
+    return !ic__computed_here(G, v);
+}
+
+static int eval_reshape(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    int64_t shape[IC_MAX_RANK], sshape[IC_MAX_RANK];
+    ic_value sv = n->in[0].node;
+    const ic_node *s = ic__gnode(G, sv);
+    for (int i = 0; i < n->info.rank; i++)
+        shape[i] = ic__dim(n, i);
+    for (int i = 0; i < s->info.rank; i++)
+        sshape[i] = ic__dim(s, i);
+    const ic__ix *flat = ic__ix_linear(&G->ix, n->info.rank, shape, idx);
+    const ic__ix *sidx[IC_MAX_RANK];
+    if (flat_source(G, sv)) {
+        while (ic__node_class(ic__gnode(G, sv)) == IC__CL_VIEW)
+            sv = ic__gnode(G, sv)->in[0].node;
+        s = ic__gnode(G, sv);
+        for (int i = 0; i < s->info.rank; i++)
+            sshape[i] = ic__dim(s, i);
+    }
+    ic__ix_delinear(&G->ix, flat, s->info.rank, sshape, sidx);
+    return ic__eval(G, sv, sidx);
+}
+
+int ic__eval_view(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    const ic_node *s = ic__gnode(G, n->in[0].node);
+    const ic__ix *sidx[IC_MAX_RANK], *zero = ic__ix_const(&G->ix, 0);
+    int r = n->info.rank, rs = s->info.rank;
+    switch (n->info.op) {
+    case IC_OP_RESHAPE:
+        return eval_reshape(G, n, idx);
+    case IC_OP_PERMUTE: case IC_OP_TRANSPOSE:
+        for (int i = 0; i < r; i++)
+            sidx[n->perm[i]] = idx[i];
+        break;
+    case IC_OP_EXPAND:
+        for (int j = 0; j < rs; j++)
+            sidx[j] = ic__dim(s, j) == 1 ? zero : idx[j + r - rs];
+        break;
+    case IC_OP_UNSQUEEZE:
+        for (int i = 0, k = 0; i < r; i++)
+            if (i != n->axis)
+                sidx[k++] = idx[i];
+        break;
+    case IC_OP_SQUEEZE:
+        for (int i = 0, k = 0; i < rs; i++)
+            sidx[i] = (n->axes & (1u << i)) ? zero : idx[k++];
+        break;
+    default: { /* slice */
+        int d = n->axis;
+        for (int i = 0; i < rs; i++)
+            sidx[i] = idx[i];
+        int64_t st = slice_start(n, ic__dim(s, d));
+        sidx[d] = ic__ix_addc(&G->ix, ic__ix_scale(&G->ix, idx[d], n->attrs.step), st);
+        break;
+    }
+    }
+    return ic__eval(G, n->in[0].node, sidx);
+}
+
+/* ---- pointwise ops ---- */
+
+static int cf(ic__gen *G, ic_dtype t, double f) { return ic__kb_const_f(&G->kb, t, f); }
+
+static int gelu(ic__gen *G, int x, ic_dtype t, bool tanh_form)
+{
+    ic__kb *b = &G->kb;
+    int half_x = ic__kb_bin(b, IC_L_MUL, t, x, cf(G, t, 0.5));
+    int inner;
+    if (tanh_form) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+        int x3 = ic__kb_bin(b, IC_L_MUL, t, ic__kb_bin(b, IC_L_MUL, t, x, x), x);
+        int u = ic__kb_bin(b, IC_L_ADD, t, x, ic__kb_bin(b, IC_L_MUL, t, x3, cf(G, t, 0.044715)));
+        inner = ic__kb_un(b, IC_L_TANH, t, ic__kb_bin(b, IC_L_MUL, t, u, cf(G, t, 0.7978845608028654)));
+    } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
+        inner = ic__kb_un(b, IC_L_ERF, t, ic__kb_bin(b, IC_L_MUL, t, x, cf(G, t, 0.7071067811865476)));
+    }
+    return ic__kb_bin(b, IC_L_MUL, t, half_x, ic__kb_bin(b, IC_L_ADD, t, inner, cf(G, t, 1.0)));
+}
+
+static int clamp(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    const ic_attrs *at = &n->attrs;
+    if (at->has_min)
+        x = ic__kb_bin(&G->kb, IC_L_MAX, t, x, scalar_const(G, at->min, t));
+    if (at->has_max)
+        x = ic__kb_bin(&G->kb, IC_L_MIN, t, x, scalar_const(G, at->max, t));
+    return x;
+}
+
+static int eval_unary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    ic__kb *b = &G->kb;
+    ic_dtype t = ic__regty(n->compute);
+    int x = ic__eval_operand(G, n, 0, idx, t);
+    static const ic_lop simple[IC_OP_COUNT] = {
+        [IC_OP_NEG] = IC_L_NEG, [IC_OP_ABS] = IC_L_ABS, [IC_OP_EXP] = IC_L_EXP,
+        [IC_OP_LOG] = IC_L_LOG, [IC_OP_SQRT] = IC_L_SQRT, [IC_OP_RSQRT] = IC_L_RSQRT,
+        [IC_OP_SIN] = IC_L_SIN, [IC_OP_COS] = IC_L_COS, [IC_OP_TANH] = IC_L_TANH,
+        [IC_OP_SIGMOID] = IC_L_SIGMOID, [IC_OP_ERF] = IC_L_ERF, [IC_OP_RECIPROCAL] = IC_L_RECIP,
+    };
+    switch (n->info.op) {
+    case IC_OP_RELU:
+        return ic__kb_bin(b, IC_L_MAX, t, x, ic__kb_const_i(b, t, 0));
+    case IC_OP_FLOOR: case IC_OP_CEIL:
+        return ic__is_fp(t) ? ic__kb_un(b, n->info.op == IC_OP_FLOOR ? IC_L_FLOOR : IC_L_CEIL, t, x) : x;
+    case IC_OP_LOGICAL_NOT:
+        return t == IC_BOOL ? ic__kb_un(b, IC_L_NOT, IC_BOOL, x)
+                            : ic__kb_cmp(b, IC_CMP_EQ, x, ic__kb_const_i(b, t, 0));
+    case IC_OP_SILU:
+        return ic__kb_bin(b, IC_L_MUL, t, x, ic__kb_un(b, IC_L_SIGMOID, t, x));
+    case IC_OP_GELU:
+        return gelu(G, x, t, n->attrs.approximate == 1);
+    case IC_OP_CLAMP:
+        return clamp(G, n, x, t);
+    case IC_OP_CAST: {
+        ic_dtype to = n->info.dtype;
+        int r = ic__kb_cast(b, to, x); /* an explicit cast to f16/bf16 always rounds */
+        return ic__kb_cast(b, ic__regty(to), r);
+    }
+    default:
+        return ic__kb_un(b, simple[n->info.op], t, x);
+    }
+}
+
+static ic_lop binop(ic_op op, ic_dtype t)
+{
+    bool bl = t == IC_BOOL; /* PyTorch on two bools: + is or, * is and */
+    switch (op) {
+    case IC_OP_ADD: return bl ? IC_L_OR : IC_L_ADD;
+    case IC_OP_SUB: return IC_L_SUB;
+    case IC_OP_MUL: return bl ? IC_L_AND : IC_L_MUL;
+    case IC_OP_DIV: return IC_L_DIV;
+    case IC_OP_POW: return IC_L_POW;
+    case IC_OP_MAXIMUM: return bl ? IC_L_OR : IC_L_MAX;
+    case IC_OP_MINIMUM: return bl ? IC_L_AND : IC_L_MIN;
+    case IC_OP_LOGICAL_AND: return IC_L_AND;
+    default: return IC_L_OR;
+    }
+}
+
+static int eval_binary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    ic__kb *b = &G->kb;
+    ic_dtype t = ic__regty(n->compute);
+    ic_op op = n->info.op;
+    if (op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR) {
+        int x = ic__kb_cast(b, IC_BOOL, ic__eval_operand(G, n, 0, idx, t));
+        int y = ic__kb_cast(b, IC_BOOL, ic__eval_operand(G, n, 1, idx, t));
+        return ic__kb_bin(b, binop(op, IC_BOOL), IC_BOOL, x, y);
+    }
+    if (op >= IC_OP_EQ && op <= IC_OP_GE) {
+        ic_dtype ct = t == IC_BOOL ? IC_I32 : t;
+        int x = ic__eval_operand(G, n, 0, idx, ct), y = ic__eval_operand(G, n, 1, idx, ct);
+        static const ic_cmp preds[] = { IC_CMP_EQ, IC_CMP_NE, IC_CMP_LT, IC_CMP_LE, IC_CMP_GT, IC_CMP_GE };
+        return ic__kb_cmp(b, preds[op - IC_OP_EQ], x, y);
+    }
+    int x = ic__eval_operand(G, n, 0, idx, t), y = ic__eval_operand(G, n, 1, idx, t);
+    return ic__kb_bin(b, binop(op, t), t, x, y);
+}
+
+static int eval_where(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    ic_dtype t = ic__regty(n->compute);
+    int c = ic__eval_operand(G, n, 0, idx, IC_BOOL);
+    int x = ic__eval_operand(G, n, 1, idx, t), y = ic__eval_operand(G, n, 2, idx, t);
+    return ic__kb_select(&G->kb, c, x, y);
+}
+
+/* Every input is read at a clamped index (never out of bounds, even where not selected);
+ * the selects pick the one whose range holds the index. */
+static int eval_cat(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    ic_dtype t = ic__regty(n->compute);
+    int d = n->axis, r = n->info.rank, res = -1;
+    const ic__ix *i = idx[d], *sidx[IC_MAX_RANK];
+    int64_t start[IC_MAX_INPUTS];
+    int64_t acc = 0;
+    for (int k = 0; k < n->info.ninputs; k++) {
+        start[k] = acc;
+        acc += ic__dim(ic__gnode(G, n->in[k].node), d);
+    }
+    for (int k = n->info.ninputs - 1; k >= 0; k--) {
+        int64_t len = ic__dim(ic__gnode(G, n->in[k].node), d);
+        if (len == 0)
+            continue;
+        for (int j = 0; j < r; j++)
+            sidx[j] = idx[j];
+        sidx[d] = ic__ix_clamp(&G->ix, ic__ix_addc(&G->ix, i, -start[k]), 0, len - 1);
+        int v = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[k].node, sidx));
+        if (res < 0) {
+            res = v;
+            continue;
+        }
+        /* i < start of the next non-empty input -> this one */
+        int64_t end = start[k] + len;
+        if (i->hi < end)
+            res = v;
+        else if (i->lo >= end)
+            continue;
+        else
+            res = ic__kb_select(&G->kb, ic__kb_cmp(&G->kb, IC_CMP_LT, ic__kb_ix(&G->kb, i),
+                                                   ic__kb_const_i(&G->kb, IC_I64, end)), v, res);
+    }
+    return res >= 0 ? res : ic__kb_const_i(&G->kb, t, 0);
+}
+
+/* Indices outside [0, rows) are clamped: PyTorch raises an error there; compiled code
+ * must at least never read out of bounds. */
+static int eval_embedding(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    const ic_node *w = ic__gnode(G, n->in[0].node), *ix = ic__gnode(G, n->in[1].node);
+    int r = n->info.rank;
+    int64_t rows = ic__dim(w, 0);
+    if (rows == 0)
+        return ic__kb_const_i(&G->kb, ic__regty(n->info.dtype), 0);
+    int iv = ic__kb_cast(&G->kb, IC_I64, ic__eval(G, n->in[1].node, idx));
+    iv = ic__kb_bin(&G->kb, IC_L_MAX, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, 0));
+    iv = ic__kb_bin(&G->kb, IC_L_MIN, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, rows - 1));
+    (void)ix;
+    if (iv < 0)
+        return -1;
+    const ic__ix *widx[2] = { ic__ix_val(&G->ix, iv, G->kb.cur, 0, rows - 1), idx[r - 1] };
+    return ic__eval(G, n->in[0].node, widx);
+}
+
+static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    ic_dtype t = ic__regty(n->info.dtype);
+    const ic_attrs *at = &n->attrs;
+    if (n->info.op == IC_OP_FULL)
+        return scalar_const(G, at->value, t);
+    int i = ic__kb_ix(&G->kb, idx[0]);
+    if (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int) {
+        int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, at->astep.i));
+        v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, at->astart.i));
+        return ic__kb_cast(&G->kb, t, v);
+    }
+    /* start + step * i in double, like PyTorch's arange, then rounded to the dtype */
+    double st = at->astart.is_int ? (double)at->astart.i : at->astart.f;
+    double sp = at->astep.is_int ? (double)at->astep.i : at->astep.f;
+    int v = ic__kb_cast(&G->kb, IC_F64, i);
+    v = ic__kb_bin(&G->kb, IC_L_MUL, IC_F64, v, cf(G, IC_F64, sp));
+    v = ic__kb_bin(&G->kb, IC_L_ADD, IC_F64, v, cf(G, IC_F64, st));
+    return ic__kb_cast(&G->kb, ic__regty(t), ic__kb_cast(&G->kb, n->info.dtype, v));
+}
+
+int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    switch (ic_op_kind_of(n->info.op)) {
+    case IC_KIND_UNARY: return eval_unary(G, n, idx);
+    case IC_KIND_BINARY: return eval_binary(G, n, idx);
+    case IC_KIND_TERNARY: return eval_where(G, n, idx);
+    case IC_KIND_CAT: return eval_cat(G, n, idx);
+    case IC_KIND_GATHER: return eval_embedding(G, n, idx);
+    case IC_KIND_CREATE: return eval_create(G, n, idx);
+    default: return ic__gen_fail(G, "'%s' is not pointwise", n->info.name), -1;
+    }
+}
+
+/* ---- dispatch ---- */
+
+static int compute(ic__gen *G, ic_value v, const ic__ix *const *idx)
+{
+    const ic_node *n = ic__gnode(G, v);
+    if (G->load_only)
+        return ic__gen_fail(G, "matmul operands are read from memory, '%s' would be recomputed "
+                            "for every output column", n->info.name), -1;
+    G->used[v] = true;
+    int r = ic__reduce_like(ic__node_class(n)) ? ic__red_value(G, v, idx)
+                                                : ic__eval_pointwise(G, n, idx);
+    ic_dtype t = n->info.dtype;
+    if (r >= 0 && G->s->emulate_casts && (t == IC_F16 || t == IC_BF16))
+        r = ic__kb_cast(&G->kb, IC_F32, ic__kb_cast(&G->kb, t, r));
+    return r;
+}
+
+int ic__eval(ic__gen *G, ic_value v, const ic__ix *const *idx)
+{
+    if (G->failed || G->kb.oom)
+        return -1;
+    const ic_node *n = ic__gnode(G, v);
+    memo_key key;
+    memset(&key, 0, sizeof key);
+    key.stage = G->kb.cur;
+    key.v = v;
+    key.rank = n->info.rank;
+    for (int i = 0; i < key.rank; i++)
+        key.idx[i] = idx[i];
+    uint64_t h = memo_hash(&key);
+    memo_key *m = ic__tab_find(&G->memo, h, memo_eq, &key);
+    if (m)
+        return m->instr;
+    for (int i = 0; i < key.rank; i++)
+        if (!idx[i])
+            return ic__gen_fail(G, "out of memory"), -1;
+    int r;
+    if (ic__node_class(n) == IC__CL_VIEW)
+        r = ic__eval_view(G, n, idx);
+    else if (!ic__computed_here(G, v))
+        r = ic__load_node(G, v, idx);
+    else
+        r = compute(G, v, idx);
+    if (r < 0) {
+        if (!G->failed)
+            ic__gen_fail(G, G->kb.oom ? "out of memory" : "'%s' could not be lowered", n->info.name);
+        return -1;
+    }
+    m = ic__arena_alloc(&G->ar, sizeof *m);
+    if (!m || !ic__tab_put(&G->memo, h, m))
+        return ic__gen_fail(G, "out of memory"), -1;
+    *m = key;
+    m->instr = r;
+    return r;
+}

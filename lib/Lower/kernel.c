@@ -1,0 +1,385 @@
+/* kernel.c - generates one kernel of a schedule: the loop domain (from the first reduction,
+ * normalisation or matmul of the kernel, else from what it stores), the level of each
+ * stored value (outer = one per outer iteration, row = one per inner iteration), the stages
+ * (REDUCE stages in dependency order, then INNER for row stores, then BODY for outer
+ * stores), and adjacent loop dims merged where no index needs a div/mod for it. */
+#include <stdio.h>
+#include <string.h>
+#include "gen.h"
+
+enum { LVL_OUTER, LVL_ROW };
+
+typedef struct {
+    bool omerge[IC_MAX_RANK], imerge[IC_MAX_RANK]; /* dim i merges with dim i + 1 */
+} collapse_cfg;
+
+/* The logical dims of the domain, before merging into loops. */
+typedef struct {
+    int no, ni, nr;
+    int64_t osz[IC_MAX_RANK], isz[IC_MAX_RANK];
+    int rref[IC_MAX_RANK];     /* row dim -> outer dim k (k >= 0) or inner dim (-1 - k) */
+    bool reduce;               /* the kernel has REDUCE stages */
+    bool row;
+} domain;
+
+static void gen_free(ic__gen *G)
+{
+    if (!G)
+        return;
+    ic_ctx *c = G->c;
+    ic__kb_free(&G->kb);
+    ic__ix_free(&G->ix);
+    ic__tab_free(&G->memo);
+    ic__arena_free(&G->ar);
+    ic__free(c, G->red);
+    ic__free(c, G->avail);
+    ic__free(c, G->used);
+    ic__free(c, G);
+}
+
+static ic__gen *gen_new(const ic_program *p, const ic__sched *s, int group)
+{
+    ic_ctx *c = p->c;
+    int n = ic_graph_num_nodes(p->g);
+    ic__gen *G = ic__calloc(c, 1, sizeof *G);
+    if (!G)
+        return NULL;
+    G->c = c;
+    G->g = p->g;
+    G->s = s;
+    G->p = p;
+    G->group = group;
+    ic__arena_init(&G->ar, c);
+    ic__ix_init(&G->ix, &G->ar);
+    ic__kb_init(&G->kb, c, &G->ar);
+    ic__tab_init(&G->memo, c);
+    G->red = ic__calloc(c, (size_t)n + 1, sizeof *G->red);
+    G->avail = ic__malloc(c, sizeof(int) * ((size_t)n + 1));
+    G->used = ic__calloc(c, (size_t)n + 1, sizeof(bool));
+    if (!G->red || !G->avail || !G->used) {
+        gen_free(G);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        G->avail[i] = -1;
+    return G;
+}
+
+/* ---- domain ---- */
+
+static void push_dim(int64_t *sz, int *n, int64_t size)
+{
+    if (size != 1)
+        sz[(*n)++] = size;
+}
+
+static ic_value find_anchor(const ic_program *p, const ic__sched *s, int group)
+{
+    for (int v = 0; v < ic_graph_num_nodes(p->g); v++)
+        if (s->group[v] == group && ic__reduce_like(ic__node_class(ic__node(p->g, v))))
+            return v;
+    return -1;
+}
+
+static void domain_of(const ic_program *p, ic_value anchor, const ic__store *items, domain *d)
+{
+    memset(d, 0, sizeof *d);
+    if (anchor < 0) { /* pointwise: what the first item stores */
+        const ic_node *n = ic__node(p->g, items[0].v);
+        for (int i = 0; i < n->info.rank; i++)
+            push_dim(d->osz, &d->no, ic__dim(n, i));
+        return;
+    }
+    const ic_node *n = ic__node(p->g, anchor);
+    d->reduce = true;
+    if (ic__node_class(n) == IC__CL_MM) {
+        const ic_node *a = ic__node(p->g, n->in[0].node);
+        for (int i = 0; i < n->info.rank; i++)
+            push_dim(d->osz, &d->no, ic__dim(n, i));
+        push_dim(d->isz, &d->ni, ic__dim(a, a->info.rank - 1));
+        return;
+    }
+    const ic_node *x = ic__node(p->g, n->in[0].node);
+    d->row = true;
+    for (int i = 0; i < x->info.rank; i++) {
+        int64_t sz = ic__dim(x, i);
+        if (sz == 1)
+            continue;
+        if ((n->axes >> i) & 1u) {
+            d->rref[d->nr++] = -1 - d->ni;
+            d->isz[d->ni++] = sz;
+        } else {
+            d->rref[d->nr++] = d->no;
+            d->osz[d->no++] = sz;
+        }
+    }
+}
+
+/* Groups logical dims into loops (merged runs) and gives each logical dim its index. */
+static void make_loops(ic__gen *G, const int64_t *sz, int n, const bool *merge, int var0,
+                       ic__ldim *L, int64_t *loops, int *nloops)
+{
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && merge[j])
+            j++;
+        int64_t total = 1;
+        for (int k = i; k <= j; k++)
+            total *= sz[k];
+        const ic__ix *var = ic__ix_var(&G->ix, var0 + *nloops, total);
+        loops[(*nloops)++] = total;
+        int64_t suffix = total;
+        for (int k = i; k <= j; k++) {
+            suffix = sz[k] ? suffix / sz[k] : 1;
+            L[k].size = sz[k];
+            L[k].ix = ic__ix_mod(&G->ix, ic__ix_div(&G->ix, var, suffix ? suffix : 1), sz[k]);
+        }
+        i = j + 1;
+    }
+}
+
+static void setup(ic__gen *G, const domain *d, const collapse_cfg *cc)
+{
+    G->nodims = d->no;
+    G->nidims = d->ni;
+    G->nouter = G->ninner = 0;
+    make_loops(G, d->osz, d->no, cc->omerge, 0, G->od, G->outer, &G->nouter);
+    if (G->nouter == 0)
+        G->outer[G->nouter++] = 1;
+    if (d->reduce) {
+        make_loops(G, d->isz, d->ni, cc->imerge, G->nouter, G->id, G->inner, &G->ninner);
+        if (G->ninner == 0)
+            G->inner[G->ninner++] = 1;
+    }
+    G->has_row = d->row;
+    G->nrdims = d->nr;
+    for (int i = 0; i < d->nr; i++)
+        G->rd[i] = d->rref[i] >= 0 ? G->od[d->rref[i]] : G->id[-1 - d->rref[i]];
+}
+
+/* ---- stores ---- */
+
+static bool natural(ic__gen *G, const ic_node *n, int level, const ic__ix **idx)
+{
+    return level == LVL_OUTER ? ic__nat_outer(G, n->info.rank, n->shape, idx)
+                              : ic__nat_row(G, n->info.rank, n->shape, idx);
+}
+
+static void store(ic__gen *G, const ic__store *it, int level)
+{
+    const ic_node *n = ic__gnode(G, it->v);
+    const ic__ix *idx[IC_MAX_RANK];
+    int64_t shape[IC_MAX_RANK];
+    if (!natural(G, n, level, idx)) {
+        ic__gen_fail(G, "'%s' does not fit the kernel's loops", n->info.name);
+        return;
+    }
+    for (int i = 0; i < n->info.rank; i++)
+        shape[i] = ic__dim(n, i);
+    int val = ic__eval(G, it->v, idx);
+    val = ic__kb_cast(&G->kb, G->p->bufs[it->buf].dtype, val);
+    int off = ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, n->info.rank, shape, idx));
+    ic__kb_store(&G->kb, it->buf, off, val);
+}
+
+static void shape_text(const ic__gen *G, const ic_node *n, char *buf, size_t sz)
+{
+    ic_graph_shape_str(G->g, n->info.rank, n->shape, buf, sz);
+}
+
+static bool levels(ic__gen *G, const ic__store *items, int nitems, int *level)
+{
+    for (int i = 0; i < nitems; i++) {
+        const ic_node *n = ic__gnode(G, items[i].v);
+        const ic__ix *idx[IC_MAX_RANK];
+        if (ic__nat_outer(G, n->info.rank, n->shape, idx))
+            level[i] = LVL_OUTER;
+        else if (ic__nat_row(G, n->info.rank, n->shape, idx))
+            level[i] = LVL_ROW;
+        else {
+            char sb[160];
+            shape_text(G, n, sb, sizeof sb);
+            return ic__gen_fail(G, "'%s' %s does not fit the kernel's iteration domain",
+                                n->info.name, sb);
+        }
+    }
+    return true;
+}
+
+/* Plans the stages and emits them. */
+static bool emit_with(ic__gen *G, const ic__store *items, int nitems, int *level, int *av)
+{
+    int nnodes = ic_graph_num_nodes(G->g), nred = 0;
+    bool inner = false, outer = false;
+    if (!levels(G, items, nitems, level))
+        return false;
+    for (int i = 0; i < nitems; i++)
+        av[i] = ic__avail(G, items[i].v);
+    for (int v = 0; v < nnodes; v++)
+        if (G->red[v].planned && G->red[v].last + 1 > nred)
+            nred = G->red[v].last + 1;
+    if (nred > IC__MAXSTAGES - 2)
+        return ic__gen_fail(G, "more than %d dependent reductions", IC__MAXSTAGES - 2);
+    for (int i = 0; i < nitems; i++) {
+        inner |= level[i] == LVL_ROW && (av[i] > 0 || nred == 0);
+        outer |= level[i] == LVL_OUTER;
+    }
+    for (int st = 0; st < nred && !G->failed; st++) {
+        ic__kb_stage(&G->kb, IC_STAGE_REDUCE);
+        for (int v = 0; v < nnodes && !G->failed; v++)
+            ic__red_emit(G, v, st);
+        for (int i = 0; i < nitems && st == 0 && !inner; i++)
+            if (level[i] == LVL_ROW)
+                store(G, &items[i], LVL_ROW);
+    }
+    if (inner) {
+        ic__kb_stage(&G->kb, IC_STAGE_INNER);
+        for (int i = 0; i < nitems; i++)
+            if (level[i] == LVL_ROW)
+                store(G, &items[i], LVL_ROW);
+    }
+    if (outer) {
+        ic__kb_stage(&G->kb, IC_STAGE_BODY);
+        for (int i = 0; i < nitems; i++)
+            if (level[i] == LVL_OUTER)
+                store(G, &items[i], LVL_OUTER);
+    }
+    if (G->kb.oom || G->ix.oom)
+        ic__gen_fail(G, "out of memory");
+    return !G->failed;
+}
+
+static bool emit(ic__gen *G, const ic__store *items, int nitems)
+{
+    int *level = ic__malloc(G->c, sizeof(int) * (size_t)nitems * 2);
+    if (!level)
+        return ic__gen_fail(G, "out of memory");
+    bool ok = emit_with(G, items, nitems, level, level + nitems);
+    ic__free(G->c, level);
+    return ok;
+}
+
+static int count_divmod(const ic__gen *G)
+{
+    int k = 0;
+    for (int s = 0; s < G->kb.nstages; s++)
+        for (int i = 0; i < G->kb.st[s].n; i++)
+            k += G->kb.st[s].ins[i].op == IC_L_IDIV || G->kb.st[s].ins[i].op == IC_L_MOD;
+    return k;
+}
+
+static ic__gen *attempt(const ic_program *p, const ic__sched *s, int group, const domain *d,
+                        const collapse_cfg *cc, const ic__store *items, int nitems, char *why,
+                        size_t nwhy)
+{
+    ic__gen *G = gen_new(p, s, group);
+    if (!G) {
+        snprintf(why, nwhy, "out of memory");
+        return NULL;
+    }
+    setup(G, d, cc);
+    if (emit(G, items, nitems))
+        return G;
+    snprintf(why, nwhy, "%s", G->why);
+    gen_free(G);
+    return NULL;
+}
+
+/* ---- the kernel record ---- */
+
+static bool finish(ic_program *p, const ic__sched *s, int group, ic__gen *G,
+                   const ic__store *items, int nitems)
+{
+    ic_arena *ar = &p->arena;
+    ic_kernel k;
+    memset(&k, 0, sizeof k);
+    k.nouter = G->nouter;
+    k.ninner = G->ninner;
+    memcpy(k.outer, G->outer, sizeof k.outer);
+    memcpy(k.inner, G->inner, sizeof k.inner);
+    k.nstages = G->kb.nstages;
+    k.stages = ic__arena_alloc(ar, sizeof(ic_stage) * (size_t)(k.nstages + 1));
+    if (!k.stages)
+        return false;
+    for (int i = 0; i < k.nstages; i++) {
+        const ic__kbstage *st = &G->kb.st[i];
+        k.stages[i].kind = st->kind;
+        k.stages[i].ninstr = st->n;
+        k.stages[i].instr = ic__arena_alloc(ar, sizeof(ic_linstr) * (size_t)(st->n + 1));
+        if (!k.stages[i].instr)
+            return false;
+        memcpy(k.stages[i].instr, st->ins, sizeof(ic_linstr) * (size_t)st->n);
+    }
+    int n = ic_graph_num_nodes(p->g);
+    for (int i = 0; i < nitems; i++)
+        G->used[items[i].v] = true;
+    k.nodes = ic__arena_alloc(ar, sizeof(char *) * (size_t)(n + 1));
+    if (!k.nodes)
+        return false;
+    for (int v = 0; v < n; v++)
+        if (G->used[v])
+            k.nodes[k.nnodes++] = ic__node(p->g, v)->info.name;
+    char name[256];
+    ic__kernel_name(name, sizeof name, s->prefix ? s->prefix : "cpu_", p->g, k.nnodes, k.nodes,
+                    p->nkernels);
+    k.name = ic__arena_strdup(ar, name);
+    k.why = ic__arena_strdup(ar, s->why && s->why[group] ? s->why[group] : "");
+    if (!k.name || !k.why)
+        return false;
+    if (p->nkernels == p->capkernels) {
+        int cap = p->capkernels ? p->capkernels * 2 : 16;
+        ic_kernel *ks = ic__realloc(p->c, p->kernels, sizeof *ks * (size_t)cap);
+        if (!ks)
+            return false;
+        p->kernels = ks;
+        p->capkernels = cap;
+    }
+    p->kernels[p->nkernels++] = k;
+    return true;
+}
+
+/* Merges adjacent loop dims, innermost first, while that adds no div/mod. */
+static ic__gen *collapse(const ic_program *p, const ic__sched *s, int group, const domain *d,
+                         collapse_cfg *cc, ic__gen *best, const ic__store *items, int nitems)
+{
+    char why[256];
+    int score = count_divmod(best);
+    for (int list = 0; list < 2; list++) {
+        int n = list == 0 ? d->no : d->ni;
+        for (int i = n - 2; i >= 0; i--) {
+            collapse_cfg t = *cc;
+            (list == 0 ? t.omerge : t.imerge)[i] = true;
+            ic__gen *G = attempt(p, s, group, d, &t, items, nitems, why, sizeof why);
+            if (G && count_divmod(G) <= score) {
+                gen_free(best);
+                best = G;
+                *cc = t;
+                score = count_divmod(G);
+            } else {
+                gen_free(G);
+            }
+        }
+    }
+    return best;
+}
+
+bool ic__gen_kernel(ic_program *p, const ic__sched *s, int group, const ic__store *items,
+                    int nitems, bool keep, char *why, size_t nwhy)
+{
+    if (nitems == 0)
+        return true;
+    domain d;
+    collapse_cfg cc;
+    memset(&cc, 0, sizeof cc);
+    domain_of(p, find_anchor(p, s, group), items, &d);
+    ic__gen *G = attempt(p, s, group, &d, &cc, items, nitems, why, nwhy);
+    if (!G)
+        return false;
+    if (keep && s->collapse)
+        G = collapse(p, s, group, &d, &cc, G, items, nitems);
+    bool ok = !keep || finish(p, s, group, G, items, nitems);
+    if (!ok)
+        snprintf(why, nwhy, "out of memory");
+    gen_free(G);
+    return ok;
+}

@@ -1,0 +1,79 @@
+/* lower-impl.h - private structures of the Lower layer, shared with lib/Fuse: the program,
+ * node classes, and the schedule (which nodes are materialised, which kernel computes what)
+ * from which ic__program_build generates loop IR. ic_lower builds a one-kernel-per-op
+ * schedule; ic_fuse builds a grouped one. */
+#ifndef IC_LOWER_IMPL_H
+#define IC_LOWER_IMPL_H
+
+#include "graph-impl.h"
+#include "ic/lower.h"
+
+struct ic_program {
+    ic_ctx *c;
+    ic_arena arena;        /* kernels, stages, instructions, names, node lists */
+    const ic_graph *g;     /* borrowed */
+    int nbufs, capbufs;
+    ic_buffer *bufs;       /* ic__realloc'd */
+    int nkernels, capkernels;
+    ic_kernel *kernels;    /* ic__realloc'd */
+    int *node_buf;         /* per graph node: the buffer its value is loaded from, -1 none */
+    int64_t arena_bytes;   /* TEMP storage, set by ic__program_plan */
+};
+
+/* What a node is to the lowering. */
+typedef enum {
+    IC__CL_LEAF,   /* input or param: loaded from its buffer */
+    IC__CL_VIEW,   /* reshape permute transpose expand unsqueeze squeeze slice: index math */
+    IC__CL_PW,     /* one output element from a few input elements: unary binary where
+                    * cast cat embedding full arange */
+    IC__CL_RED,    /* sum mean amax amin prod argmax */
+    IC__CL_NORM,   /* softmax log_softmax layer_norm rms_norm (reductions + a row pass) */
+    IC__CL_MM,     /* matmul linear bmm: a reduction over K of loaded operands */
+} ic__class;
+
+IC_HIDDEN ic__class ic__node_class(const ic_node *n);
+static inline bool ic__reduce_like(ic__class k)
+{
+    return k == IC__CL_RED || k == IC__CL_NORM || k == IC__CL_MM;
+}
+
+/* The schedule: kernels ("groups") run in order 0..ngroups-1. A computing node with
+ * group[v] >= 0 is materialised by that kernel (stored when something outside the kernel
+ * reads it, or it is an output); a computing node with group -1 is computed inline wherever
+ * it is read. Reductions, normalisations and matmuls always have a group. Outputs that are
+ * views, inputs or params are stored by out_group[i]. */
+typedef struct ic__sched {
+    int ngroups;
+    int *group;               /* per graph node */
+    int *out_group;           /* per graph output position */
+    const char *const *why;   /* per group, may be NULL */
+    const char *prefix;       /* kernel name prefix, "cpu_" */
+    bool emulate_casts;       /* round inlined f16/bf16 values as if they had been stored */
+    bool collapse;            /* merge adjacent loop dims where no index needs div/mod for it */
+} ic__sched;
+
+/* Nodes some output depends on (live[v]); callers free with ic__free. */
+IC_HIDDEN bool *ic__live_nodes(ic_ctx *c, const ic_graph *g);
+/* IC_EUNSUPPORTED naming the node when g still has symbolic dims. */
+IC_HIDDEN ic_status ic__check_specialised(const ic_graph *g);
+/* Lowers g under schedule s into a new program (buffers, kernels, arena plan). */
+IC_HIDDEN ic_status ic__program_build(ic_ctx *c, const ic_graph *g, const ic__sched *s,
+                                      ic_program **out);
+/* Generates kernel `group` of s and throws it away: true when it lowers, otherwise false
+ * with the reason (e.g. "'mm' reads its operands from memory") in why. */
+IC_HIDDEN bool ic__sched_try(ic_ctx *c, const ic_graph *g, const ic__sched *s, int group,
+                             char *why, size_t n);
+/* The one place kernel names are made: prefix + op names of the computing nodes
+ * ("cpu_fused_add_mul_3", "cpu_softmax_0", "cpu_copy_2"). */
+IC_HIDDEN void ic__kernel_name(char *buf, size_t n, const char *prefix, const ic_graph *g,
+                               int nnodes, const char *const *nodes, int index);
+/* Assigns arena offsets to TEMP buffers (liveness-based reuse) and sets arena_bytes. */
+IC_HIDDEN void ic__program_plan(ic_program *p);
+
+/* Register type of a dtype: f16/bf16 are computed in f32. */
+static inline ic_dtype ic__regty(ic_dtype t)
+{
+    return t == IC_F16 || t == IC_BF16 ? IC_F32 : t;
+}
+
+#endif

@@ -1,0 +1,26 @@
+/* compile-impl.h - private interface of the compiled-graph runtime: the JIT (jit.c) and the
+ * compile/run machinery (compile.c). Free of LLVM headers, so tests can include it. */
+#ifndef IC_COMPILE_IMPL_H
+#define IC_COMPILE_IMPL_H
+
+#include "graph-impl.h"
+#include "ic/llvmgen.h"
+
+/* A generated kernel: bufs[i] is the base pointer of program buffer i. */
+typedef void (*ic__kernel_fn)(void *const *bufs);
+
+/* One LLJIT instance; destroying it frees the code of every module added to it. */
+typedef struct ic__jit ic__jit;
+IC_HIDDEN ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__jit **out);
+/* Hands m's module to the JIT (m keeps its kernel symbols). */
+IC_HIDDEN ic_status ic__jit_add(ic__jit *jit, ic_llvm_module *m);
+IC_HIDDEN ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn);
+IC_HIDDEN void ic__jit_destroy(ic__jit *jit);
+
+/* Generates, optimises (O3) and JIT-compiles explicit kernels: fns[i] runs kernel i.
+ * params: one per kernel or NULL for the defaults. The caller owns *out. */
+IC_HIDDEN ic_status ic__jit_kernels(ic_ctx *c, int nk, const ic_kernel *k, int nb,
+                                    const ic_buffer *b, const ic_codegen_params *params,
+                                    ic__jit **out, ic__kernel_fn *fns);
+
+#endif

@@ -1,0 +1,908 @@
+/* test_infer.c - shape and dtype inference of the graph builder against PyTorch's documented
+ * rules: broadcasting, type promotion (torch.result_type), negative dims, keepdim, reshape
+ * with -1 (also symbolic), expand, squeeze, slice, matmul/linear/bmm, creation ops, dtype
+ * refusals, arity, names, specialisation. Expected shapes are worked out by hand from the
+ * PyTorch docs; each error test checks the status and what the message names. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ic/ic.h"
+#include "testutil.h"
+
+static ic_ctx *c;
+static ic_graph *g;
+
+static void setup(void)
+{
+    c = ict_ctx();
+    g = ict_graph(c, "t");
+}
+
+static void teardown(void)
+{
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+TestSuite(infer, .init = setup, .fini = teardown);
+
+/* ---- helpers ---- */
+
+#define OPS(...) (int)(sizeof((ic_operand[]){ __VA_ARGS__ }) / sizeof(ic_operand)), \
+                 ((ic_operand[]){ __VA_ARGS__ })
+#define V(x) ic_val(x)
+
+static ic_attrs attrs(ic_op op)
+{
+    ic_attrs a;
+    ic_attrs_init(&a, op);
+    return a;
+}
+
+/* Adds a node that must infer; returns its id. */
+static ic_value ok_node(const char *name, ic_op op, int n, const ic_operand *in, const ic_attrs *a)
+{
+    ic_value v = -1;
+    ic_status s = ic_graph_add_node(g, name, op, n, in, a, &v);
+    cr_assert_eq(s, IC_OK, "%s (%s): %s", name, ic_op_name(op), ic_last_error(c));
+    return v;
+}
+
+/* Adds a node that must be refused; the graph must stay unchanged. */
+static ic_status bad_node(const char *name, ic_op op, int n, const ic_operand *in, const ic_attrs *a)
+{
+    int before = ic_graph_num_nodes(g);
+    ic_value v = 12345;
+    ic_status s = ic_graph_add_node(g, name, op, n, in, a, &v);
+    cr_assert_neq(s, IC_OK, "%s (%s) was accepted, shape %s", name, ic_op_name(op),
+                  v != 12345 ? ict_shape_of(g, v) : "?");
+    cr_assert_eq(ic_graph_num_nodes(g), before, "a refused node must not be added");
+    cr_assert(!ic_graph_find(g, name, NULL), "a refused node must not be findable");
+    return s;
+}
+
+static void shape_attr(ic_attrs *a, const char *text)
+{
+    a->nshape = ict_shape(g, text, a->shape);
+}
+
+static void dims_attr(ic_attrs *a, int n, const int64_t *d)
+{
+    a->has_dims = true;
+    a->ndims = n;
+    memcpy(a->dims, d, sizeof(int64_t) * (size_t)n);
+}
+
+#define DIMS(...) (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), ((int64_t[]){ __VA_ARGS__ })
+
+static ic_value bin(const char *name, ic_op op, ic_operand a, ic_operand b)
+{
+    return ok_node(name, op, OPS(a, b), NULL);
+}
+
+/* ---- broadcasting ---- */
+
+Test(infer, broadcast_column_with_row)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "3,1"), b = ict_input(g, "b", IC_F32, "1,4");
+    ict_assert_shape(g, bin("y", IC_OP_ADD, V(a), V(b)), "[3, 4]");
+}
+
+Test(infer, broadcast_scalar_tensor)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "[]"), b = ict_input(g, "b", IC_F32, "2,3");
+    ict_assert_shape(g, bin("y", IC_OP_MUL, V(a), V(b)), "[2, 3]");
+    ict_assert_shape(g, bin("z", IC_OP_MUL, V(b), V(a)), "[2, 3]");
+    ict_assert_shape(g, bin("s", IC_OP_ADD, V(a), V(a)), "[]");
+    ict_assert_shape(g, bin("n", IC_OP_ADD, V(b), ic_scalar_f(0.5)), "[2, 3]");
+    ict_assert_shape(g, bin("m", IC_OP_SUB, ic_scalar_i(1), V(a)), "[]");
+}
+
+Test(infer, broadcast_zero_size)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "0,3"), b = ict_input(g, "b", IC_F32, "1,3");
+    ict_assert_shape(g, bin("y", IC_OP_ADD, V(a), V(b)), "[0, 3]");
+    ic_value e = ict_input(g, "e", IC_F32, "2,0");
+    ict_assert_shape(g, bin("z", IC_OP_ADD, V(e), V(ict_input(g, "one", IC_F32, "1"))), "[2, 0]");
+    /* 0 broadcasts only with 1 or 0 */
+    ict_assert_error(c, bad_node("w", IC_OP_ADD, OPS(V(a), V(ict_input(g, "c", IC_F32, "2,3"))), NULL),
+                     IC_ESHAPE, "[0, 3]", "[2, 3]");
+}
+
+Test(infer, broadcast_rank_extension)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "5,1,4"), b = ict_input(g, "b", IC_F32, "3,1");
+    ict_assert_shape(g, bin("y", IC_OP_ADD, V(a), V(b)), "[5, 3, 4]");
+    ic_value d = ict_input(g, "d", IC_F32, "4");
+    ict_assert_shape(g, bin("z", IC_OP_ADD, V(d), V(a)), "[5, 1, 4]");
+}
+
+Test(infer, broadcast_incompatible_names_both_shapes)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2,3"), b = ict_input(g, "b", IC_F32, "3,2");
+    ict_assert_error(c, bad_node("bad_add", IC_OP_ADD, OPS(V(a), V(b)), NULL), IC_ESHAPE,
+                     "graph 't'", "node 'bad_add'", "(add)", "[2, 3]", "[3, 2]");
+}
+
+Test(infer, broadcast_symbols)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "B,1"), b = ict_input(g, "b", IC_F32, "1,4");
+    ict_assert_shape(g, bin("y", IC_OP_ADD, V(a), V(b)), "[B, 4]");
+    ic_value c2 = ict_input(g, "c2", IC_F32, "B,4");
+    ict_assert_shape(g, bin("z", IC_OP_ADD, V(c2), V(c2)), "[B, 4]");
+    /* B and 4 are not provably equal: refused at build time */
+    ic_value d = ict_input(g, "d", IC_F32, "4,4");
+    ict_assert_error(c, bad_node("w", IC_OP_ADD, OPS(V(c2), V(d)), NULL), IC_ESHAPE, "[B, 4]", "[4, 4]");
+}
+
+Test(infer, where_broadcasts_three_ways)
+{
+    ic_value cnd = ict_input(g, "cond", IC_BOOL, "3,1"), a = ict_input(g, "a", IC_F16, "1,4"),
+             b = ict_input(g, "b", IC_F16, "[]");
+    ic_value y = ok_node("y", IC_OP_WHERE, OPS(V(cnd), V(a), V(b)), NULL);
+    ict_assert_shape(g, y, "[3, 4]");
+    ict_assert_dtype(g, y, IC_F16);
+    ic_value z = ok_node("z", IC_OP_WHERE, OPS(V(cnd), V(a), ic_scalar_f(0.0)), NULL);
+    ict_assert_dtype(g, z, IC_F16);
+    ic_value i = ict_input(g, "i", IC_I32, "4");
+    ict_assert_dtype(g, ok_node("w", IC_OP_WHERE, OPS(V(cnd), V(i), ic_scalar_f(1.5)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("w2", IC_OP_WHERE, OPS(V(cnd), V(i), ic_scalar_i(7)), NULL), IC_I32);
+    ict_assert_shape(g, ok_node("w3", IC_OP_WHERE, OPS(V(cnd), ic_scalar_f(1), ic_scalar_f(0)), NULL), "[3, 1]");
+}
+
+/* ---- type promotion (torch.result_type) ---- */
+
+static ic_dtype promote_of(ic_dtype a, ic_dtype b, const char *sa, const char *sb)
+{
+    static int k;
+    char na[16], nb[16], ny[16];
+    snprintf(na, sizeof na, "a%d", k);
+    snprintf(nb, sizeof nb, "b%d", k);
+    snprintf(ny, sizeof ny, "y%d", k++);
+    ic_value x = ict_input(g, na, a, sa), y = ict_input(g, nb, b, sb);
+    return ict_dtype_of(g, bin(ny, IC_OP_ADD, V(x), V(y)));
+}
+
+Test(infer, promotion_between_tensors)
+{
+    static const struct { ic_dtype a, b, want; } t[] = {
+        { IC_BOOL, IC_I32, IC_I32 },  { IC_BOOL, IC_F16, IC_F16 }, { IC_I32, IC_I64, IC_I64 },
+        { IC_I64, IC_I32, IC_I64 },   { IC_F16, IC_BF16, IC_F32 }, { IC_BF16, IC_F16, IC_F32 },
+        { IC_F32, IC_F64, IC_F64 },   { IC_F16, IC_F32, IC_F32 },  { IC_BF16, IC_F64, IC_F64 },
+        { IC_I64, IC_F16, IC_F16 },   { IC_I32, IC_BF16, IC_BF16 }, { IC_I64, IC_F32, IC_F32 },
+        { IC_BOOL, IC_BOOL, IC_BOOL }, { IC_F16, IC_F16, IC_F16 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        ic_dtype got = promote_of(t[i].a, t[i].b, "2", "2");
+        cr_assert_eq(got, t[i].want, "%s + %s: got %s, want %s", ic_dtype_name(t[i].a),
+                     ic_dtype_name(t[i].b), ic_dtype_name(got), ic_dtype_name(t[i].want));
+    }
+}
+
+/* Numbers only raise the category: to i64 (ints) or the default f32 (floats). */
+Test(infer, promotion_with_numbers)
+{
+    static const struct { ic_dtype t; bool is_int; double v; ic_op op; ic_dtype want; } t[] = {
+        { IC_I32, false, 0.5, IC_OP_MUL, IC_F32 },  { IC_I64, false, 0.5, IC_OP_MUL, IC_F32 },
+        { IC_BOOL, true, 1, IC_OP_ADD, IC_I64 },    { IC_BOOL, false, 1, IC_OP_ADD, IC_F32 },
+        { IC_I32, true, 1, IC_OP_ADD, IC_I32 },     { IC_F16, false, 2.5, IC_OP_ADD, IC_F16 },
+        { IC_BF16, true, 3, IC_OP_MUL, IC_BF16 },   { IC_F64, false, 0.1, IC_OP_SUB, IC_F64 },
+        { IC_I32, true, 2, IC_OP_DIV, IC_F32 },     { IC_F16, true, 2, IC_OP_DIV, IC_F16 },
+        { IC_I64, true, 3, IC_OP_POW, IC_I64 },     { IC_I32, false, 0.5, IC_OP_POW, IC_F32 },
+        { IC_I32, true, 3, IC_OP_MAXIMUM, IC_I32 },
+    };
+    ic_value in[IC_DTYPE_COUNT];
+    for (int d = 0; d < IC_DTYPE_COUNT; d++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "x_%s", ic_dtype_name((ic_dtype)d));
+        in[d] = ict_input(g, nm, (ic_dtype)d, "3");
+    }
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "y%zu", i);
+        ic_operand s = t[i].is_int ? ic_scalar_i((int64_t)t[i].v) : ic_scalar_f(t[i].v);
+        ic_dtype got = ict_dtype_of(g, bin(nm, t[i].op, V(in[t[i].t]), s));
+        cr_assert_eq(got, t[i].want, "%s %s %s%g: got %s, want %s", ic_dtype_name(t[i].t),
+                     ic_op_name(t[i].op), t[i].is_int ? "int " : "float ", t[i].v,
+                     ic_dtype_name(got), ic_dtype_name(t[i].want));
+    }
+    /* number on the left behaves the same */
+    ict_assert_dtype(g, bin("l", IC_OP_MUL, ic_scalar_f(0.5), V(in[IC_I32])), IC_F32);
+}
+
+/* 0-d tensors count only when of a higher category than the tensors with dims (the
+ * torch.result_type examples: int_tensor + long_zerodim is int32). */
+Test(infer, promotion_with_zero_dim_tensors)
+{
+    static const struct { ic_dtype dim, zero, want; } t[] = {
+        { IC_I32, IC_I64, IC_I32 },  { IC_F16, IC_F32, IC_F16 }, { IC_F16, IC_F64, IC_F16 },
+        { IC_I32, IC_F64, IC_F64 },  { IC_BOOL, IC_I32, IC_I32 }, { IC_I64, IC_BOOL, IC_I64 },
+        { IC_BF16, IC_F16, IC_BF16 }, { IC_I64, IC_F16, IC_F16 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        ic_dtype got = promote_of(t[i].dim, t[i].zero, "4", "[]");
+        cr_assert_eq(got, t[i].want, "%s[4] + %s[]: got %s, want %s", ic_dtype_name(t[i].dim),
+                     ic_dtype_name(t[i].zero), ic_dtype_name(got), ic_dtype_name(t[i].want));
+        got = promote_of(t[i].zero, t[i].dim, "[]", "4");
+        cr_assert_eq(got, t[i].want, "%s[] + %s[4]: got %s, want %s", ic_dtype_name(t[i].zero),
+                     ic_dtype_name(t[i].dim), ic_dtype_name(got), ic_dtype_name(t[i].want));
+    }
+    /* two 0-d tensors promote normally */
+    cr_assert_eq(promote_of(IC_I32, IC_I64, "[]", "[]"), IC_I64);
+    /* a 0-d int with a float number: float wins */
+    ic_value z = ict_input(g, "z", IC_I32, "[]");
+    ict_assert_dtype(g, bin("zf", IC_OP_ADD, V(z), ic_scalar_f(0.5)), IC_F32);
+    ict_assert_dtype(g, bin("zi", IC_OP_ADD, V(z), ic_scalar_i(5)), IC_I32);
+}
+
+Test(infer, division_and_comparisons)
+{
+    ic_value a = ict_input(g, "a", IC_I32, "3"), b = ict_input(g, "b", IC_I64, "3"),
+             h = ict_input(g, "h", IC_F16, "3"), f = ict_input(g, "f", IC_F32, "3"),
+             q = ict_input(g, "q", IC_BOOL, "3");
+    ict_assert_dtype(g, bin("d1", IC_OP_DIV, V(a), V(b)), IC_F32);
+    ict_assert_dtype(g, bin("d2", IC_OP_DIV, V(h), V(h)), IC_F16);
+    ict_assert_dtype(g, bin("d3", IC_OP_DIV, V(q), V(q)), IC_F32);
+    ic_op cmp[] = { IC_OP_EQ, IC_OP_NE, IC_OP_LT, IC_OP_LE, IC_OP_GT, IC_OP_GE,
+                    IC_OP_LOGICAL_AND, IC_OP_LOGICAL_OR };
+    for (size_t i = 0; i < sizeof cmp / sizeof *cmp; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "c%zu", i);
+        ict_assert_dtype(g, bin(nm, cmp[i], V(f), V(b)), IC_BOOL);
+    }
+    ict_assert_dtype(g, bin("e", IC_OP_EQ, V(h), ic_scalar_f(0.5)), IC_BOOL);
+    ic_node_info in;
+    ic_value lt;
+    cr_assert(ic_graph_find(g, "c2", &lt));
+    ic_graph_node(g, lt, &in);
+    cr_assert_eq(in.dtype, IC_BOOL);
+    ict_assert_error(c, bad_node("s", IC_OP_SUB, OPS(V(q), V(q)), NULL), IC_EDTYPE, "node 's'", "(sub)", "bool");
+}
+
+Test(infer, unary_dtypes)
+{
+    ic_value i = ict_input(g, "i", IC_I32, "2"), b = ict_input(g, "b", IC_BOOL, "2"),
+             h = ict_input(g, "h", IC_F16, "2");
+    ict_assert_dtype(g, ok_node("e", IC_OP_EXP, OPS(V(i)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("s", IC_OP_SQRT, OPS(V(b)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("sg", IC_OP_SIGMOID, OPS(V(h)), NULL), IC_F16);
+    ict_assert_dtype(g, ok_node("n", IC_OP_NEG, OPS(V(i)), NULL), IC_I32);
+    ict_assert_dtype(g, ok_node("ln", IC_OP_LOGICAL_NOT, OPS(V(h)), NULL), IC_BOOL);
+    ic_attrs a = attrs(IC_OP_CAST);
+    a.has_dtype = true, a.dtype = IC_BF16;
+    ict_assert_dtype(g, ok_node("ca", IC_OP_CAST, OPS(V(i)), &a), IC_BF16);
+    ict_assert_error(c, bad_node("ca2", IC_OP_CAST, OPS(V(i)), NULL), IC_EINVAL, "(cast)", "dtype");
+    ict_assert_error(c, bad_node("nb", IC_OP_NEG, OPS(V(b)), NULL), IC_EDTYPE, "(neg)", "bool");
+    ict_assert_error(c, bad_node("si", IC_OP_SILU, OPS(V(i)), NULL), IC_EDTYPE, "node 'si'", "(silu)", "i32");
+    ict_assert_error(c, bad_node("ge", IC_OP_GELU, OPS(V(i)), NULL), IC_EDTYPE, "(gelu)", "i32");
+    a = attrs(IC_OP_CLAMP);
+    a.has_min = true, a.min = (ic_scalar){ 0.5, 0, false };
+    ict_assert_dtype(g, ok_node("cl", IC_OP_CLAMP, OPS(V(i)), &a), IC_F32);
+    a.min = (ic_scalar){ 0, 0, true };
+    ict_assert_dtype(g, ok_node("cl2", IC_OP_CLAMP, OPS(V(i)), &a), IC_I32);
+    ict_assert_error(c, bad_node("u", IC_OP_EXP, OPS(ic_scalar_f(1)), NULL), IC_EINVAL, "(exp)", "tensor");
+}
+
+/* ---- dtype refusals ---- */
+
+Test(infer, dtype_refusals)
+{
+    ic_value l = ict_input(g, "l", IC_I64, "2,3"), i = ict_input(g, "i", IC_I32, "3,3"),
+             f = ict_input(g, "f", IC_F32, "3,3"), h = ict_input(g, "h", IC_F16, "3,3");
+    ic_attrs a = attrs(IC_OP_SOFTMAX);
+    a.dim = -1;
+    ict_assert_error(c, bad_node("sm", IC_OP_SOFTMAX, OPS(V(l)), &a), IC_EDTYPE, "node 'sm'", "(softmax)", "i64");
+    ict_assert_error(c, bad_node("lsm", IC_OP_LOG_SOFTMAX, OPS(V(l)), &a), IC_EDTYPE, "(log_softmax)", "i64");
+    ict_assert_error(c, bad_node("si", IC_OP_SILU, OPS(V(i)), NULL), IC_EDTYPE, "(silu)", "i32");
+    ict_assert_error(c, bad_node("w", IC_OP_WHERE, OPS(V(i), V(f), V(f)), NULL), IC_EDTYPE,
+                     "node 'w'", "(where)", "bool", "i32");
+    ict_assert_error(c, bad_node("mm", IC_OP_MATMUL, OPS(V(f), V(h)), NULL), IC_EDTYPE,
+                     "node 'mm'", "(matmul)", "f32", "f16");
+    ict_assert_error(c, bad_node("mn", IC_OP_MEAN, OPS(V(i)), NULL), IC_EDTYPE, "(mean)", "i32");
+    ic_value q = ict_input(g, "q", IC_BOOL, "3,3");
+    ict_assert_error(c, bad_node("mb", IC_OP_MATMUL, OPS(V(q), V(q)), NULL), IC_EDTYPE, "(matmul)", "bool");
+    ic_attrs am = attrs(IC_OP_ARGMAX);
+    ict_assert_error(c, bad_node("am", IC_OP_ARGMAX, OPS(V(q)), &am), IC_EDTYPE, "(argmax)", "bool");
+    ic_attrs ln = attrs(IC_OP_LAYER_NORM);
+    shape_attr(&ln, "3");
+    ict_assert_error(c, bad_node("ln", IC_OP_LAYER_NORM, OPS(V(i)), &ln), IC_EDTYPE, "(layer_norm)", "i32");
+    ic_value w16 = ict_input(g, "w16", IC_F16, "3");
+    ict_assert_error(c, bad_node("ln2", IC_OP_LAYER_NORM, OPS(V(f), V(w16)), &ln), IC_EDTYPE,
+                     "(layer_norm)", "f16", "f32");
+    ic_value wt = ict_input(g, "wt", IC_F32, "10,4");
+    ict_assert_error(c, bad_node("em", IC_OP_EMBEDDING, OPS(V(wt), V(f)), NULL), IC_EDTYPE,
+                     "(embedding)", "f32");
+}
+
+/* ---- reductions ---- */
+
+Test(infer, reductions_negative_dims_and_keepdim)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,4");
+    ic_attrs a = attrs(IC_OP_SUM);
+    dims_attr(&a, DIMS(-1));
+    ict_assert_shape(g, ok_node("s1", IC_OP_SUM, OPS(V(x)), &a), "[2, 3]");
+    a.keepdim = true;
+    ict_assert_shape(g, ok_node("s2", IC_OP_SUM, OPS(V(x)), &a), "[2, 3, 1]");
+    dims_attr(&a, DIMS(0, -1));
+    ict_assert_shape(g, ok_node("s3", IC_OP_AMAX, OPS(V(x)), &a), "[1, 3, 1]");
+    a.keepdim = false;
+    ict_assert_shape(g, ok_node("s4", IC_OP_MEAN, OPS(V(x)), &a), "[3]");
+    /* every dim: absent dims, or an empty list */
+    ic_attrs all = attrs(IC_OP_SUM);
+    ict_assert_shape(g, ok_node("s5", IC_OP_SUM, OPS(V(x)), &all), "[]");
+    all.keepdim = true;
+    ict_assert_shape(g, ok_node("s6", IC_OP_PROD, OPS(V(x)), &all), "[1, 1, 1]");
+    all.keepdim = false;
+    all.has_dims = true, all.ndims = 0;
+    ict_assert_shape(g, ok_node("s7", IC_OP_AMIN, OPS(V(x)), &all), "[]");
+    dims_attr(&a, DIMS(2, 0, 1));
+    ict_assert_shape(g, ok_node("s8", IC_OP_SUM, OPS(V(x)), &a), "[]");
+    ic_attrs am = attrs(IC_OP_ARGMAX);
+    am.dim = -2;
+    ic_value y = ok_node("am", IC_OP_ARGMAX, OPS(V(x)), &am);
+    ict_assert_shape(g, y, "[2, 4]");
+    ict_assert_dtype(g, y, IC_I64);
+    am.keepdim = true;
+    ict_assert_shape(g, ok_node("am2", IC_OP_ARGMAX, OPS(V(x)), &am), "[2, 1, 4]");
+}
+
+Test(infer, reduction_dtypes)
+{
+    ic_value i = ict_input(g, "i", IC_I32, "4"), b = ict_input(g, "b", IC_BOOL, "4"),
+             h = ict_input(g, "h", IC_F16, "4");
+    ict_assert_dtype(g, ok_node("s", IC_OP_SUM, OPS(V(i)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("sb", IC_OP_SUM, OPS(V(b)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("p", IC_OP_PROD, OPS(V(i)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("sh", IC_OP_SUM, OPS(V(h)), NULL), IC_F16);
+    ict_assert_dtype(g, ok_node("mx", IC_OP_AMAX, OPS(V(i)), NULL), IC_I32);
+    ict_assert_dtype(g, ok_node("mh", IC_OP_MEAN, OPS(V(h)), NULL), IC_F16);
+}
+
+Test(infer, reduction_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3");
+    ic_attrs a = attrs(IC_OP_SUM);
+    dims_attr(&a, DIMS(2));
+    ict_assert_error(c, bad_node("r", IC_OP_SUM, OPS(V(x)), &a), IC_EINVAL, "node 'r'", "(sum)",
+                     "dim 2", "rank 2", "-2..1");
+    dims_attr(&a, DIMS(-3));
+    ict_assert_error(c, bad_node("r", IC_OP_SUM, OPS(V(x)), &a), IC_EINVAL, "dim -3");
+    dims_attr(&a, DIMS(1, -1));
+    ict_assert_error(c, bad_node("r", IC_OP_SUM, OPS(V(x)), &a), IC_EINVAL, "twice");
+    ic_value z = ict_input(g, "z", IC_F32, "0,3");
+    dims_attr(&a, DIMS(0));
+    ict_assert_error(c, bad_node("r", IC_OP_AMAX, OPS(V(z)), &a), IC_ESHAPE, "(amax)", "size 0");
+    ict_assert_shape(g, ok_node("ok", IC_OP_SUM, OPS(V(z)), &a), "[3]"); /* sum has identity 0 */
+}
+
+Test(infer, reduce_scalar_tensor)
+{
+    ic_value s = ict_input(g, "s", IC_F32, "[]");
+    ic_attrs a = attrs(IC_OP_SUM);
+    dims_attr(&a, DIMS(-1));
+    ict_assert_shape(g, ok_node("r", IC_OP_SUM, OPS(V(s)), &a), "[]");
+    dims_attr(&a, DIMS(1));
+    ict_assert_error(c, bad_node("r2", IC_OP_SUM, OPS(V(s)), &a), IC_EINVAL, "dim 1");
+}
+
+/* ---- normalisation ---- */
+
+Test(infer, softmax_and_norms)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,8,16");
+    ic_attrs a = attrs(IC_OP_SOFTMAX);
+    a.dim = -1;
+    ic_value y = ok_node("sm", IC_OP_SOFTMAX, OPS(V(x)), &a);
+    ict_assert_shape(g, y, "[B, 8, 16]");
+    a.dim = 3;
+    ict_assert_error(c, bad_node("sm2", IC_OP_SOFTMAX, OPS(V(x)), &a), IC_EINVAL, "(softmax)", "dim 3");
+    ic_value w = ict_input(g, "w", IC_F32, "16"), b = ict_input(g, "b", IC_F32, "16");
+    ic_attrs ln = attrs(IC_OP_LAYER_NORM);
+    shape_attr(&ln, "16");
+    ict_assert_shape(g, ok_node("ln", IC_OP_LAYER_NORM, OPS(V(x), V(w), V(b)), &ln), "[B, 8, 16]");
+    ict_assert_shape(g, ok_node("ln_nw", IC_OP_LAYER_NORM, OPS(V(x), ic_none(), V(b)), &ln), "[B, 8, 16]");
+    ic_attrs ln2 = attrs(IC_OP_LAYER_NORM);
+    shape_attr(&ln2, "8,16");
+    ict_assert_shape(g, ok_node("ln2", IC_OP_LAYER_NORM, OPS(V(x)), &ln2), "[B, 8, 16]");
+    ic_attrs rn = attrs(IC_OP_RMS_NORM);
+    cr_assert_float_eq(rn.eps, 1e-6, 1e-12, "rms_norm eps default %g", rn.eps);
+    cr_assert_float_eq(ln.eps, 1e-5, 1e-12, "layer_norm eps default %g", ln.eps);
+    shape_attr(&rn, "16");
+    ict_assert_shape(g, ok_node("rn", IC_OP_RMS_NORM, OPS(V(x), V(w)), &rn), "[B, 8, 16]");
+}
+
+Test(infer, layer_norm_shape_mismatch)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "4,8,16");
+    ic_attrs ln = attrs(IC_OP_LAYER_NORM);
+    shape_attr(&ln, "8");
+    ict_assert_error(c, bad_node("ln", IC_OP_LAYER_NORM, OPS(V(x)), &ln), IC_ESHAPE,
+                     "node 'ln'", "(layer_norm)", "[8]", "[4, 8, 16]");
+    shape_attr(&ln, "16");
+    ic_value w = ict_input(g, "w", IC_F32, "8");
+    ict_assert_error(c, bad_node("ln", IC_OP_LAYER_NORM, OPS(V(x), V(w)), &ln), IC_ESHAPE,
+                     "(layer_norm)", "[8]", "[16]");
+    shape_attr(&ln, "2,4,8,16");
+    ict_assert_error(c, bad_node("ln", IC_OP_LAYER_NORM, OPS(V(x)), &ln), IC_ESHAPE, "normalized_shape");
+    ln.nshape = 0;
+    ict_assert_error(c, bad_node("ln", IC_OP_LAYER_NORM, OPS(V(x)), &ln), IC_ESHAPE, "normalized_shape");
+}
+
+/* ---- views ---- */
+
+Test(infer, reshape_with_minus_one)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,4");
+    ic_attrs a = attrs(IC_OP_RESHAPE);
+    shape_attr(&a, "-1,4");
+    ict_assert_shape(g, ok_node("r1", IC_OP_RESHAPE, OPS(V(x)), &a), "[6, 4]");
+    shape_attr(&a, "4,-1");
+    ict_assert_shape(g, ok_node("r2", IC_OP_RESHAPE, OPS(V(x)), &a), "[4, 6]");
+    shape_attr(&a, "-1");
+    ict_assert_shape(g, ok_node("r3", IC_OP_RESHAPE, OPS(V(x)), &a), "[24]");
+    shape_attr(&a, "1,24,1");
+    ict_assert_shape(g, ok_node("r4", IC_OP_RESHAPE, OPS(V(x)), &a), "[1, 24, 1]");
+    ic_value one = ict_input(g, "one", IC_F32, "1,1");
+    shape_attr(&a, "[]");
+    ict_assert_shape(g, ok_node("r5", IC_OP_RESHAPE, OPS(V(one)), &a), "[]");
+    ic_value z = ict_input(g, "z", IC_F32, "0,3");
+    shape_attr(&a, "-1,3");
+    ict_assert_shape(g, ok_node("r6", IC_OP_RESHAPE, OPS(V(z)), &a), "[0, 3]");
+}
+
+Test(infer, reshape_symbolic)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,128,768");
+    ic_attrs a = attrs(IC_OP_RESHAPE);
+    shape_attr(&a, "-1,768");
+    ic_value y = ok_node("y", IC_OP_RESHAPE, OPS(V(x)), &a);
+    ict_assert_shape(g, y, "[128*B, 768]");
+    shape_attr(&a, "B,128,12,64");
+    ict_assert_shape(g, ok_node("h", IC_OP_RESHAPE, OPS(V(x)), &a), "[B, 128, 12, 64]");
+    shape_attr(&a, "B,-1,64");
+    ict_assert_shape(g, ok_node("h2", IC_OP_RESHAPE, OPS(V(x)), &a), "[B, 1536, 64]");
+    /* back again: [128*B, 768] -> [B, 128, 768] */
+    shape_attr(&a, "B,128,768");
+    ict_assert_shape(g, ok_node("back", IC_OP_RESHAPE, OPS(V(y)), &a), "[B, 128, 768]");
+    /* B cannot be pulled out of a shape without B */
+    ic_value f = ict_input(g, "f", IC_F32, "128,768");
+    shape_attr(&a, "B,-1");
+    ict_assert_error(c, bad_node("bad", IC_OP_RESHAPE, OPS(V(f)), &a), IC_ESHAPE, "(reshape)", "[B, -1]", "[128, 768]");
+}
+
+Test(infer, reshape_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3");
+    ic_attrs a = attrs(IC_OP_RESHAPE);
+    shape_attr(&a, "4,2");
+    ict_assert_error(c, bad_node("r", IC_OP_RESHAPE, OPS(V(x)), &a), IC_ESHAPE, "node 'r'",
+                     "(reshape)", "[4, 2]", "[2, 3]");
+    shape_attr(&a, "-1,-1");
+    ict_assert_error(c, bad_node("r", IC_OP_RESHAPE, OPS(V(x)), &a), IC_ESHAPE, "more than one -1");
+    shape_attr(&a, "-2,-3");
+    ict_assert_error(c, bad_node("r", IC_OP_RESHAPE, OPS(V(x)), &a), IC_ESHAPE, "negative");
+    shape_attr(&a, "-1,4");
+    ict_assert_error(c, bad_node("r", IC_OP_RESHAPE, OPS(V(x)), &a), IC_ESHAPE, "[-1, 4]", "[2, 3]");
+    ic_value z = ict_input(g, "z", IC_F32, "0,3");
+    shape_attr(&a, "-1,0");
+    ict_assert_error(c, bad_node("r", IC_OP_RESHAPE, OPS(V(z)), &a), IC_ESHAPE, "-1");
+}
+
+Test(infer, permute_and_transpose)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,4");
+    ic_attrs t = attrs(IC_OP_TRANSPOSE);
+    t.dim0 = -2, t.dim1 = -1;
+    ict_assert_shape(g, ok_node("t", IC_OP_TRANSPOSE, OPS(V(x)), &t), "[2, 4, 3]");
+    t.dim0 = 0, t.dim1 = -1;
+    ict_assert_shape(g, ok_node("t2", IC_OP_TRANSPOSE, OPS(V(x)), &t), "[4, 3, 2]");
+    t.dim0 = 1, t.dim1 = 1;
+    ict_assert_shape(g, ok_node("t3", IC_OP_TRANSPOSE, OPS(V(x)), &t), "[2, 3, 4]");
+    t.dim0 = 3;
+    ict_assert_error(c, bad_node("t4", IC_OP_TRANSPOSE, OPS(V(x)), &t), IC_EINVAL, "(transpose)", "dim0 3");
+    ic_attrs p = attrs(IC_OP_PERMUTE);
+    dims_attr(&p, DIMS(2, 0, 1));
+    ict_assert_shape(g, ok_node("p", IC_OP_PERMUTE, OPS(V(x)), &p), "[4, 2, 3]");
+    dims_attr(&p, DIMS(-1, -3, -2));
+    ict_assert_shape(g, ok_node("p2", IC_OP_PERMUTE, OPS(V(x)), &p), "[4, 2, 3]");
+    dims_attr(&p, DIMS(0, 0, 1));
+    ict_assert_error(c, bad_node("p3", IC_OP_PERMUTE, OPS(V(x)), &p), IC_EINVAL, "(permute)", "repeats");
+    dims_attr(&p, DIMS(1, 0));
+    ict_assert_error(c, bad_node("p4", IC_OP_PERMUTE, OPS(V(x)), &p), IC_EINVAL, "(permute)", "rank 3");
+}
+
+Test(infer, unsqueeze_and_squeeze)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3");
+    ic_attrs u = attrs(IC_OP_UNSQUEEZE);
+    u.dim = -1;
+    ict_assert_shape(g, ok_node("u1", IC_OP_UNSQUEEZE, OPS(V(x)), &u), "[2, 3, 1]");
+    u.dim = 0;
+    ict_assert_shape(g, ok_node("u2", IC_OP_UNSQUEEZE, OPS(V(x)), &u), "[1, 2, 3]");
+    u.dim = 2;
+    ict_assert_shape(g, ok_node("u3", IC_OP_UNSQUEEZE, OPS(V(x)), &u), "[2, 3, 1]");
+    u.dim = -2;
+    ict_assert_shape(g, ok_node("u4", IC_OP_UNSQUEEZE, OPS(V(x)), &u), "[2, 1, 3]");
+    u.dim = 3;
+    ict_assert_error(c, bad_node("u5", IC_OP_UNSQUEEZE, OPS(V(x)), &u), IC_EINVAL, "(unsqueeze)", "dim 3");
+    ic_value s = ict_input(g, "s", IC_F32, "[]");
+    u.dim = -1;
+    ict_assert_shape(g, ok_node("u6", IC_OP_UNSQUEEZE, OPS(V(s)), &u), "[1]");
+
+    ic_value y = ict_input(g, "y", IC_F32, "1,3,1,B");
+    ict_assert_shape(g, ok_node("q1", IC_OP_SQUEEZE, OPS(V(y)), NULL), "[3, B]");
+    ic_attrs q = attrs(IC_OP_SQUEEZE);
+    dims_attr(&q, DIMS(0));
+    ict_assert_shape(g, ok_node("q2", IC_OP_SQUEEZE, OPS(V(y)), &q), "[3, 1, B]");
+    dims_attr(&q, DIMS(1)); /* size 3: left alone, as in PyTorch */
+    ict_assert_shape(g, ok_node("q3", IC_OP_SQUEEZE, OPS(V(y)), &q), "[1, 3, 1, B]");
+    dims_attr(&q, DIMS(-2, 0));
+    ict_assert_shape(g, ok_node("q4", IC_OP_SQUEEZE, OPS(V(y)), &q), "[3, B]");
+    dims_attr(&q, DIMS(-1)); /* symbolic: not known to be 1 */
+    ict_assert_shape(g, ok_node("q5", IC_OP_SQUEEZE, OPS(V(y)), &q), "[1, 3, 1, B]");
+    dims_attr(&q, DIMS(4));
+    ict_assert_error(c, bad_node("q6", IC_OP_SQUEEZE, OPS(V(y)), &q), IC_EINVAL, "(squeeze)", "dim 4");
+}
+
+Test(infer, expand)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "3,1");
+    ic_attrs a = attrs(IC_OP_EXPAND);
+    shape_attr(&a, "3,4");
+    ict_assert_shape(g, ok_node("e1", IC_OP_EXPAND, OPS(V(x)), &a), "[3, 4]");
+    shape_attr(&a, "-1,4");
+    ict_assert_shape(g, ok_node("e2", IC_OP_EXPAND, OPS(V(x)), &a), "[3, 4]");
+    shape_attr(&a, "2,-1,4");
+    ict_assert_shape(g, ok_node("e3", IC_OP_EXPAND, OPS(V(x)), &a), "[2, 3, 4]");
+    shape_attr(&a, "B,3,-1");
+    ict_assert_shape(g, ok_node("e4", IC_OP_EXPAND, OPS(V(x)), &a), "[B, 3, 1]");
+    shape_attr(&a, "3,0");
+    ict_assert_shape(g, ok_node("e5", IC_OP_EXPAND, OPS(V(x)), &a), "[3, 0]");
+    shape_attr(&a, "-1,3,4");
+    ict_assert_error(c, bad_node("bad", IC_OP_EXPAND, OPS(V(x)), &a), IC_ESHAPE, "node 'bad'",
+                     "(expand)", "leading");
+    shape_attr(&a, "4,4");
+    ict_assert_error(c, bad_node("bad", IC_OP_EXPAND, OPS(V(x)), &a), IC_ESHAPE, "(expand)",
+                     "[3, 1]", "[4, 4]");
+    shape_attr(&a, "4");
+    ict_assert_error(c, bad_node("bad", IC_OP_EXPAND, OPS(V(x)), &a), IC_ESHAPE, "[3, 1]");
+}
+
+Test(infer, slice)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "4,10");
+    ic_attrs a = attrs(IC_OP_SLICE);
+    a.dim = -1, a.has_start = true, a.start = -3;
+    ict_assert_shape(g, ok_node("s1", IC_OP_SLICE, OPS(V(x)), &a), "[4, 3]"); /* x[:, -3:] */
+    a.start = 2, a.has_end = true, a.end = 100, a.step = 3;
+    ict_assert_shape(g, ok_node("s2", IC_OP_SLICE, OPS(V(x)), &a), "[4, 3]"); /* 2, 5, 8 */
+    a.start = 0, a.end = 10, a.step = 3;
+    ict_assert_shape(g, ok_node("s3", IC_OP_SLICE, OPS(V(x)), &a), "[4, 4]"); /* 0 3 6 9 */
+    a.start = 8, a.end = 2, a.step = 1;
+    ict_assert_shape(g, ok_node("s4", IC_OP_SLICE, OPS(V(x)), &a), "[4, 0]");
+    a.start = -100, a.end = -1;
+    ict_assert_shape(g, ok_node("s5", IC_OP_SLICE, OPS(V(x)), &a), "[4, 9]");
+    a.start = 1, a.end = 2, a.step = INT64_MAX;
+    ict_assert_shape(g, ok_node("s6", IC_OP_SLICE, OPS(V(x)), &a), "[4, 1]");
+    a.start = 0, a.has_end = false, a.step = INT64_MAX;
+    ict_assert_shape(g, ok_node("s6b", IC_OP_SLICE, OPS(V(x)), &a), "[4, 1]");
+    a.start = INT64_MIN, a.end = INT64_MAX, a.has_end = true, a.step = 1;
+    ict_assert_shape(g, ok_node("s6c", IC_OP_SLICE, OPS(V(x)), &a), "[4, 10]");
+    ic_attrs d = attrs(IC_OP_SLICE); /* defaults: dim 0, whole range */
+    ict_assert_shape(g, ok_node("s7", IC_OP_SLICE, OPS(V(x)), &d), "[4, 10]");
+    a.start = 0, a.end = 5, a.step = 0;
+    ict_assert_error(c, bad_node("s8", IC_OP_SLICE, OPS(V(x)), &a), IC_EINVAL, "node 's8'", "(slice)", "step");
+    a.step = 1, a.dim = 2;
+    ict_assert_error(c, bad_node("s9", IC_OP_SLICE, OPS(V(x)), &a), IC_EINVAL, "(slice)", "dim 2");
+}
+
+Test(infer, cat)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2,3"), b = ict_input(g, "b", IC_F32, "2,5"),
+             i = ict_input(g, "i", IC_I32, "2,1");
+    ic_attrs at = attrs(IC_OP_CAT);
+    at.dim = -1;
+    ic_value y = ok_node("y", IC_OP_CAT, OPS(V(a), V(b), V(i)), &at);
+    ict_assert_shape(g, y, "[2, 9]");
+    ict_assert_dtype(g, y, IC_F32);
+    ic_value z = ict_input(g, "z", IC_F32, "4,3");
+    at.dim = 0;
+    ict_assert_shape(g, ok_node("y0", IC_OP_CAT, OPS(V(a), V(z)), &at), "[6, 3]");
+    ict_assert_shape(g, ok_node("y1", IC_OP_CAT, OPS(V(a)), &at), "[2, 3]");
+    ict_assert_error(c, bad_node("bad", IC_OP_CAT, OPS(V(a), V(b)), &at), IC_ESHAPE, "node 'bad'",
+                     "(cat)", "[2, 5]", "[2, 3]");
+    at.dim = -1;
+    ic_value r3 = ict_input(g, "r3", IC_F32, "2,3,1");
+    ict_assert_error(c, bad_node("bad", IC_OP_CAT, OPS(V(a), V(r3)), &at), IC_ESHAPE, "(cat)", "[2, 3, 1]");
+    ict_assert_error(c, bad_node("bad", IC_OP_CAT, OPS(V(a), ic_scalar_f(1)), &at), IC_EINVAL, "(cat)");
+}
+
+/* ---- contractions ---- */
+
+static ic_value mm(const char *name, const char *sa, const char *sb)
+{
+    char na[32], nb[32];
+    snprintf(na, sizeof na, "%s_a", name);
+    snprintf(nb, sizeof nb, "%s_b", name);
+    ic_value a = ict_input(g, na, IC_F32, sa), b = ict_input(g, nb, IC_F32, sb);
+    return bin(name, IC_OP_MATMUL, V(a), V(b));
+}
+
+Test(infer, matmul_shapes)
+{
+    ict_assert_shape(g, mm("m1", "2,1,3,4", "5,4,6"), "[2, 5, 3, 6]");
+    ict_assert_shape(g, mm("m2", "4", "4"), "[]");
+    ict_assert_shape(g, mm("m3", "3,4", "4"), "[3]");
+    ict_assert_shape(g, mm("m4", "4", "4,5"), "[5]");
+    ict_assert_shape(g, mm("m5", "4", "2,4,5"), "[2, 5]");
+    ict_assert_shape(g, mm("m6", "2,3,4", "4"), "[2, 3]");
+    ict_assert_shape(g, mm("m7", "3,4", "4,5"), "[3, 5]");
+    ict_assert_shape(g, mm("m8", "B,H,S,64", "B,H,64,S"), "[B, H, S, S]");
+    ict_assert_shape(g, mm("m9", "7,1,3,4", "1,5,4,2"), "[7, 5, 3, 2]");
+    ict_assert_shape(g, mm("m10", "0,4", "4,3"), "[0, 3]");
+}
+
+Test(infer, matmul_errors)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "4,8"), b = ict_input(g, "b", IC_F32, "7,2");
+    ict_assert_error(c, bad_node("fc1", IC_OP_MATMUL, OPS(V(a), V(b)), NULL), IC_ESHAPE,
+                     "node 'fc1'", "(matmul)", "[4, 8]", "[7, 2]", "inner");
+    ic_value p = ict_input(g, "p", IC_F32, "2,3,4"), q = ict_input(g, "q", IC_F32, "3,4,5");
+    ict_assert_error(c, bad_node("mb", IC_OP_MATMUL, OPS(V(p), V(q)), NULL), IC_ESHAPE, "(matmul)", "[2]", "[3]");
+    ic_value s = ict_input(g, "s", IC_F32, "[]");
+    ict_assert_error(c, bad_node("ms", IC_OP_MATMUL, OPS(V(s), V(a)), NULL), IC_ESHAPE, "(matmul)", "[]");
+    ic_value v = ict_input(g, "v", IC_F32, "5");
+    ict_assert_error(c, bad_node("mv", IC_OP_MATMUL, OPS(V(a), V(v)), NULL), IC_ESHAPE, "[4, 8]", "[5]");
+    ict_assert_error(c, bad_node("mn", IC_OP_MATMUL, OPS(V(a), ic_scalar_f(2)), NULL), IC_EINVAL, "(matmul)");
+}
+
+Test(infer, linear)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,8,16"), w = ict_input(g, "w", IC_F32, "32,16"),
+             b = ict_input(g, "b", IC_F32, "32");
+    ict_assert_shape(g, ok_node("l1", IC_OP_LINEAR, OPS(V(x), V(w), V(b)), NULL), "[B, 8, 32]");
+    ict_assert_shape(g, ok_node("l2", IC_OP_LINEAR, OPS(V(x), V(w)), NULL), "[B, 8, 32]");
+    ict_assert_shape(g, ok_node("l3", IC_OP_LINEAR, OPS(V(x), V(w), ic_none()), NULL), "[B, 8, 32]");
+    ic_value w1 = ict_input(g, "w1", IC_F32, "16");
+    ict_assert_shape(g, ok_node("l4", IC_OP_LINEAR, OPS(V(x), V(w1)), NULL), "[B, 8]");
+    ic_value v = ict_input(g, "v", IC_F32, "16");
+    ict_assert_shape(g, ok_node("l5", IC_OP_LINEAR, OPS(V(v), V(w)), NULL), "[32]");
+    ic_value wt = ict_input(g, "wt", IC_F32, "16,32");
+    ict_assert_error(c, bad_node("fc", IC_OP_LINEAR, OPS(V(x), V(wt)), NULL), IC_ESHAPE,
+                     "node 'fc'", "(linear)", "[B, 8, 16]", "[16, 32]");
+    ic_value bb = ict_input(g, "bb", IC_F32, "31");
+    ict_assert_error(c, bad_node("fc", IC_OP_LINEAR, OPS(V(x), V(w), V(bb)), NULL), IC_ESHAPE,
+                     "(linear)", "[31]");
+    ic_value bh = ict_input(g, "bh", IC_F16, "32");
+    ict_assert_error(c, bad_node("fc", IC_OP_LINEAR, OPS(V(x), V(w), V(bh)), NULL), IC_EDTYPE,
+                     "(linear)", "f16");
+}
+
+Test(infer, bmm)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2,3,4"), b = ict_input(g, "b", IC_F32, "2,4,5");
+    ict_assert_shape(g, bin("y", IC_OP_BMM, V(a), V(b)), "[2, 3, 5]");
+    ic_value c3 = ict_input(g, "c3", IC_F32, "3,4,5");
+    ict_assert_error(c, bad_node("z", IC_OP_BMM, OPS(V(a), V(c3)), NULL), IC_ESHAPE, "(bmm)", "[2, 3, 4]", "[3, 4, 5]");
+    ic_value d = ict_input(g, "d", IC_F32, "4,5");
+    ict_assert_error(c, bad_node("z", IC_OP_BMM, OPS(V(a), V(d)), NULL), IC_ESHAPE, "(bmm)", "3-d");
+    ic_value e = ict_input(g, "e", IC_F32, "2,5,5");
+    ict_assert_error(c, bad_node("z", IC_OP_BMM, OPS(V(a), V(e)), NULL), IC_ESHAPE, "(bmm)", "inner");
+}
+
+Test(infer, embedding)
+{
+    ic_value w = ict_input(g, "w", IC_F16, "30522,768"), ids = ict_input(g, "ids", IC_I64, "B,128"),
+             i32 = ict_input(g, "i32", IC_I32, "5");
+    ic_value y = bin("e", IC_OP_EMBEDDING, V(w), V(ids));
+    ict_assert_shape(g, y, "[B, 128, 768]");
+    ict_assert_dtype(g, y, IC_F16);
+    ict_assert_shape(g, bin("e2", IC_OP_EMBEDDING, V(w), V(i32)), "[5, 768]");
+    ic_value s = ict_input(g, "s", IC_I64, "[]");
+    ict_assert_shape(g, bin("e3", IC_OP_EMBEDDING, V(w), V(s)), "[768]");
+    ic_value w3 = ict_input(g, "w3", IC_F32, "2,3,4");
+    ict_assert_error(c, bad_node("bad", IC_OP_EMBEDDING, OPS(V(w3), V(ids)), NULL), IC_ESHAPE,
+                     "(embedding)", "2-d", "[2, 3, 4]");
+}
+
+/* ---- creation ---- */
+
+Test(infer, full_and_arange)
+{
+    ic_attrs f = attrs(IC_OP_FULL);
+    shape_attr(&f, "2,3");
+    f.has_dtype = true, f.dtype = IC_F16, f.value = (ic_scalar){ 1.5, 1, false };
+    ic_value y = ok_node("f", IC_OP_FULL, 0, NULL, &f);
+    ict_assert_shape(g, y, "[2, 3]");
+    ict_assert_dtype(g, y, IC_F16);
+    shape_attr(&f, "[]");
+    ict_assert_shape(g, ok_node("f0", IC_OP_FULL, 0, NULL, &f), "[]");
+    shape_attr(&f, "-1,3");
+    ict_assert_error(c, bad_node("fneg", IC_OP_FULL, 0, NULL, &f), IC_ESHAPE, "(full)", "negative");
+    ic_attrs nd = attrs(IC_OP_FULL);
+    shape_attr(&nd, "2");
+    ict_assert_error(c, bad_node("fnd", IC_OP_FULL, 0, NULL, &nd), IC_EINVAL, "(full)", "dtype");
+
+    static const struct { double s, e, st; const char *want; } ar[] = {
+        { 0, 10, 3, "[4]" },  { 0, 10, 1, "[10]" }, { 5, 0, -1, "[5]" }, { 0, 0, 1, "[0]" },
+        { 0, 1, 0.25, "[4]" }, { 1, 2.5, 0.5, "[3]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
+    };
+    for (size_t i = 0; i < sizeof ar / sizeof *ar; i++) {
+        ic_attrs a = attrs(IC_OP_ARANGE);
+        a.astart = (ic_scalar){ ar[i].s, (int64_t)ar[i].s, ar[i].s == (int64_t)ar[i].s };
+        a.aend = (ic_scalar){ ar[i].e, (int64_t)ar[i].e, ar[i].e == (int64_t)ar[i].e };
+        a.astep = (ic_scalar){ ar[i].st, (int64_t)ar[i].st, ar[i].st == (int64_t)ar[i].st };
+        char nm[16];
+        snprintf(nm, sizeof nm, "ar%zu", i);
+        ic_value v = ok_node(nm, IC_OP_ARANGE, 0, NULL, &a);
+        cr_assert_str_eq(ict_shape_of(g, v), ar[i].want, "arange(%g, %g, %g): got %s, want %s",
+                         ar[i].s, ar[i].e, ar[i].st, ict_shape_of(g, v), ar[i].want);
+        ict_assert_dtype(g, v, IC_I64); /* the spec's default dtype */
+    }
+    ic_attrs a = attrs(IC_OP_ARANGE);
+    a.aend = (ic_scalar){ 10, 10, true };
+    a.astep = (ic_scalar){ -1, -1, true };
+    ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "wrong side");
+    a.astep = (ic_scalar){ 0, 0, true };
+    ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step");
+    a.astep = (ic_scalar){ 1, 1, true };
+    a.has_dtype = true, a.dtype = IC_F32;
+    ict_assert_dtype(g, ok_node("arf", IC_OP_ARANGE, 0, NULL, &a), IC_F32);
+}
+
+/* ---- arity, operands and names ---- */
+
+Test(infer, arity_errors)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2");
+    ict_assert_error(c, bad_node("x", IC_OP_ADD, OPS(V(a)), NULL), IC_EINVAL, "node 'x'", "(add)",
+                     "takes 2 inputs, got 1");
+    ict_assert_error(c, bad_node("x", IC_OP_EXP, OPS(V(a), V(a)), NULL), IC_EINVAL, "(exp)",
+                     "takes 1 inputs, got 2");
+    ict_assert_error(c, bad_node("x", IC_OP_WHERE, OPS(V(a), V(a)), NULL), IC_EINVAL, "(where)",
+                     "got 2");
+    ic_attrs ln = attrs(IC_OP_LAYER_NORM);
+    shape_attr(&ln, "2");
+    ict_assert_error(c, bad_node("x", IC_OP_LAYER_NORM, OPS(V(a), V(a), V(a), V(a)), &ln),
+                     IC_EINVAL, "(layer_norm)", "1 to 3", "got 4");
+    ict_assert_error(c, bad_node("x", IC_OP_CAT, 0, NULL, NULL), IC_EINVAL, "(cat)", "got 0");
+    ic_attrs f = attrs(IC_OP_FULL);
+    f.has_dtype = true;
+    ict_assert_error(c, bad_node("x", IC_OP_FULL, OPS(V(a)), &f), IC_EINVAL, "(full)", "takes 0");
+    ict_assert_error(c, bad_node("x", IC_OP_LINEAR, OPS(V(a)), NULL), IC_EINVAL, "(linear)", "2 to 3");
+    ict_assert_error(c, bad_node("x", (ic_op)999, OPS(V(a)), NULL), IC_EINVAL, "unknown op");
+}
+
+Test(infer, bad_operands)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2");
+    ict_assert_error(c, bad_node("x", IC_OP_ADD, OPS(V(a), V(7)), NULL), IC_EINVAL, "node 'x'",
+                     "input 1", "not defined before");
+    ict_assert_error(c, bad_node("x", IC_OP_ADD, OPS(V(a), V(-9)), NULL), IC_EINVAL, "input 1");
+    ict_assert_error(c, bad_node("x", IC_OP_ADD, OPS(V(a), ic_none()), NULL), IC_EINVAL, "(add)", "null");
+    ict_assert_error(c, bad_node("x", IC_OP_ADD, OPS(ic_scalar_f(1), ic_scalar_f(2)), NULL),
+                     IC_EINVAL, "(add)", "tensor");
+    ict_assert_error(c, bad_node("x", IC_OP_SUM, OPS(ic_none()), NULL), IC_EINVAL, "(sum)", "null");
+}
+
+Test(infer, names)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2");
+    ic_dim d[1] = { ic_dim_const(2) };
+    ic_value v;
+    ict_assert_error(c, ic_graph_add_input(g, "a", IC_F32, 1, d, &v), IC_EINVAL, "'a'", "twice");
+    ict_assert_error(c, ic_graph_add_param(g, "a", IC_F32, 1, d, NULL, 0, NULL, NULL, &v),
+                     IC_EINVAL, "'a'", "twice");
+    ic_operand op = V(a);
+    ict_assert_error(c, ic_graph_add_node(g, "a", IC_OP_NEG, 1, &op, NULL, &v), IC_EINVAL,
+                     "'a'", "(neg)", "twice");
+    bin("y", IC_OP_ADD, V(a), V(a));
+    ict_assert_error(c, ic_graph_add_node(g, "y", IC_OP_NEG, 1, &op, NULL, &v), IC_EINVAL,
+                     "'y'", "twice");
+    ict_assert_error(c, ic_graph_add_input(g, "", IC_F32, 1, d, &v), IC_EINVAL, "non-empty name");
+    ict_assert_error(c, ic_graph_add_node(g, NULL, IC_OP_NEG, 1, &op, NULL, &v),
+                     IC_EINVAL, "(neg)", "non-empty name");
+    cr_assert_eq(ic_graph_num_nodes(g), 2);
+}
+
+Test(infer, input_declarations)
+{
+    ic_dim d[2] = { ic_dim_const(2), ic_dim_const(-1) };
+    ic_value v;
+    ict_assert_error(c, ic_graph_add_input(g, "n", IC_F32, 2, d, &v), IC_ESHAPE, "'n'", "negative");
+    ict_assert_error(c, ic_graph_add_input(g, "n", (ic_dtype)42, 1, d, &v), IC_EDTYPE, "'n'", "dtype");
+    ict_assert_error(c, ic_graph_add_input(g, "n", IC_F32, 9, d, &v), IC_ESHAPE, "'n'", "rank 9");
+    ic_dim big[2] = { ic_dim_const(INT64_MAX / 2), ic_dim_const(4) };
+    ict_assert_error(c, ic_graph_add_input(g, "n", IC_F32, 2, big, &v), IC_ESHAPE, "'n'", "overflow");
+    float data[3] = { 1, 2, 3 };
+    ic_dim s2[1] = { ic_dim_const(2) };
+    ict_assert_error(c, ic_graph_add_param(g, "p", IC_F32, 1, s2, data, sizeof data, NULL, NULL, &v),
+                     IC_ESHAPE, "'p'", "12 bytes", "8");
+    cr_assert_eq(ic_graph_num_nodes(g), 0);
+}
+
+/* ---- symbols: eval_dim, bind, specialize ---- */
+
+Test(infer, eval_dim_and_bind)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,128,768");
+    ic_attrs a = attrs(IC_OP_RESHAPE);
+    shape_attr(&a, "-1,768");
+    ic_value y = ok_node("y", IC_OP_RESHAPE, OPS(V(x)), &a);
+    ic_node_info in;
+    ic_graph_node(g, y, &in);
+    cr_assert_eq(ic_graph_num_symbols(g), 1);
+    cr_assert_str_eq(ic_graph_symbol_name(g, 0), "B");
+    int64_t vals[1] = { -1 }, out = 0;
+    ict_assert_error(c, ic_graph_eval_dim(g, in.shape[0], vals, &out), IC_EINVAL, "'B'", "not bound");
+    ict_assert_error(c, ic_graph_eval_dim(g, in.shape[0], NULL, &out), IC_EINVAL, "'B'");
+    cr_assert_eq(ic_graph_eval_dim(g, in.shape[1], NULL, &out), IC_OK, "a constant needs no symbols");
+    cr_assert_eq(out, 768);
+    ict_assert_error(c, ic_graph_bind(g, "Q", 3, vals), IC_EINVAL, "'Q'");
+    ict_assert_error(c, ic_graph_bind(g, "B", -2, vals), IC_EINVAL, "'B'", "negative");
+    cr_assert_eq(ic_graph_bind(g, "B", 4, vals), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(vals[0], 4);
+    cr_assert_eq(ic_graph_eval_dim(g, in.shape[0], vals, &out), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(out, 512, "128*B with B=4: got %lld", (long long)out);
+    vals[0] = INT64_MAX / 64;
+    ict_assert_error(c, ic_graph_eval_dim(g, in.shape[0], vals, &out), IC_ESHAPE, "overflow");
+}
+
+Test(infer, specialize)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,128,768");
+    ic_value b1 = ict_input(g, "b1", IC_F32, "1,5");
+    ic_attrs a = attrs(IC_OP_RESHAPE);
+    shape_attr(&a, "-1,768");
+    ic_value y = ok_node("y", IC_OP_RESHAPE, OPS(V(x)), &a);
+    ic_attrs e = attrs(IC_OP_EXPAND);
+    shape_attr(&e, "B,5");
+    ic_value z = ok_node("z", IC_OP_EXPAND, OPS(V(b1)), &e);
+    float wdata[5] = { 1, 2, 3, 4, 5 };
+    ic_dim ws[1] = { ic_dim_const(5) };
+    ic_value w;
+    cr_assert_eq(ic_graph_add_param(g, "w", IC_F32, 1, ws, wdata, sizeof wdata, NULL, NULL, &w), IC_OK);
+    ic_value s = bin("s", IC_OP_ADD, V(z), V(w));
+    ict_assert_shape(g, s, "[B, 5]");
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, s), IC_OK);
+
+    int64_t vals[1] = { -1 };
+    ic_graph *sp = (ic_graph *)0x1;
+    ict_assert_error(c, ic_graph_specialize(g, vals, &sp), IC_EINVAL, "'x'", "'B'");
+    cr_assert_null(sp);
+
+    cr_assert_eq(ic_graph_bind(g, "B", 3, vals), IC_OK);
+    cr_assert_eq(ic_graph_specialize(g, vals, &sp), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_num_nodes(sp), ic_graph_num_nodes(g));
+    cr_assert_eq(ic_graph_num_outputs(sp), 2);
+    cr_assert_eq(ic_graph_output(sp, 0), y);
+    cr_assert_eq(ic_graph_output(sp, 1), s);
+    ict_assert_shape(sp, x, "[3, 128, 768]");
+    ict_assert_shape(sp, y, "[384, 768]");
+    ict_assert_shape(sp, z, "[3, 5]");
+    ict_assert_shape(sp, s, "[3, 5]");
+    ic_node_info in, orig;
+    ic_graph_node(sp, w, &in);
+    ic_graph_node(g, w, &orig);
+    cr_assert_eq(in.data, orig.data, "params borrow the source graph's data");
+    cr_assert_eq(ic_graph_verify(sp), IC_OK, "%s", ic_last_error(c));
+    ic_graph_destroy(sp);
+    /* the original keeps its symbols */
+    ict_assert_shape(g, y, "[128*B, 768]");
+}
+
+Test(infer, graph_unchanged_after_errors_and_verify)
+{
+    ic_value a = ict_input(g, "a", IC_F32, "2,3");
+    ict_assert_error(c, ic_graph_verify(g), IC_EINVAL, "no outputs");
+    ic_value y = bin("y", IC_OP_MUL, V(a), ic_scalar_f(2));
+    bad_node("z", IC_OP_MATMUL, OPS(V(a), V(a)), NULL);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    ict_assert_error(c, ic_graph_add_output(g, 99), IC_EINVAL, "output");
+    cr_assert_eq(ic_graph_verify(g), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_num_args(g), 1);
+    cr_assert_eq(ic_graph_arg(g, 0), a);
+}
