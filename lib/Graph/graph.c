@@ -387,9 +387,14 @@ int ic_graph_num_args(const ic_graph *g)
 
 ic_value ic_graph_arg(const ic_graph *g, int i)
 {
-    for (int v = 0; v < g->nnodes; v++)
-        if (is_arg(g->nodes[v]) && i-- == 0)
-            return v;
+    /* inputs first, then params without data, each in definition order */
+    for (int pass = 0; pass < 2; pass++)
+        for (int v = 0; v < g->nnodes; v++) {
+            const ic_node *n = g->nodes[v];
+            bool want = pass == 0 ? n->info.op == IC_OP_INPUT : (n->info.op == IC_OP_PARAM && !n->info.data);
+            if (want && i-- == 0)
+                return v;
+        }
     IC_ASSERT(!"argument index out of range");
     return -1;
 }

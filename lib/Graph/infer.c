@@ -828,11 +828,20 @@ static ic_status infer_create(cx *x)
     if (!(sp != 0) || !isfinite(st) || !isfinite(en) || !isfinite(sp))
         return FAIL(x, IC_EINVAL, "start, end and step must be finite and step non-zero");
     double len = ceil((en - st) / sp);
-    if (len < 0)
+    if (len < 0 || (en - st) * sp < 0)
         return FAIL(x, IC_EINVAL, "end %g is on the wrong side of start %g for step %g", en, st, sp);
     if (len > 4e18)
         return FAIL(x, IC_ESHAPE, "too many elements");
-    ic_dim d = ic_dim_const((int64_t)len);
+    int64_t ilen = (int64_t)len;
+    if (at->astart.is_int && at->aend.is_int && at->astep.is_int) {
+        /* exact for large i64 bounds, where doubles lose the low bits */
+        __int128 span = (__int128)at->aend.i - at->astart.i, step = at->astep.i;
+        __int128 q = span / step + ((span % step) != 0 && ((span < 0) == (step < 0)));
+        if (q < 0)
+            return FAIL(x, IC_EINVAL, "end is on the wrong side of start for the step");
+        ilen = (int64_t)q;
+    }
+    ic_dim d = ic_dim_const(ilen);
     set_shape(n, 1, &d);
     return IC_OK;
 }
