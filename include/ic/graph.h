@@ -187,6 +187,8 @@ IC_API ic_status ic_graph_specialize(const ic_graph *g, const int64_t *vals, ic_
  * and the message names the file, the node and what is wrong. Params with "file" are read
  * (mmap) from safetensors beside the graph and validated. The caller owns *out. */
 IC_API ic_status ic_graph_load_json(ic_ctx *c, const char *path, ic_graph **out);
+/* The same from text in memory; dir is the folder param "file" paths are relative to (NULL =
+ * the current folder); messages name the source "<string>". */
 IC_API ic_status ic_graph_load_json_string(ic_ctx *c, const char *text, const char *dir,
                                            ic_graph **out);
 /* Writes atomically (temp file + rename). Params with data and no file are written to

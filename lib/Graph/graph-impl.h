@@ -79,7 +79,7 @@ IC_HIDDEN ic_status ic__node_error(const ic_graph *g, const char *node, const ch
                                    ic_status code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 IC_HIDDEN ic_status ic__graph_keep_file(ic_graph *g, void *st);
-IC_HIDDEN void ic__graph_set_source(ic_graph *g, const char *path);
+IC_HIDDEN ic_status ic__graph_set_source(ic_graph *g, const char *path);
 /* Checked arithmetic on sizes. */
 IC_HIDDEN bool ic__mul_ok(int64_t a, int64_t b, int64_t *out);
 /* Number of elements of a concrete shape, -1 on overflow or symbolic dims. */

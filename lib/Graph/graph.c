@@ -39,9 +39,12 @@ ic_ctx *ic_graph_ctx(const ic_graph *g) { return g->c; }
 const char *ic_graph_name(const ic_graph *g) { return g->name; }
 const char *ic_graph_source(const ic_graph *g) { return g->source; }
 
-void ic__graph_set_source(ic_graph *g, const char *path)
+ic_status ic__graph_set_source(ic_graph *g, const char *path)
 {
     g->source = path ? ic__arena_strdup(&g->arena, path) : NULL;
+    if (path && !g->source)
+        return ic__error(g->c, IC_ENOMEM, "out of memory");
+    return IC_OK;
 }
 
 /* Grows *arr (element size sz) so that one more fits. */
@@ -511,7 +514,10 @@ ic_status ic_graph_specialize(const ic_graph *g, const int64_t *vals, ic_graph *
     *out = NULL;
     if ((st = ic_graph_create(g->c, g->name, &s)))
         return st;
-    ic__graph_set_source(s, g->source);
+    if ((st = ic__graph_set_source(s, g->source))) {
+        ic_graph_destroy(s);
+        return st;
+    }
     for (int v = 0; v < g->nnodes; v++)
         if ((st = specialize_node(g, s, g->nodes[v], vals))) {
             ic_graph_destroy(s);

@@ -701,7 +701,8 @@ static ic_status load_header(loader *L, const json_t *root, const char *dflt_nam
     ic_status st = ic_graph_create(L->c, nm ? json_string_value(nm) : dflt_name, &L->g);
     if (st)
         return st;
-    ic__graph_set_source(L->g, w);
+    if ((st = ic__graph_set_source(L->g, w)))
+        return st;
     site s = { L, NULL, NULL };
     return check_keys(&s, root, keys, "the top level");
 }
