@@ -27,6 +27,63 @@ IC_API ic_status ic_runtime_bind_args(const ic_graph *g, int nargs, const ic_ten
 IC_API ic_status ic_ref_run(ic_ctx *c, const ic_graph *g, const int64_t *vals, int nargs,
                             const ic_tensor *args, int nouts, ic_tensor *outs);
 
+/* ---- compiled execution (lib/Runtime/compile.c) ----
+ *
+ *     ic_compile_options o; ic_compiled *cc;
+ *     ic_compile_options_init(&o);                  // fusion on, all cores
+ *     ic_compile(c, g, &o, &cc);                     // graph -> loop IR -> fused -> LLVM -> JIT
+ *     ic_run(cc, nargs, args, nouts, outs);          // outs: caller's contiguous buffers
+ *     ic_compiled_destroy(cc);                       // before g
+ */
+
+typedef struct ic_compile_options {
+    int fusion;               /* 1 (default): fuse; 0: every op its own kernel ("unfused") */
+    int threads;              /* OpenMP team size per kernel; 0 = the runtime's default */
+    const char *mode;         /* "default" (reserved for autotuning modes) */
+    int debug;                /* 1: each compile writes a debug folder (IC_COMPILE_DEBUG=1) */
+    const char *debug_dir;    /* parent of the debug folders; NULL = "./ic_debug" */
+    int vector_width;         /* 0 = heuristic, 1 = scalar code, else lanes */
+    int64_t serial_threshold; /* 0 = heuristic; kernels smaller than this run on one thread */
+} ic_compile_options;
+
+typedef struct ic_compiled ic_compiled;
+
+/* Defaults: fusion 1, threads 0, mode "default", debug from IC_COMPILE_DEBUG. */
+IC_API void ic_compile_options_init(ic_compile_options *o);
+
+/* Compiles g for the host CPU; o may be NULL (defaults). A graph without symbols is compiled
+ * now; one with symbols is specialised at run time for the sizes ic_run sees (variants are
+ * cached). The compiled object borrows g (destroy it first) and c; the caller owns *out. */
+IC_API ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
+                            ic_compiled **out);
+
+/* Runs the compiled graph. args follow ic_graph_arg order, any strides (non-contiguous
+ * ones are copied into preallocated staging memory); outs[i] must be caller-allocated,
+ * contiguous, with output i's dtype and shape, and must not overlap the args or each other.
+ * Thread-safe: several threads may run one compiled graph at once. No allocation in the
+ * steady state. Errors name the argument or output and the shapes. */
+IC_API ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts,
+                        ic_tensor *outs);
+
+/* Binds a symbol that no argument fixes (like ic-run --bind B=8) for later runs. */
+IC_API ic_status ic_compiled_bind(ic_compiled *cc, const char *sym, int64_t value);
+
+IC_API void ic_compiled_destroy(ic_compiled *cc);
+
+/* Introspection of the most recently compiled variant (0 / NULL before the first). */
+IC_API int ic_compiled_num_kernels(const ic_compiled *cc);
+IC_API const char *ic_compiled_kernel_name(const ic_compiled *cc, int i);
+IC_API double ic_compiled_compile_ms(const ic_compiled *cc);  /* wall time of that compile */
+IC_API int ic_compiled_num_variants(const ic_compiled *cc);
+/* Shape of output i of the last variant run or compiled (rank, sizes); -1 if none. */
+IC_API int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape);
+
+/* Prints one stage of compiling g under o (vals binds symbols, NULL when none):
+ * "graph" (specialised), "loops" (one kernel per op), "fused", "llvm" (pre-O3 IR),
+ * "llvm-opt" (after O3), "asm" (host assembly). For ic-dump; nothing is JIT-compiled. */
+IC_API ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
+                                 const int64_t *vals, const char *stage, FILE *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,10 @@ IC_HIDDEN ic_status ic__check_specialised(const ic_graph *g);
 /* Lowers g under schedule s into a new program (buffers, kernels, arena plan). */
 IC_HIDDEN ic_status ic__program_build(ic_ctx *c, const ic_graph *g, const ic__sched *s,
                                       ic_program **out);
+/* The one-kernel-per-op program (ic_lower; ic_fuse under IC_NO_FUSION); reason, when not
+ * NULL, replaces the kernels' default "why". */
+IC_HIDDEN ic_status ic__lower_unfused(ic_ctx *c, const ic_graph *g, const char *reason,
+                                      const char *prefix, ic_program **out);
 /* Generates kernel `group` of s and throws it away: true when it lowers, otherwise false
  * with the reason (e.g. "'mm' reads its operands from memory") in why. */
 IC_HIDDEN bool ic__sched_try(ic_ctx *c, const ic_graph *g, const ic__sched *s, int group,

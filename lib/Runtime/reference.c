@@ -98,13 +98,19 @@ typedef struct {
     int64_t i;            /* the number, when compute is an integer dtype or bool */
 } operand;
 
+/* A number (operand or clamp bound) in the compute dtype: rounded to it when float, like
+ * PyTorch's wrapped numbers, which are cast to the common dtype. */
+static void number_as(ic_dtype compute, const ic_scalar *s, double *f, int64_t *i)
+{
+    *f = s->is_int ? quantize_int(compute, s->i) : quantize(compute, s->f);
+    *i = s->is_int ? s->i : trunc_i64(s->f);
+}
+
 static void operand_init(operand *o, const ic_node *n, int k, const ic_tensor *t, ic_dtype compute)
 {
-    const ic_scalar *s = &n->in[k].scalar;
     o->t = t;
     o->compute = compute;
-    o->f = s->is_int ? quantize_int(compute, s->i) : quantize(compute, s->f);
-    o->i = s->is_int ? s->i : trunc_i64(s->f);
+    number_as(compute, &n->in[k].scalar, &o->f, &o->i);
 }
 
 static double opf(const operand *o, int64_t off)
@@ -224,24 +230,21 @@ static ic_status ref_unary(const ic_graph *g, const ic_node *n, const ic_tensor 
             ic__ref_seti(out, i, fl ? !(ic__ref_getf(x, i) != 0) : !ic__ref_geti(x, i));
         return IC_OK;
     }
-    operand a, lo, hi;
+    operand a;
     operand_init(&a, n, 0, x, n->compute);
-    /* clamp bounds are numbers in the compute dtype, like a wrapped operand */
-    lo.t = hi.t = NULL;
-    lo.compute = hi.compute = n->compute;
-    lo.f = n->attrs.min.is_int ? quantize_int(n->compute, n->attrs.min.i) : quantize(n->compute, n->attrs.min.f);
-    hi.f = n->attrs.max.is_int ? quantize_int(n->compute, n->attrs.max.i) : quantize(n->compute, n->attrs.max.f);
-    lo.i = n->attrs.min.is_int ? n->attrs.min.i : trunc_i64(n->attrs.min.f);
-    hi.i = n->attrs.max.is_int ? n->attrs.max.i : trunc_i64(n->attrs.max.f);
+    double lof, hif; /* clamp bounds (unused by other ops) */
+    int64_t loi, hii;
+    number_as(n->compute, &n->attrs.min, &lof, &loi);
+    number_as(n->compute, &n->attrs.max, &hif, &hii);
     if (ic_dtype_is_float(n->compute)) {
         for (int64_t i = 0; i < total; i++) {
             double v = opf(&a, i);
-            double r = op == IC_OP_CLAMP ? clamp_f(&n->attrs, lo.f, hi.f, v) : unary_f(n, v);
+            double r = op == IC_OP_CLAMP ? clamp_f(&n->attrs, lof, hif, v) : unary_f(n, v);
             ic__ref_setf(out, i, ic__ref_round(n->compute, r));
         }
     } else {
         for (int64_t i = 0; i < total; i++)
-            ic__ref_seti(out, i, unary_i(n, opi(&a, i), lo.i, hi.i));
+            ic__ref_seti(out, i, unary_i(n, opi(&a, i), loi, hii));
     }
     (void)g;
     return IC_OK;

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -773,7 +774,7 @@ Test(safetensors, testutil_allclose_can_fail)
     ic_tensor_init(&ta, IC_I64, 1, s2, i1);
     ic_tensor_init(&tb, IC_I64, 1, s2, i2);
     cr_assert(!ict_allclose(&ta, &tb, msg, sizeof msg), "i64 compares exactly");
-    double nan = 0.0 / 0.0, d1[1] = { nan }, d2[1] = { 1 };
+    double d1[1] = { NAN }, d2[1] = { 1 };
     int64_t s1[1] = { 1 };
     ic_tensor_init(&ta, IC_F64, 1, s1, d1);
     ic_tensor_init(&tb, IC_F64, 1, s1, d2);

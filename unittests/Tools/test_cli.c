@@ -47,6 +47,8 @@ static run_result run_tool(const char *dir, const char *tool, const char *args)
     char cmd[32768], outp[4096], errp[4096];
     snprintf(outp, sizeof outp, "%s/.stdout", dir);
     snprintf(errp, sizeof errp, "%s/.stderr", dir);
+    snprintf(cmd, sizeof cmd, "%s/%s", IC_BUILD_DIR, tool);
+    cr_assert(access(cmd, X_OK) == 0, "%s is not built (build everything before ctest)", cmd);
     snprintf(cmd, sizeof cmd, "'%s/%s' %s </dev/null >'%s' 2>'%s'", IC_BUILD_DIR, tool, args, outp,
              errp);
     int st = system(cmd);

@@ -1,0 +1,130 @@
+/* print.c - stable, diffable text of a program: buffers, then each kernel with its loops,
+ * nodes, reason, stages and instructions ("%3 = load f32 buf2[%2]  ; x"). */
+#include <stdio.h>
+#include "lower-impl.h"
+
+static const char *lop_name(ic_lop op)
+{
+    static const char *const names[IC_L_OP_COUNT] = {
+        "var", "const", "load", "store", "acc", "reduce",
+        "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf",
+        "recip", "floor", "ceil", "not", "cast",
+        "add", "sub", "mul", "div", "pow", "max", "min", "idiv", "mod", "and", "or", "cmp",
+        "select",
+    };
+    return (unsigned)op < IC_L_OP_COUNT ? names[op] : "?";
+}
+
+static const char *buf_kind(ic_buf_kind k)
+{
+    switch (k) {
+    case IC_BUF_ARG: return "arg";
+    case IC_BUF_PARAM: return "param";
+    case IC_BUF_OUTPUT: return "output";
+    default: return "temp";
+    }
+}
+
+static const char *cmp_name(int p)
+{
+    static const char *const n[] = { "eq", "ne", "lt", "le", "gt", "ge" };
+    return p >= 0 && p < 6 ? n[p] : "?";
+}
+
+static const char *red_name(int p)
+{
+    static const char *const n[] = { "sum", "prod", "max", "min", "argmax" };
+    return p >= 0 && p < 5 ? n[p] : "?";
+}
+
+static const char *stage_name(ic_stage_kind k)
+{
+    return k == IC_STAGE_BODY ? "body" : k == IC_STAGE_REDUCE ? "reduce" : "inner";
+}
+
+static void print_dims(FILE *f, int n, const int64_t *d)
+{
+    fputc('[', f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)d[i]);
+    fputc(']', f);
+}
+
+static void print_instr(FILE *f, const ic_program *p, int i, const ic_linstr *in)
+{
+    const char *tn = ic_dtype_name(in->type);
+    const char *bn = in->buf >= 0 && in->buf < p->nbufs ? p->bufs[in->buf].name : "?";
+    switch (in->op) {
+    case IC_L_STORE:
+        fprintf(f, "    store %s buf%d[%%%d], %%%d  ; %s\n", tn, in->buf, in->a, in->b, bn);
+        return;
+    case IC_L_LOAD:
+        fprintf(f, "    %%%d = load %s buf%d[%%%d]  ; %s\n", i, tn, in->buf, in->a, bn);
+        return;
+    case IC_L_VAR:
+        fprintf(f, "    %%%d = var %d\n", i, in->a);
+        return;
+    case IC_L_CONST:
+        if (ic_dtype_is_float(in->type))
+            fprintf(f, "    %%%d = const %s %.17g\n", i, tn, in->imm.f);
+        else
+            fprintf(f, "    %%%d = const %s %lld\n", i, tn, (long long)in->imm.i);
+        return;
+    case IC_L_ACC:
+        fprintf(f, "    %%%d = acc %s stage%d.%%%d\n", i, tn, in->a, in->b);
+        return;
+    case IC_L_REDUCE:
+        fprintf(f, "    %%%d = reduce %s %s %%%d", i, red_name(in->pred), tn, in->a);
+        if (in->pred == IC_RED_ARGMAX)
+            fprintf(f, ", %%%d", in->b);
+        fputc('\n', f);
+        return;
+    case IC_L_CMP:
+        fprintf(f, "    %%%d = cmp %s %s %%%d, %%%d\n", i, cmp_name(in->pred), tn, in->a, in->b);
+        return;
+    case IC_L_SELECT:
+        fprintf(f, "    %%%d = select %s %%%d, %%%d, %%%d\n", i, tn, in->a, in->b, in->c);
+        return;
+    default:
+        fprintf(f, "    %%%d = %s %s %%%d", i, lop_name(in->op), tn, in->a);
+        if (in->op >= IC_L_ADD)
+            fprintf(f, ", %%%d", in->b);
+        fputc('\n', f);
+    }
+}
+
+static void print_kernel(FILE *f, const ic_program *p, int k)
+{
+    const ic_kernel *kn = &p->kernels[k];
+    fprintf(f, "kernel %d %s: outer ", k, kn->name);
+    print_dims(f, kn->nouter, kn->outer);
+    fprintf(f, " inner ");
+    print_dims(f, kn->ninner, kn->inner);
+    fprintf(f, "\n  nodes:");
+    for (int i = 0; i < kn->nnodes; i++)
+        fprintf(f, " %s", kn->nodes[i]);
+    fprintf(f, "\n  why: %s\n", kn->why && *kn->why ? kn->why : "-");
+    for (int s = 0; s < kn->nstages; s++) {
+        fprintf(f, "  stage %d %s:\n", s, stage_name(kn->stages[s].kind));
+        for (int i = 0; i < kn->stages[s].ninstr; i++)
+            print_instr(f, p, i, &kn->stages[s].instr[i]);
+    }
+}
+
+void ic_program_print(FILE *f, const ic_program *p)
+{
+    fprintf(f, "program '%s': %d buffers, %d kernels, arena %lld bytes\n", ic_graph_name(p->g),
+            p->nbufs, p->nkernels, (long long)p->arena_bytes);
+    for (int b = 0; b < p->nbufs; b++) {
+        const ic_buffer *bf = &p->bufs[b];
+        fprintf(f, "  buf%d = %s", b, buf_kind(bf->kind));
+        if (bf->kind == IC_BUF_ARG || bf->kind == IC_BUF_OUTPUT)
+            fprintf(f, " %d", bf->index);
+        fprintf(f, " %s[%lld] %s", ic_dtype_name(bf->dtype), (long long)bf->numel, bf->name);
+        if (bf->kind == IC_BUF_TEMP)
+            fprintf(f, " @%lld", (long long)bf->arena_offset);
+        fputc('\n', f);
+    }
+    for (int k = 0; k < p->nkernels; k++)
+        print_kernel(f, p, k);
+}
