@@ -16,16 +16,16 @@ double ic__round_fp(ic_dtype t, double f)
     }
 }
 
-static int64_t to_int(double f, ic_dtype to)
+/* float -> int64 truncating toward zero, saturating, NaN -> 0; narrower integers wrap from
+ * there (as the reference executor converts). */
+static int64_t to_int(double f)
 {
     if (isnan(f))
         return 0;
-    double lo = to == IC_I32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = to == IC_I32 ? 2147483647.0 : 9223372036854775807.0;
-    if (f <= lo)
-        return (int64_t)lo;
-    if (f >= hi)
-        return to == IC_I32 ? INT32_MAX : INT64_MAX;
+    if (f >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (f <= -9223372036854775808.0)
+        return INT64_MIN;
     return (int64_t)f;
 }
 
@@ -38,11 +38,13 @@ ic__val ic__convert(ic__val v, ic_dtype from, ic_dtype to)
         else if (to == IC_BOOL)
             r.i = v.f != 0 || isnan(v.f);
         else
-            r.i = to_int(v.f, to);
+            r.i = to == IC_I32 ? (int32_t)(uint32_t)(uint64_t)to_int(v.f) : to_int(v.f);
         return r;
     }
-    if (ic__is_fp(to))
-        r.f = ic__round_fp(to, (double)v.i);
+    if (to == IC_F64)
+        r.f = (double)v.i;
+    else if (ic__is_fp(to)) /* int -> f32 rounds once (not through double) */
+        r.f = ic__round_fp(to, (double)(float)v.i);
     else if (to == IC_BOOL)
         r.i = v.i != 0;
     else if (to == IC_I32)
@@ -173,7 +175,7 @@ static int peephole(ic__kb *b, ic_linstr *in)
         if (a->op == IC_L_CAST && ic__kb_type(b, a->a) == in->type &&
             exact_widening(in->type, a->type))
             return a->a;
-        if (a->op == IC_L_CONST) {
+        if (a->op == IC_L_CONST && in->type != IC_F16 && in->type != IC_BF16) {
             ic__val v = { .f = a->imm.f };
             if (!ic__is_fp(a->type))
                 v.i = a->imm.i;
@@ -339,6 +341,74 @@ int ic__kb_acc(ic__kb *b, int stage, int instr)
     in.a = stage;
     in.b = instr;
     return ic__kb_emit(b, in);
+}
+
+/* ---- dead code ---- */
+
+static int nops(const ic_linstr *in)
+{
+    switch (in->op) {
+    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: return 0;
+    case IC_L_LOAD: return 1;
+    case IC_L_STORE: return 2;
+    case IC_L_REDUCE: return in->pred == IC_RED_ARGMAX ? 2 : 1;
+    case IC_L_SELECT: return 3;
+    default: return in->op >= IC_L_ADD ? 2 : 1;
+    }
+}
+
+static int *operand_ptr(ic_linstr *in, int j) { return j == 0 ? &in->a : j == 1 ? &in->b : &in->c; }
+
+/* Drops instructions nothing needs (e.g. the f32 side of a rounding cast whose f16 value is
+ * only stored), keeping stores, reduces that an ACC reads, and what they use. */
+void ic__kb_dce(ic__kb *b)
+{
+    int **keep = ic__calloc(b->c, (size_t)b->nstages + 1, sizeof(int *));
+    if (!keep)
+        return;
+    for (int s = 0; s < b->nstages; s++)
+        if (!(keep[s] = ic__calloc(b->c, (size_t)b->st[s].n + 1, sizeof(int))))
+            goto done;
+    for (int s = b->nstages - 1; s >= 0; s--) {
+        ic__kbstage *st = &b->st[s];
+        for (int i = st->n - 1; i >= 0; i--) {
+            ic_linstr *in = &st->ins[i];
+            if (in->op == IC_L_STORE)
+                keep[s][i] = 1;
+            if (!keep[s][i])
+                continue;
+            if (in->op == IC_L_ACC)
+                keep[in->a][in->b] = 1;
+            for (int j = 0; j < nops(in); j++)
+                keep[s][*operand_ptr(in, j)] = 1;
+        }
+    }
+    for (int s = 0; s < b->nstages; s++) { /* keep[s][i] becomes the new index + 1 */
+        int k = 0;
+        for (int i = 0; i < b->st[s].n; i++)
+            if (keep[s][i])
+                keep[s][i] = ++k;
+    }
+    for (int s = 0; s < b->nstages; s++) {
+        ic__kbstage *st = &b->st[s];
+        int k = 0;
+        for (int i = 0; i < st->n; i++) {
+            if (!keep[s][i])
+                continue;
+            ic_linstr in = st->ins[i];
+            for (int j = 0; j < nops(&in); j++)
+                *operand_ptr(&in, j) = keep[s][*operand_ptr(&in, j)] - 1;
+            if (in.op == IC_L_ACC)
+                in.b = keep[in.a][in.b] - 1;
+            st->ins[k++] = in;
+        }
+        st->n = k;
+        ic__tab_clear(&st->cse);
+    }
+done:
+    for (int s = 0; s < b->nstages; s++)
+        ic__free(b->c, keep[s]);
+    ic__free(b->c, keep);
 }
 
 /* ---- index expressions ---- */

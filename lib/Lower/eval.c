@@ -71,20 +71,33 @@ int ic__load_node(ic__gen *G, ic_value v, const ic__ix *const *idx)
     return ic__kb_cast(&G->kb, ic__regty(n->info.dtype), x);
 }
 
-static int scalar_const(ic__gen *G, ic_scalar s, ic_dtype t)
+/* A number operand in compute dtype ct (rounded to it, as PyTorch casts wrapped numbers to
+ * the common dtype), as a constant of ct's register type. */
+static int scalar_const(ic__gen *G, ic_scalar s, ic_dtype ct)
 {
-    if (ic__is_fp(t))
-        return ic__kb_const_f(&G->kb, t, s.is_int ? (double)s.i : s.f);
+    ic_dtype t = ic__regty(ct);
+    if (ic__is_fp(ct)) {
+        double f = s.is_int ? (ct == IC_F64 ? (double)s.i : (double)(float)s.i) : s.f;
+        return ic__kb_const_f(&G->kb, t, ic__round_fp(ct, f));
+    }
     if (t == IC_BOOL)
         return ic__kb_const_i(&G->kb, t, s.is_int ? s.i != 0 : s.f != 0);
-    return ic__kb_const_i(&G->kb, t, s.is_int ? s.i : (int64_t)s.f);
+    ic__val v = { .f = s.f };
+    if (s.is_int)
+        v.i = s.i;
+    else
+        v = ic__convert(v, IC_F64, IC_I64);
+    return ic__kb_const_i(&G->kb, t, v.i);
 }
 
+/* Operand i of n at n's index (broadcast), as register type t. Converted to n's compute
+ * dtype first when that is f16/bf16: an integer operand is rounded to it. */
 int ic__eval_operand(ic__gen *G, const ic_node *n, int i, const ic__ix *const *idx, ic_dtype t)
 {
     const ic_operand *o = &n->in[i];
+    bool via = t == ic__regty(n->compute);
     if (o->node == IC_SCALAR)
-        return scalar_const(G, o->scalar, t);
+        return scalar_const(G, o->scalar, via ? n->compute : t);
     if (o->node < 0)
         return ic__gen_fail(G, "'%s': operand %d is absent", n->info.name, i), -1;
     const ic_node *s = ic__gnode(G, o->node);
@@ -92,7 +105,10 @@ int ic__eval_operand(ic__gen *G, const ic_node *n, int i, const ic__ix *const *i
     const ic__ix *sidx[IC_MAX_RANK];
     for (int j = 0; j < rs; j++)
         sidx[j] = ic__dim(s, j) == 1 || j + r - rs < 0 ? ic__ix_const(&G->ix, 0) : idx[j + r - rs];
-    return ic__kb_cast(&G->kb, t, ic__eval(G, o->node, sidx));
+    int v = ic__eval(G, o->node, sidx);
+    if (via && (n->compute == IC_F16 || n->compute == IC_BF16) && s->info.dtype != n->compute)
+        v = ic__kb_cast(&G->kb, n->compute, v);
+    return ic__kb_cast(&G->kb, t, v);
 }
 
 /* ---- views ---- */
@@ -197,9 +213,9 @@ static int clamp(ic__gen *G, const ic_node *n, int x, ic_dtype t)
 {
     const ic_attrs *at = &n->attrs;
     if (at->has_min)
-        x = ic__kb_bin(&G->kb, IC_L_MAX, t, x, scalar_const(G, at->min, t));
+        x = ic__kb_bin(&G->kb, IC_L_MAX, t, x, scalar_const(G, at->min, n->compute));
     if (at->has_max)
-        x = ic__kb_bin(&G->kb, IC_L_MIN, t, x, scalar_const(G, at->max, t));
+        x = ic__kb_bin(&G->kb, IC_L_MIN, t, x, scalar_const(G, at->max, n->compute));
     return x;
 }
 
@@ -344,19 +360,21 @@ static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     ic_dtype t = ic__regty(n->info.dtype);
     const ic_attrs *at = &n->attrs;
     if (n->info.op == IC_OP_FULL)
-        return scalar_const(G, at->value, t);
+        return scalar_const(G, at->value, n->info.dtype);
     int i = ic__kb_ix(&G->kb, idx[0]);
     if (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int) {
         int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, at->astep.i));
         v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, at->astart.i));
         return ic__kb_cast(&G->kb, t, v);
     }
-    /* start + step * i in double, like PyTorch's arange, then rounded to the dtype */
+    /* start + step * i in PyTorch's accumulate type (f32 for f16/bf16, else double), then
+     * rounded to the dtype */
     double st = at->astart.is_int ? (double)at->astart.i : at->astart.f;
     double sp = at->astep.is_int ? (double)at->astep.i : at->astep.f;
-    int v = ic__kb_cast(&G->kb, IC_F64, i);
-    v = ic__kb_bin(&G->kb, IC_L_MUL, IC_F64, v, cf(G, IC_F64, sp));
-    v = ic__kb_bin(&G->kb, IC_L_ADD, IC_F64, v, cf(G, IC_F64, st));
+    ic_dtype acc = n->info.dtype == IC_F16 || n->info.dtype == IC_BF16 ? IC_F32 : IC_F64;
+    int v = ic__kb_cast(&G->kb, acc, i);
+    v = ic__kb_bin(&G->kb, IC_L_MUL, acc, v, cf(G, acc, sp));
+    v = ic__kb_bin(&G->kb, IC_L_ADD, acc, v, cf(G, acc, st));
     return ic__kb_cast(&G->kb, ic__regty(t), ic__kb_cast(&G->kb, n->info.dtype, v));
 }
 

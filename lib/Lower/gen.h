@@ -134,6 +134,8 @@ IC_HIDDEN int ic__kb_load(ic__kb *b, int buf, ic_dtype t, int off);
 IC_HIDDEN void ic__kb_store(ic__kb *b, int buf, int off, int val);
 IC_HIDDEN int ic__kb_reduce(ic__kb *b, ic_red red, ic_dtype t, int val, int index);
 IC_HIDDEN int ic__kb_acc(ic__kb *b, int stage, int instr);
+/* Removes instructions no store or read reduction needs (run once, at the end). */
+IC_HIDDEN void ic__kb_dce(ic__kb *b);
 /* Emits e as I64 instructions of the current stage (memoised). */
 IC_HIDDEN int ic__kb_ix(ic__kb *b, const ic__ix *e);
 

@@ -409,7 +409,7 @@ static ic_status bind(icx *x, const ic_tensor *args, int nargs, ic_tensor *outs,
                 return ic__error(x->c, IC_EINVAL, "%d outputs given, the graph has more", nouts);
             if ((st = check_tensor(x, &outs[bf->index], bf, "output")))
                 return st;
-            if (!ic_tensor_is_contiguous(&outs[bf->index]))
+            if (bf->numel > 0 && !ic_tensor_is_contiguous(&outs[bf->index]))
                 return ic__error(x->c, IC_EINVAL, "output %d '%s' must be contiguous", bf->index, bf->name);
             x->base[b] = outs[bf->index].data;
         } else {
@@ -419,7 +419,7 @@ static ic_status bind(icx *x, const ic_tensor *args, int nargs, ic_tensor *outs,
             if ((st = check_tensor(x, t, bf, "argument")))
                 return st;
             x->base[b] = t->data;
-            if (!ic_tensor_is_contiguous(t)) {
+            if (bf->numel > 0 && !ic_tensor_is_contiguous(t)) {
                 ic_tensor cp;
                 ic_tensor_init(&cp, t->dtype, t->rank, t->shape, NULL);
                 if ((st = ic_tensor_alloc(x->c, &cp)))

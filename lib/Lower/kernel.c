@@ -292,6 +292,7 @@ static bool finish(ic_program *p, const ic__sched *s, int group, ic__gen *G,
 {
     ic_arena *ar = &p->arena;
     ic_kernel k;
+    ic__kb_dce(&G->kb);
     memset(&k, 0, sizeof k);
     k.nouter = G->nouter;
     k.ninner = G->ninner;

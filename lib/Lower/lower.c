@@ -2,6 +2,7 @@
  * materialised node read by another kernel), then one kernel per schedule group.
  * ic_lower's schedule is one kernel per computing op (the analog of eager mode); views
  * never get a kernel; outputs that are views, inputs or params get a copy kernel. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "gen.h"
@@ -39,16 +40,45 @@ ic_status ic__check_specialised(const ic_graph *g)
     return IC_OK;
 }
 
-/* PyTorch raises on any index into an empty embedding table; so do we. */
+static double float_max(ic_dtype t)
+{
+    return t == IC_F16 ? 65504.0 : t == IC_BF16 ? 3.3895313892515355e38 : t == IC_F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+}
+
+/* Errors PyTorch (and the reference executor) raise whatever the data: caught here, since
+ * compiled code has no way to report them at run time. */
+static ic_status check_node(const ic_graph *g, const ic_node *n)
+{
+    const char *name = n->info.name, *op = ic_op_name(n->info.op);
+    if (n->info.op == IC_OP_EMBEDDING && ic__dim(ic__node(g, n->in[0].node), 0) == 0 &&
+        ic__shape_numel(n->info.rank, n->shape) > 0)
+        return ic__node_error(g, name, op, IC_EINVAL, "the weight has 0 rows, so every index is out of range");
+    if (n->info.op == IC_OP_POW && !ic_dtype_is_float(n->compute) && n->in[1].node == IC_SCALAR &&
+        n->in[1].scalar.i < 0)
+        return ic__node_error(g, name, op, IC_EINVAL, "integers to negative integer powers are not "
+                              "allowed (exponent %lld)", (long long)n->in[1].scalar.i);
+    if (n->info.op == IC_OP_FULL) {
+        ic_scalar v = n->attrs.value;
+        ic_dtype t = n->info.dtype;
+        double f = v.is_int ? (double)v.i : v.f;
+        bool bad = ic_dtype_is_float(t) ? isfinite(f) && fabs(f) > float_max(t)
+                 : t == IC_BOOL ? false
+                 : v.is_int ? t == IC_I32 && (v.i < INT32_MIN || v.i > INT32_MAX)
+                 : !(f > (t == IC_I32 ? -2147483649.0 : -9223372036854775808.0) &&
+                     f < (t == IC_I32 ? 2147483648.0 : 9223372036854775808.0));
+        if (bad)
+            return ic__node_error(g, name, op, IC_EINVAL, "value %.17g cannot be converted to %s "
+                                  "without overflow", f, ic_dtype_name(t));
+    }
+    return IC_OK;
+}
+
 static ic_status check_inputs(const ic_graph *g, const bool *live)
 {
     for (int v = 0; v < ic_graph_num_nodes(g); v++) {
-        const ic_node *n = ic__node(g, v);
-        if (!live[v] || n->info.op != IC_OP_EMBEDDING)
-            continue;
-        if (ic__dim(ic__node(g, n->in[0].node), 0) == 0 && ic__shape_numel(n->info.rank, n->shape) > 0)
-            return ic__node_error(g, n->info.name, "embedding", IC_EINVAL,
-                                  "the weight has 0 rows, so every index is out of range");
+        ic_status st = live[v] ? check_node(g, ic__node(g, v)) : IC_OK;
+        if (st)
+            return st;
     }
     return IC_OK;
 }

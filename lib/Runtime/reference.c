@@ -647,6 +647,7 @@ typedef struct {
     bool *owned;         /* val[v].data was allocated here */
     int *last;           /* the last node that reads v (v itself when none does) */
     bool *is_out;
+    int *argno;          /* index in args of an input/run-time param, else -1 */
 } run_state;
 
 static void release(run_state *r, int v)
@@ -783,18 +784,19 @@ static ic_status hand_out(run_state *r, int nouts, ic_tensor *outs)
     return IC_OK;
 }
 
-static ic_status execute(const ic_graph *g, const ic_tensor *args, int nouts, ic_tensor *outs)
+static ic_status execute(const ic_graph *g, int nargs, const ic_tensor *args, int nouts, ic_tensor *outs)
 {
     int nn = g->nnodes ? g->nnodes : 1;
     run_state r = { g, ic__calloc(g->c, (size_t)nn, sizeof(ic_tensor)),
                     ic__calloc(g->c, (size_t)nn, sizeof(bool)), ic__calloc(g->c, (size_t)nn, sizeof(int)),
-                    ic__calloc(g->c, (size_t)nn, sizeof(bool)) };
+                    ic__calloc(g->c, (size_t)nn, sizeof(bool)), ic__calloc(g->c, (size_t)nn, sizeof(int)) };
     ic_status s = IC_OK;
-    if (!r.val || !r.owned || !r.last || !r.is_out) {
+    if (!r.val || !r.owned || !r.last || !r.is_out || !r.argno) {
         s = ic__error(g->c, IC_ENOMEM, "out of memory");
         goto done;
     }
     for (int v = 0; v < g->nnodes; v++) {
+        r.argno[v] = -1;
         r.last[v] = v;
         for (int i = 0; i < g->nodes[v]->info.ninputs; i++)
             if (g->nodes[v]->in[i].node >= 0)
@@ -802,10 +804,13 @@ static ic_status execute(const ic_graph *g, const ic_tensor *args, int nouts, ic
     }
     for (int i = 0; i < g->noutputs; i++)
         r.is_out[g->outputs[i]] = true;
-    for (int v = 0, k = 0; v < g->nnodes && !s; v++) {
+    /* args follow ic_graph_arg order (inputs, then params without data), not node order */
+    for (int k = 0; k < nargs; k++)
+        r.argno[ic_graph_arg(g, k)] = k;
+    for (int v = 0; v < g->nnodes && !s; v++) {
         const ic_node *n = g->nodes[v];
-        if (n->info.op == IC_OP_INPUT || (n->info.op == IC_OP_PARAM && !n->info.data))
-            s = load_arg(&r, v, &args[k++]);
+        if (r.argno[v] >= 0)
+            s = load_arg(&r, v, &args[r.argno[v]]);
         else if (n->info.op == IC_OP_PARAM)
             s = load_param(&r, v);
         else
@@ -822,6 +827,7 @@ done:
     ic__free(g->c, r.owned);
     ic__free(g->c, r.last);
     ic__free(g->c, r.is_out);
+    ic__free(g->c, r.argno);
     return s;
 }
 
@@ -846,7 +852,7 @@ static ic_status run(const ic_graph *g, const int64_t *vals, int nargs, const ic
     if (!s && g->nsyms > 0)
         s = ic_graph_specialize(g, sv, &sg);
     if (!s)
-        s = execute(sg ? sg : g, args, nouts, outs);
+        s = execute(sg ? sg : g, nargs, args, nouts, outs);
     ic_graph_destroy(sg);
     ic__free(g->c, sv);
     return s;

@@ -183,7 +183,7 @@ Test(ref_graph, outputs_repeat_and_include_inputs_and_params)
     ic_ctx *c = ict_ctx();
     ic_graph *g = ict_graph(c, "outs");
     ic_value x = ict_input(g, "x", IC_I64, "2,3");
-    ic_value w = ict_param(g, "w", IC_I64, "3"); /* supplied at run time: argument 1 */
+    ic_value w = ict_param(g, "w", IC_I64, "3"); /* supplied at run time: argument 2 */
     /* a param with data, given from an unaligned buffer */
     unsigned char raw[1 + 3 * 8];
     int64_t kv[3] = { 100, 200, 300 };
@@ -192,7 +192,7 @@ Test(ref_graph, outputs_repeat_and_include_inputs_and_params)
     ic_value k;
     cr_assert_eq(ic_graph_add_param(g, "k", IC_I64, 1, &d3, raw + 1, sizeof kv, NULL, NULL, &k), IC_OK,
                  "%s", ic_last_error(c));
-    ic_value z = ict_input(g, "z", IC_I64, "[]"); /* argument 2 */
+    ic_value z = ict_input(g, "z", IC_I64, "[]"); /* argument 1: inputs come before params */
     ic_value s1 = node2(g, "s1", IC_OP_ADD, ic_val(x), ic_val(w));
     ic_value s2 = node2(g, "s2", IC_OP_MUL, ic_val(s1), ic_val(k));
     ic_value s3 = node2(g, "s3", IC_OP_SUB, ic_val(s2), ic_val(z));
@@ -203,12 +203,12 @@ Test(ref_graph, outputs_repeat_and_include_inputs_and_params)
     out(g, k);
     out(g, x);
     int64_t s23[2] = { 2, 3 }, s3s[1] = { 3 };
-    ic_tensor args[3] = { tnew(c, IC_I64, 2, s23), tnew(c, IC_I64, 1, s3s), tnew(c, IC_I64, 0, NULL) };
+    ic_tensor args[3] = { tnew(c, IC_I64, 2, s23), tnew(c, IC_I64, 0, NULL), tnew(c, IC_I64, 1, s3s) };
     for (int i = 0; i < 6; i++)
         ((int64_t *)args[0].data)[i] = i - 2;
+    *(int64_t *)args[1].data = 7;
     for (int i = 0; i < 3; i++)
-        ((int64_t *)args[1].data)[i] = 10 * i;
-    *(int64_t *)args[2].data = 7;
+        ((int64_t *)args[2].data)[i] = 10 * i;
     ic_tensor o[6];
     ic_status s = ic_ref_run(c, g, NULL, 3, args, 6, o);
     cr_assert_eq(s, IC_OK, "%s", ic_last_error(c));

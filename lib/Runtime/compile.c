@@ -1,0 +1,757 @@
+/* compile.c - ic_compile / ic_run: the compile pipeline (specialise -> lower -> fuse ->
+ * LLVM IR -> O3 -> LLJIT), per-symbol-value variants, and the execution plan (planned
+ * arenas reused across runs, a pool of them for concurrent runs, staging for strided args). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "compile-impl.h"
+#include "ic/runtime.h"
+
+/* The Fuse layer's entry; a weak reference so the runtime builds before lib/Fuse lands
+ * (compiles then fall back to one kernel per op). */
+IC_API ic_status ic_fuse(ic_ctx *c, const ic_graph *g, ic_program **out) __attribute__((weak));
+
+/* Scratch of one run: the planned TEMP arena, the buffer table the kernels read, and
+ * staging copies of strided args. Reused run after run; a pool serves concurrent runs. */
+typedef struct ic__slot {
+    struct ic__slot *next_free, *next_all;
+    void *arena;
+    void **bufs;           /* [nbufs] */
+    void **staging;        /* [nargs] */
+    size_t *staging_cap;   /* [nargs], bytes */
+} ic__slot;
+
+typedef struct ic__variant {
+    int64_t *vals;         /* symbol values it is specialised for ([nsyms]) */
+    ic_graph *spec;        /* owned when the graph has symbols, else NULL */
+    const ic_graph *g;     /* the graph compiled (spec or the original) */
+    ic_program *prog;      /* loop IR after fusion: buffers, kernel names */
+    ic__jit *jit;
+    int nkernels;
+    ic__kernel_fn *fns;
+    int nbufs;
+    int64_t arena_bytes;
+    int nargs, nouts;
+    ic_tensor *argsig;     /* expected dtype/rank/shape of each arg (data NULL) */
+    ic_tensor *outsig;     /* expected dtype/rank/shape of each output */
+    ic__slot *free_slots, *all_slots;
+    double compile_ms;
+} ic__variant;
+
+struct ic_compiled {
+    ic_ctx *c;
+    const ic_graph *g;
+    ic_compile_options o;
+    char *mode;
+    pthread_mutex_t lock;  /* variants, slot pools, bound */
+    int nsyms;
+    int64_t *bound;        /* ic_compiled_bind values, -1 = unbound */
+    ic__variant **variants;
+    int nvariants, capvariants;
+    ic__variant *last;     /* most recently used */
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void ic_compile_options_init(ic_compile_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fusion = 1;
+    o->mode = "default";
+    const char *d = getenv("IC_COMPILE_DEBUG");
+    o->debug = d && *d && strcmp(d, "0") != 0;
+}
+
+/* ---- debug folder (IC_COMPILE_DEBUG) ---- */
+
+typedef struct {
+    ic_ctx *c;
+    char dir[1024];
+    bool on;
+} ic__dbg;
+
+static void dbg_open(ic__dbg *d, ic_ctx *c, const ic_compile_options *o, const ic_graph *g)
+{
+    d->c = c;
+    d->on = false;
+    if (!o->debug)
+        return;
+    const char *parent = o->debug_dir ? o->debug_dir : "ic_debug";
+    if (mkdir(parent, 0777) && errno != EEXIST) {
+        ic__logf(c, 0, "ic: cannot create debug folder %s: %s", parent, strerror(errno));
+        return;
+    }
+    char name[128];
+    size_t k = 0;
+    for (const char *p = ic_graph_name(g); p && *p && k < 64; p++)
+        name[k++] = (*p == '/' || *p == '.' || *p == ' ') ? '_' : *p;
+    name[k] = 0;
+    for (int n = 0; n < 100000; n++) {
+        snprintf(d->dir, sizeof d->dir, "%s/%s_%ld_%d", parent, k ? name : "graph", (long)getpid(), n);
+        if (mkdir(d->dir, 0777) == 0) {
+            d->on = true;
+            fprintf(stderr, "ic: compile debug folder: %s\n", d->dir);
+            return;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    ic__logf(c, 0, "ic: cannot create a debug folder under %s", parent);
+}
+
+/* Writes one file of the debug folder atomically (temp file + rename). */
+static void dbg_write(ic__dbg *d, const char *file, void (*fn)(FILE *, const void *), const void *arg)
+{
+    if (!d->on)
+        return;
+    char path[1200], tmp[1220];
+    snprintf(path, sizeof path, "%s/%s", d->dir, file);
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fn(f, arg);
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+static void print_graph(FILE *f, const void *g) { ic_graph_print(f, g); }
+static void print_program(FILE *f, const void *p) { ic_program_print(f, p); }
+static void print_text(FILE *f, const void *s) { fputs(s ? (const char *)s : "", f); }
+
+/* ---- the pipeline ---- */
+
+/* Lowers g (specialised) to loop IR, fused when asked and available. *pre receives the
+ * one-kernel-per-op program too when want_pre (for dumps); it may alias *out. */
+static ic_status lower_and_fuse(ic_ctx *c, const ic_graph *g, bool fusion, bool want_pre,
+                                ic_program **pre, ic_program **out)
+{
+    ic_status s;
+    *pre = *out = NULL;
+    if (!fusion || !ic_fuse) {
+        if (fusion)
+            ic__logf(c, 1, "ic: fusion is not available in this build: one kernel per op");
+        s = ic_lower(c, g, out);
+        *pre = *out;
+        return s;
+    }
+    if (want_pre && (s = ic_lower(c, g, pre)))
+        return s;
+    if ((s = ic_fuse(c, g, out))) {
+        if (*pre)
+            ic_program_destroy(*pre);
+        *pre = NULL;
+    }
+    return s;
+}
+
+/* Codegen parameters for every kernel: the heuristic, then the options' overrides. */
+static ic_codegen_params *kernel_params(ic_ctx *c, const ic_program *p, const ic_codegen_target *t,
+                                        const ic_compile_options *o)
+{
+    int nk = ic_program_num_kernels(p);
+    ic_codegen_params *ps = ic__calloc(c, (size_t)nk + 1, sizeof *ps);
+    if (!ps)
+        return NULL;
+    const ic_buffer *b0 = ic_program_num_buffers(p) ? ic_program_buffer(p, 0) : NULL;
+    for (int i = 0; i < nk; i++) {
+        ic_codegen_params_default(t, ic_program_kernel(p, i), b0, &ps[i]);
+        ps[i].threads = o->threads;
+        if (o->vector_width)
+            ps[i].vector_width = o->vector_width;
+        if (o->serial_threshold)
+            ps[i].serial_threshold = o->serial_threshold;
+    }
+    return ps;
+}
+
+static ic_status make_signatures(ic_ctx *c, ic__variant *v)
+{
+    const ic_graph *g = v->g;
+    v->nargs = ic_graph_num_args(g);
+    v->nouts = ic_graph_num_outputs(g);
+    v->argsig = ic__calloc(c, (size_t)v->nargs + 1, sizeof(ic_tensor));
+    v->outsig = ic__calloc(c, (size_t)v->nouts + 1, sizeof(ic_tensor));
+    if (!v->argsig || !v->outsig)
+        return ic__error(c, IC_ENOMEM, "out of memory");
+    for (int i = 0; i < v->nargs + v->nouts; i++) {
+        bool arg = i < v->nargs;
+        ic_node_info ni;
+        ic_graph_node(g, arg ? ic_graph_arg(g, i) : ic_graph_output(g, i - v->nargs), &ni);
+        int64_t shape[IC_MAX_RANK];
+        for (int d = 0; d < ni.rank; d++)
+            shape[d] = ni.shape[d].coef; /* specialised: constant */
+        ic_tensor_init(arg ? &v->argsig[i] : &v->outsig[i - v->nargs], ni.dtype, ni.rank, shape, NULL);
+    }
+    return IC_OK;
+}
+
+static void variant_destroy(ic_ctx *c, ic__variant *v)
+{
+    if (!v)
+        return;
+    for (ic__slot *s = v->all_slots, *n; s; s = n) {
+        n = s->next_all;
+        for (int i = 0; i < v->nargs; i++)
+            free(s->staging[i]);
+        free(s->arena);
+        ic__free(c, s);
+    }
+    ic__jit_destroy(v->jit);
+    ic__free(c, v->fns);
+    if (v->prog)
+        ic_program_destroy(v->prog);
+    if (v->spec)
+        ic_graph_destroy(v->spec);
+    ic__free(c, v->vals);
+    ic__free(c, v->argsig);
+    ic__free(c, v->outsig);
+    ic__free(c, v);
+}
+
+/* The whole compile of one variant, stage by stage:
+ *   1 specialise   symbols -> the sizes in vals (graphs with symbols only)
+ *   2 lower        graph -> loop IR, one kernel per op (views folded into indices)
+ *   3 fuse         group kernels (fusion on)            [debug: ir_pre/post_fusion.txt]
+ *   4 llvmgen      loop IR -> LLVM IR, per-kernel params
+ *   5 O3           default<O3>, vectorizers on           [debug: output_code.ll/.s]
+ *   6 jit          LLJIT owns the code; look up each kernel
+ * Every stage's output is a new object; failures free what was made. */
+static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__variant **out)
+{
+    ic_ctx *c = cc->c;
+    double t0 = now_ms();
+    ic_status s = IC_OK;
+    ic_program *pre = NULL;
+    ic_codegen_target *t = NULL;
+    ic_codegen_params *params = NULL;
+    ic_llvm_module *m = NULL;
+    ic__dbg dbg;
+    *out = NULL;
+    ic__variant *v = ic__calloc(c, 1, sizeof *v);
+    if (!v || !(v->vals = ic__calloc(c, (size_t)cc->nsyms + 1, sizeof(int64_t))))
+        goto oom;
+    memcpy(v->vals, vals, sizeof(int64_t) * (size_t)cc->nsyms);
+    v->g = cc->g;
+    /* 1 */
+    if (cc->nsyms > 0) {
+        if ((s = ic_graph_specialize(cc->g, vals, &v->spec)))
+            goto done;
+        v->g = v->spec;
+    }
+    dbg_open(&dbg, c, &cc->o, v->g);
+    dbg_write(&dbg, "graph.txt", print_graph, v->g);
+    /* 2, 3 */
+    if ((s = lower_and_fuse(c, v->g, cc->o.fusion && !c->no_fusion, dbg.on, &pre, &v->prog)))
+        goto done;
+    dbg_write(&dbg, "ir_pre_fusion.txt", print_program, pre);
+    dbg_write(&dbg, "ir_post_fusion.txt", print_program, v->prog);
+    /* 4 */
+    if ((s = ic_codegen_target_create(c, &t)))
+        goto done;
+    if (!(params = kernel_params(c, v->prog, t, &cc->o)))
+        goto oom;
+    if ((s = ic_llvmgen(c, v->prog, t, params, &m)))
+        goto done;
+    /* 5 */
+    if ((s = ic_llvm_module_optimize(m)))
+        goto done;
+    if (dbg.on) {
+        char *ir = ic_llvm_module_ir_string(m), *as = ic_llvm_module_asm_string(m);
+        dbg_write(&dbg, "output_code.ll", print_text, ir);
+        dbg_write(&dbg, "output_code.s", print_text, as);
+        free(ir);
+        free(as);
+    }
+    /* 6 */
+    v->nkernels = ic_program_num_kernels(v->prog);
+    if (!(v->fns = ic__calloc(c, (size_t)v->nkernels + 1, sizeof(ic__kernel_fn))))
+        goto oom;
+    if ((s = ic__jit_create(c, t, &v->jit)) || (s = ic__jit_add(v->jit, m)))
+        goto done;
+    for (int i = 0; i < v->nkernels && !s; i++)
+        s = ic__jit_lookup(v->jit, ic_llvm_module_kernel_symbol(m, i), (void **)&v->fns[i]);
+    if (s)
+        goto done;
+    /* the execution plan: TEMP offsets come from the program's arena plan */
+    v->nbufs = ic_program_num_buffers(v->prog);
+    v->arena_bytes = ic_program_arena_size(v->prog);
+    if ((s = make_signatures(c, v)))
+        goto done;
+    v->compile_ms = now_ms() - t0;
+    ic__logf(c, 1, "ic: compiled '%s': %d kernels in %.1f ms", ic_graph_name(cc->g), v->nkernels,
+             v->compile_ms);
+    goto done;
+oom:
+    s = ic__error(c, IC_ENOMEM, "compile: out of memory");
+done:
+    if (pre && pre != (v ? v->prog : NULL))
+        ic_program_destroy(pre);
+    ic__free(c, params);
+    ic_llvm_module_destroy(m);
+    ic_codegen_target_destroy(t);
+    if (s) {
+        variant_destroy(c, v);
+        return s;
+    }
+    *out = v;
+    return IC_OK;
+}
+
+/* ---- public API ---- */
+
+ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **out)
+{
+    if (!out)
+        return ic__error(c, IC_EINVAL, "ic_compile: out is NULL");
+    *out = NULL;
+    if (!g)
+        return ic__error(c, IC_EINVAL, "ic_compile: graph is NULL");
+    ic_status s = ic_graph_verify(g);
+    if (s)
+        return s;
+    ic_compiled *cc = ic__calloc(c, 1, sizeof *cc);
+    if (!cc)
+        return ic__error(c, IC_ENOMEM, "ic_compile: out of memory");
+    cc->c = c;
+    cc->g = g;
+    if (o)
+        cc->o = *o;
+    else
+        ic_compile_options_init(&cc->o);
+    cc->mode = ic__strdup(c, cc->o.mode ? cc->o.mode : "default");
+    cc->o.mode = cc->mode;
+    cc->o.debug_dir = NULL;
+    if (o && o->debug_dir && !(cc->o.debug_dir = ic__strdup(c, o->debug_dir)))
+        cc->mode = NULL;
+    pthread_mutex_init(&cc->lock, NULL);
+    cc->nsyms = ic_graph_num_symbols(g);
+    cc->bound = ic__malloc(c, sizeof(int64_t) * (size_t)(cc->nsyms + 1));
+    if (!cc->mode || !cc->bound) {
+        ic_compiled_destroy(cc);
+        return ic__error(c, IC_ENOMEM, "ic_compile: out of memory");
+    }
+    for (int i = 0; i < cc->nsyms; i++)
+        cc->bound[i] = -1;
+    if (strcmp(cc->mode, "default") != 0) {
+        ic_compiled_destroy(cc);
+        return ic__node_error(g, NULL, NULL, IC_EINVAL, "unknown compile mode '%s' (known: default)",
+                              o->mode);
+    }
+    if (cc->nsyms == 0) {
+        ic__variant *v;
+        if ((s = compile_variant(cc, cc->bound, &v))) {
+            ic_compiled_destroy(cc);
+            return s;
+        }
+        cc->variants = ic__calloc(c, 4, sizeof *cc->variants);
+        if (!cc->variants) {
+            variant_destroy(c, v);
+            ic_compiled_destroy(cc);
+            return ic__error(c, IC_ENOMEM, "ic_compile: out of memory");
+        }
+        cc->capvariants = 4;
+        cc->variants[cc->nvariants++] = v;
+        cc->last = v;
+    }
+    *out = cc;
+    return IC_OK;
+}
+
+void ic_compiled_destroy(ic_compiled *cc)
+{
+    if (!cc)
+        return;
+    for (int i = 0; i < cc->nvariants; i++)
+        variant_destroy(cc->c, cc->variants[i]);
+    ic__free(cc->c, cc->variants);
+    ic__free(cc->c, cc->bound);
+    ic__free(cc->c, cc->mode);
+    ic__free(cc->c, (void *)cc->o.debug_dir);
+    pthread_mutex_destroy(&cc->lock);
+    ic__free(cc->c, cc);
+}
+
+ic_status ic_compiled_bind(ic_compiled *cc, const char *sym, int64_t value)
+{
+    pthread_mutex_lock(&cc->lock);
+    ic_status s = ic_graph_bind(cc->g, sym, value, cc->bound);
+    pthread_mutex_unlock(&cc->lock);
+    return s;
+}
+
+/* ---- running ---- */
+
+static bool same_sig(const ic_tensor *want, const ic_tensor *got)
+{
+    if (want->dtype != got->dtype || want->rank != got->rank)
+        return false;
+    for (int d = 0; d < want->rank; d++)
+        if (want->shape[d] != got->shape[d])
+            return false;
+    return true;
+}
+
+static bool args_match(const ic__variant *v, int nargs, const ic_tensor *args)
+{
+    if (!v || nargs != v->nargs)
+        return false;
+    for (int i = 0; i < nargs; i++)
+        if (!same_sig(&v->argsig[i], &args[i]))
+            return false;
+    return true;
+}
+
+/* The variant for these args: the last one used, a cached one, or a new compile. Called
+ * with cc->lock held. */
+static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args, ic__variant **out)
+{
+    if (args_match(cc->last, nargs, args)) {
+        *out = cc->last;
+        return IC_OK;
+    }
+    int64_t stackvals[16], *vals = cc->nsyms <= 16 ? stackvals : ic__malloc(cc->c, sizeof(int64_t) * (size_t)cc->nsyms);
+    if (!vals)
+        return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory");
+    memcpy(vals, cc->bound, sizeof(int64_t) * (size_t)cc->nsyms);
+    ic_status s = ic_runtime_bind_args(cc->g, nargs, args, vals);
+    for (int i = 0; !s && i < cc->nsyms; i++)
+        if (vals[i] < 0)
+            s = ic__node_error(cc->g, NULL, NULL, IC_EINVAL,
+                               "symbol '%s' is not fixed by any argument: bind it (ic_compiled_bind)",
+                               ic_graph_symbol_name(cc->g, i));
+    ic__variant *v = NULL;
+    for (int i = 0; !s && i < cc->nvariants && !v; i++)
+        if (memcmp(cc->variants[i]->vals, vals, sizeof(int64_t) * (size_t)cc->nsyms) == 0)
+            v = cc->variants[i];
+    if (!s && !v) {
+        if (cc->nvariants == cc->capvariants) {
+            int cap = cc->capvariants ? 2 * cc->capvariants : 4;
+            ic__variant **nv = ic__realloc(cc->c, cc->variants, sizeof *nv * (size_t)cap);
+            if (!nv)
+                s = ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory");
+            else
+                cc->variants = nv, cc->capvariants = cap;
+        }
+        if (!s && !(s = compile_variant(cc, vals, &v)))
+            cc->variants[cc->nvariants++] = v;
+    }
+    if (vals != stackvals)
+        ic__free(cc->c, vals);
+    if (s)
+        return s;
+    /* bound sizes can still differ from the cached signature (a dtype, a fixed dim) */
+    if (!args_match(v, nargs, args))
+        return ic__node_error(cc->g, NULL, NULL, IC_ESHAPE, "arguments do not match the graph");
+    cc->last = v;
+    *out = v;
+    return IC_OK;
+}
+
+static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
+{
+    size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(v->nbufs + v->nargs) +
+               sizeof(size_t) * (size_t)v->nargs + 16;
+    ic__slot *s = ic__calloc(c, 1, n);
+    if (!s)
+        return NULL;
+    s->bufs = (void **)(s + 1);
+    s->staging = s->bufs + v->nbufs;
+    s->staging_cap = (size_t *)(s->staging + v->nargs);
+    if (v->arena_bytes > 0 &&
+        posix_memalign(&s->arena, 64, (size_t)v->arena_bytes) != 0) {
+        ic__free(c, s);
+        return NULL;
+    }
+    return s;
+}
+
+/* A free slot of v (cc->lock held): the pool grows only when runs overlap. */
+static ic__slot *slot_acquire(ic_compiled *cc, ic__variant *v)
+{
+    ic__slot *s = v->free_slots;
+    if (s) {
+        v->free_slots = s->next_free;
+        return s;
+    }
+    if (!(s = slot_new(cc->c, v)))
+        return NULL;
+    s->next_all = v->all_slots;
+    v->all_slots = s;
+    return s;
+}
+
+static void slot_release(ic_compiled *cc, ic__variant *v, ic__slot *s)
+{
+    pthread_mutex_lock(&cc->lock);
+    s->next_free = v->free_slots;
+    v->free_slots = s;
+    pthread_mutex_unlock(&cc->lock);
+}
+
+/* Copies a strided tensor into contiguous dst, element by element (any rank). */
+static void copy_strided(void *dst, const ic_tensor *t)
+{
+    size_t es = ic_dtype_size(t->dtype);
+    int64_t n = ic_tensor_numel(t), idx[IC_MAX_RANK] = { 0 }, off = 0;
+    char *d = dst;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(d + i * (int64_t)es, (const char *)t->data + off * (int64_t)es, es);
+        for (int k = t->rank - 1; k >= 0; k--) {
+            off += t->strides[k];
+            if (++idx[k] < t->shape[k])
+                break;
+            off -= t->strides[k] * t->shape[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+/* Byte range [lo, hi) a tensor's elements touch. */
+static void extent(const ic_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t mn = 0, mx = 0;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape[d] <= 0) {
+            *lo = *hi = (uintptr_t)t->data;
+            return;
+        }
+        int64_t span = (t->shape[d] - 1) * t->strides[d];
+        if (span < 0)
+            mn += span;
+        else
+            mx += span;
+    }
+    size_t es = ic_dtype_size(t->dtype);
+    *lo = (uintptr_t)t->data + (uintptr_t)(mn * (int64_t)es);
+    *hi = (uintptr_t)t->data + (uintptr_t)((mx + 1) * (int64_t)es);
+}
+
+static bool overlap(const ic_tensor *a, const ic_tensor *b)
+{
+    uintptr_t al, ah, bl, bh;
+    extent(a, &al, &ah);
+    extent(b, &bl, &bh);
+    return al < ah && bl < bh && al < bh && bl < ah;
+}
+
+static ic_status check_outputs(ic_compiled *cc, const ic__variant *v, int nargs,
+                               const ic_tensor *args, int nouts, const ic_tensor *outs)
+{
+    const ic_graph *g = cc->g;
+    if (nouts != v->nouts)
+        return ic__node_error(g, NULL, NULL, IC_EINVAL, "has %d outputs, got %d output tensors",
+                              v->nouts, nouts);
+    if (nouts > 0 && !outs)
+        return ic__node_error(g, NULL, NULL, IC_EINVAL, "output tensors are NULL");
+    for (int i = 0; i < nouts; i++) {
+        const ic_tensor *o = &outs[i], *w = &v->outsig[i];
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        if (!same_sig(w, o) || !ic_tensor_is_contiguous(o) ||
+            (!o->data && ic_tensor_numel(w) > 0)) {
+            char got[160], want[160];
+            int n = 0;
+            for (int d = 0; d < o->rank && d < IC_MAX_RANK && n < 140; d++)
+                n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? ", " : "", (long long)o->shape[d]);
+            got[n] = 0;
+            n = 0;
+            for (int d = 0; d < w->rank && n < 140; d++)
+                n += snprintf(want + n, sizeof want - (size_t)n, "%s%lld", d ? ", " : "", (long long)w->shape[d]);
+            want[n] = 0;
+            return ic__node_error(g, ni.name, "output", IC_ESHAPE,
+                                  "output %d must be a contiguous %s [%s] with data, got %s [%s]%s%s", i,
+                                  ic_dtype_name(w->dtype), want,
+                                  (unsigned)o->dtype < IC_DTYPE_COUNT ? ic_dtype_name(o->dtype) : "?", got,
+                                  ic_tensor_is_contiguous(o) ? "" : " (strided)", o->data ? "" : " (no data)");
+        }
+        for (int j = 0; j < nargs; j++)
+            if (overlap(o, &args[j]))
+                return ic__node_error(g, ni.name, "output", IC_EINVAL,
+                                      "output %d overlaps argument %d: outputs must be separate memory", i, j);
+        for (int j = 0; j < i; j++)
+            if (overlap(o, &outs[j]))
+                return ic__node_error(g, ni.name, "output", IC_EINVAL, "output %d overlaps output %d", i, j);
+    }
+    return IC_OK;
+}
+
+/* Fills the buffer table of slot s for one run. */
+static ic_status bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s,
+                              const ic_tensor *args, const ic_tensor *outs)
+{
+    for (int b = 0; b < v->nbufs; b++) {
+        const ic_buffer *buf = ic_program_buffer(v->prog, b);
+        switch (buf->kind) {
+        case IC_BUF_ARG: {
+            const ic_tensor *a = &args[buf->index];
+            if (ic_tensor_is_contiguous(a)) {
+                s->bufs[b] = a->data;
+                break;
+            }
+            size_t need = (size_t)ic_tensor_numel(a) * ic_dtype_size(a->dtype);
+            if (s->staging_cap[buf->index] < need) {
+                /* first strided use of this arg in this slot; reused afterwards */
+                void *p = NULL;
+                if (posix_memalign(&p, 64, need ? need : 64) != 0)
+                    return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory staging argument %d",
+                                     buf->index);
+                free(s->staging[buf->index]);
+                s->staging[buf->index] = p;
+                s->staging_cap[buf->index] = need;
+            }
+            copy_strided(s->staging[buf->index], a);
+            s->bufs[b] = s->staging[buf->index];
+            break;
+        }
+        case IC_BUF_PARAM: s->bufs[b] = (void *)buf->data; break;
+        case IC_BUF_OUTPUT: s->bufs[b] = outs[buf->index].data; break;
+        case IC_BUF_TEMP: s->bufs[b] = (char *)s->arena + buf->arena_offset; break;
+        }
+    }
+    return IC_OK;
+}
+
+ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, ic_tensor *outs)
+{
+    if (!cc)
+        return IC_EINVAL;
+    if (nargs > 0 && !args)
+        return ic__node_error(cc->g, NULL, NULL, IC_EINVAL, "arguments are NULL");
+    ic__variant *v = NULL;
+    pthread_mutex_lock(&cc->lock);
+    ic_status s = find_variant(cc, nargs, args, &v);
+    ic__slot *slot = s ? NULL : slot_acquire(cc, v);
+    pthread_mutex_unlock(&cc->lock);
+    if (s)
+        return s;
+    if (!slot)
+        return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory for a run arena");
+    if (!(s = check_outputs(cc, v, nargs, args, nouts, outs)) &&
+        !(s = bind_buffers(cc, v, slot, args, outs))) {
+        for (int k = 0; k < v->nkernels; k++)
+            v->fns[k](slot->bufs);
+    }
+    slot_release(cc, v, slot);
+    return s;
+}
+
+/* ---- introspection ---- */
+
+static const ic__variant *last_variant(const ic_compiled *cc)
+{
+    return cc ? cc->last : NULL;
+}
+
+int ic_compiled_num_kernels(const ic_compiled *cc)
+{
+    const ic__variant *v = last_variant(cc);
+    return v ? v->nkernels : 0;
+}
+
+const char *ic_compiled_kernel_name(const ic_compiled *cc, int i)
+{
+    const ic__variant *v = last_variant(cc);
+    return v && i >= 0 && i < v->nkernels ? ic_program_kernel(v->prog, i)->name : NULL;
+}
+
+double ic_compiled_compile_ms(const ic_compiled *cc)
+{
+    const ic__variant *v = last_variant(cc);
+    return v ? v->compile_ms : 0;
+}
+
+int ic_compiled_num_variants(const ic_compiled *cc)
+{
+    return cc ? cc->nvariants : 0;
+}
+
+int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape)
+{
+    const ic__variant *v = last_variant(cc);
+    if (!v || i < 0 || i >= v->nouts)
+        return -1;
+    memcpy(shape, v->outsig[i].shape, sizeof(int64_t) * (size_t)v->outsig[i].rank);
+    return v->outsig[i].rank;
+}
+
+/* ---- dumps for ic-dump ---- */
+
+ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
+                          const int64_t *vals, const char *stage, FILE *f)
+{
+    ic_compile_options oo;
+    if (!o)
+        ic_compile_options_init(&oo), o = &oo;
+    if (!g || !stage || !f)
+        return ic__error(c, IC_EINVAL, "ic_compile_dump: graph, stage and file are required");
+    bool st_graph = !strcmp(stage, "graph"), st_loops = !strcmp(stage, "loops"),
+         st_fused = !strcmp(stage, "fused"), st_llvm = !strcmp(stage, "llvm"),
+         st_opt = !strcmp(stage, "llvm-opt"), st_asm = !strcmp(stage, "asm");
+    if (!(st_graph || st_loops || st_fused || st_llvm || st_opt || st_asm))
+        return ic__error(c, IC_EINVAL, "unknown stage '%s' (graph, loops, fused, llvm, llvm-opt, asm)", stage);
+    ic_status s = ic_graph_verify(g);
+    if (s)
+        return s;
+    ic_graph *spec = NULL;
+    const ic_graph *G = g;
+    if (ic_graph_num_symbols(g) > 0) {
+        if (!vals)
+            return ic__node_error(g, NULL, NULL, IC_EINVAL, "has symbols: bind them to dump stage '%s'", stage);
+        if ((s = ic_graph_specialize(g, vals, &spec)))
+            return s;
+        G = spec;
+    }
+    ic_program *pre = NULL, *prog = NULL;
+    ic_codegen_target *t = NULL;
+    ic_codegen_params *params = NULL;
+    ic_llvm_module *m = NULL;
+    if (st_graph) {
+        ic_graph_print(f, G);
+        goto done;
+    }
+    if (st_loops) {
+        if (!(s = ic_lower(c, G, &prog)))
+            ic_program_print(f, prog);
+        goto done;
+    }
+    if ((s = lower_and_fuse(c, G, o->fusion && !c->no_fusion, false, &pre, &prog)))
+        goto done;
+    if (st_fused) {
+        ic_program_print(f, prog);
+        goto done;
+    }
+    if ((s = ic_codegen_target_create(c, &t)))
+        goto done;
+    if (!(params = kernel_params(c, prog, t, o))) {
+        s = ic__error(c, IC_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = ic_llvmgen(c, prog, t, params, &m)))
+        goto done;
+    if (!st_llvm && (s = ic_llvm_module_optimize(m)))
+        goto done;
+    s = st_asm ? ic_llvm_module_print_asm(f, m) : ic_llvm_module_print(f, m);
+done:
+    if (pre && pre != prog)
+        ic_program_destroy(pre);
+    if (prog)
+        ic_program_destroy(prog);
+    ic__free(c, params);
+    ic_llvm_module_destroy(m);
+    ic_codegen_target_destroy(t);
+    if (spec)
+        ic_graph_destroy(spec);
+    return s;
+}
