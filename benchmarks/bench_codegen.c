@@ -188,13 +188,22 @@ static double bench(ic_ctx *c, ic_graph *g, int fusion, int iters, double *bytes
     return med;
 }
 
+static void log_cb(void *user, int level, const char *msg)
+{
+    (void)user, (void)level;
+    if (getenv("BENCH_LOG"))
+        fprintf(stderr, "%s\n", msg);
+}
+
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const char *only = argc > 2 ? argv[2] : NULL;
     int iters = quick ? 5 : 21;
     ic_ctx *c;
-    ic_ctx_create(NULL, &c);
+    ic_ctx_options co = { 0 };
+    co.log = log_cb;
+    ic_ctx_create(&co, &c);
     /* compile time of the seed pattern: best of 10 fresh compiles */
     ic_graph *g = seed(c, 16384);
     double best = 1e30;

@@ -605,7 +605,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     m->t = t;
     m->tsc = LLVMOrcCreateNewThreadSafeContext();
     m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
-    LLVMContextSetDiagnosticHandler(m->ctx, diag_handler, c);
+    if (!getenv("IC_NODIAG")) LLVMContextSetDiagnosticHandler(m->ctx, diag_handler, c);
     m->mod = LLVMModuleCreateWithNameInContext("ic", m->ctx);
     LLVMSetTarget(m->mod, t->triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(t->tm);

@@ -46,7 +46,7 @@ static bool has_feature(const char *features, const char *name)
 LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t)
 {
     return LLVMCreateTargetMachine(t->target, t->triple, t->cpu, t->features,
-                                   LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                   getenv("IC_CGO") ? atoi(getenv("IC_CGO")) : LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                    LLVMCodeModelJITDefault);
 }
 
@@ -292,7 +292,7 @@ ic_status ic_llvm_module_optimize(ic_llvm_module *m)
     LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
-    LLVMErrorRef e = LLVMRunPasses(m->mod, "default<O3>", m->t->tm, o);
+    LLVMErrorRef e = LLVMRunPasses(m->mod, getenv("IC_PIPE") ? getenv("IC_PIPE") : "default<O3>", m->t->tm, o);
     LLVMDisposePassBuilderOptions(o);
     if (e)
         return ic__llvm_error(m->c, e, "codegen: O3 pipeline");

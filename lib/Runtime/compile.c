@@ -257,6 +257,7 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         goto done;
     dbg_write(&dbg, "ir_pre_fusion.txt", print_program, pre);
     dbg_write(&dbg, "ir_post_fusion.txt", print_program, v->prog);
+    double t_lower = now_ms();
     /* 4 */
     if ((s = ic_codegen_target_create(c, &t)))
         goto done;
@@ -264,9 +265,11 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         goto oom;
     if ((s = ic_llvmgen(c, v->prog, t, params, &m)))
         goto done;
+    double t_gen = now_ms();
     /* 5 */
     if ((s = ic_llvm_module_optimize(m)))
         goto done;
+    double t_opt = now_ms();
     if (dbg.on) {
         char *ir = ic_llvm_module_ir_string(m), *as = ic_llvm_module_asm_string(m);
         dbg_write(&dbg, "output_code.ll", print_text, ir);
@@ -290,8 +293,9 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     if ((s = make_signatures(c, v)))
         goto done;
     v->compile_ms = now_ms() - t0;
-    ic__logf(c, 1, "ic: compiled '%s': %d kernels in %.1f ms", ic_graph_name(cc->g), v->nkernels,
-             v->compile_ms);
+    ic__logf(c, 1, "ic: compiled '%s': %d kernels in %.1f ms (lower+fuse %.1f, llvmgen %.1f, "
+             "O3 %.1f, jit %.1f)", ic_graph_name(cc->g), v->nkernels, v->compile_ms, t_lower - t0,
+             t_gen - t_lower, t_opt - t_gen, now_ms() - t_opt);
     goto done;
 oom:
     s = ic__error(c, IC_ENOMEM, "compile: out of memory");
