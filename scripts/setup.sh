@@ -68,7 +68,7 @@ ic_setup_main() {
     echo
     echo "== demo: the seed pattern ((a + b1) + c) * b2 + b3, a and c of [16384, 512] =="
     "$build/ic-dump" benchmarks/graphs/seed_pattern.json
-    "$build/ic-run" benchmarks/graphs/seed_pattern.json
+    "$build/ic-run" benchmarks/graphs/seed_pattern.json --check
     echo
     echo "setup: done. Tools are in $build/ (ic-run, ic-dump); run the tests with: bash scripts/test.sh"
 }

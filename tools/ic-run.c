@@ -1,7 +1,9 @@
-/* ic-run.c - load a graph, bind and generate its run-time arguments, run it on a backend,
- * print a summary and optionally save the outputs. Exit 0 on success, 1 with one line on
- * stderr for bad input or usage. */
+/* ic-run.c - load a graph, bind and generate its run-time arguments, compile it (fused, and
+ * unfused for comparison) or run the reference executor, time it, optionally check every
+ * output against the reference, and print a short table or JSON. Exit 0 on success, 1 with
+ * one line on stderr for bad input or usage, 2 when --check or --expect finds a mismatch. */
 #define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,82 +12,90 @@
 static const char usage[] =
     "usage: ic-run GRAPH.json [options]\n"
     "\n"
-    "Runs an ic-graph (JSON v1) and prints each output's dtype, shape, min/max/mean and the\n"
-    "run time. Run-time arguments (inputs, params without \"file\") are read by name from\n"
-    "--inputs; the others are generated from --seed.\n"
+    "Compiles an ic-graph (JSON v1) for this CPU, runs it on generated or supplied arguments,\n"
+    "times it and prints a short table: compile time, median and min run time, GB/s and the\n"
+    "kernels; with the default backend also the unfused baseline and the fused speedup.\n"
+    "Run-time arguments (inputs, params without \"file\") are read by name from --inputs; the\n"
+    "others are generated from --seed.\n"
     "\n"
     "options:\n"
+    "  --backend NAME               compiled (default): fused kernels, timed against unfused;\n"
+    "                               unfused: one compiled kernel per op (like eager mode);\n"
+    "                               ref: the reference executor (plain C, op by op)\n"
+    "  --no-compare                 compiled only: skip the unfused baseline\n"
+    "  --check                      also run the reference executor and compare every output\n"
+    "                               with the spec's tolerances (exit 2 on a mismatch)\n"
+    "  --expect FILE.safetensors    compare the outputs with tensors saved by name (e.g. from\n"
+    "                               PyTorch), same tolerances (exit 2 on a mismatch)\n"
+    "  --iters N                    timed runs (default 20; ref: 1)\n"
+    "  --warmup N                   untimed runs before them (default 3; ref: 0)\n"
+    "  --threads N                  OpenMP threads per kernel (default: all cores)\n"
+    "  --json                       print one JSON object instead of the table\n"
     "  --inputs IN.safetensors      tensors supplied by name (symbols bind from their shapes)\n"
     "  --save-outputs OUT.safetensors  write the outputs by name (atomically; never over an input)\n"
     "  --bind SYM=N                 size of a symbolic dimension (repeatable)\n"
     "  --seed N                     seed of the generated data (default 0)\n"
-    "  --backend NAME               ref (default); unfused and compiled are not available yet\n"
-    "  -h, --help                   this text\n";
+    "  -h, --help                   this text\n"
+    "\n"
+    "exit status: 0 ok, 1 bad usage or input (one line on stderr), 2 outputs do not match.\n";
 
 typedef struct {
-    const char *graph, *inputs, *save, *backend;
+    const char *graph, *inputs, *save, *expect, *backend;
     cli_bind binds[CLI_MAX_BINDS];
     int nbinds;
     uint64_t seed;
-    bool help;
+    int64_t iters, warmup, threads; /* -1: not given */
+    bool check, json, no_compare, help;
 } run_opts;
 
-/* A backend runs g on args into freshly allocated outs (freed with ic_tensor_free). Later
- * backends (unfused, compiled) plug in here with their own options (--check, --iters). */
-typedef bool (*run_fn)(ic_ctx *c, const ic_graph *g, const cli_args *a, int nouts,
-                       ic_tensor *outs, cli_err *e);
+/* ---- options ---- */
 
-static bool run_ref(ic_ctx *c, const ic_graph *g, const cli_args *a, int nouts, ic_tensor *outs,
-                    cli_err *e)
+static bool parse_count(const char *opt, const char *v, int64_t min, int64_t *out, cli_err *e)
 {
-    if (ic_ref_run(c, g, a->vals, a->n, a->t, nouts, outs) != IC_OK)
-        return cli_fail_ctx(e, c, NULL);
+    if (!v)
+        return false;
+    if (!cli_parse_i64(v, out) || *out < min || *out > 1000000000)
+        return cli_fail(e, "%s expects an integer >= %lld, got '%s'", opt, (long long)min, v);
     return true;
-}
-
-static const struct backend {
-    const char *name;
-    run_fn run;        /* NULL: not available yet */
-    const char *what;
-} backends[] = {
-    { "ref", run_ref, "reference executor (plain C, op by op)" },
-    { "unfused", NULL, "JIT, one kernel per op" },
-    { "compiled", NULL, "JIT with fusion" },
-};
-
-static const struct backend *find_backend(const char *name, cli_err *e)
-{
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-        if (strcmp(backends[i].name, name) == 0) {
-            if (!backends[i].run) {
-                cli_fail(e, "backend '%s' (%s) is not available yet; use --backend ref", name,
-                         backends[i].what);
-                return NULL;
-            }
-            return &backends[i];
-        }
-    cli_fail(e, "unknown backend '%s' (backends: ref, unfused, compiled)", name);
-    return NULL;
 }
 
 static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
 {
     memset(o, 0, sizeof *o);
-    o->backend = "ref";
+    o->backend = "compiled";
+    o->iters = o->warmup = o->threads = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->help = true;
             return true;
         }
-        if (cli_opt(argc, argv, &i, "--inputs", &v, e)) {
+        if (strcmp(a, "--check") == 0) {
+            o->check = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(a, "--no-compare") == 0) {
+            o->no_compare = true;
+        } else if (cli_opt(argc, argv, &i, "--inputs", &v, e)) {
             if (!(o->inputs = v))
                 return false;
         } else if (cli_opt(argc, argv, &i, "--save-outputs", &v, e)) {
             if (!(o->save = v))
                 return false;
+        } else if (cli_opt(argc, argv, &i, "--expect", &v, e)) {
+            if (!(o->expect = v))
+                return false;
         } else if (cli_opt(argc, argv, &i, "--backend", &v, e)) {
             if (!(o->backend = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--iters", &v, e)) {
+            if (!parse_count("--iters", v, 1, &o->iters, e))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--warmup", &v, e)) {
+            if (!parse_count("--warmup", v, 0, &o->warmup, e))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--threads", &v, e)) {
+            if (!parse_count("--threads", v, 1, &o->threads, e))
                 return false;
         } else if (cli_opt(argc, argv, &i, "--seed", &v, e)) {
             if (!v)
@@ -111,29 +121,246 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
         return cli_fail(e, "no graph given (usage: ic-run GRAPH.json [options]; see ic-run -h)");
     if (o->save && *o->save == 0)
         return cli_fail(e, "--save-outputs needs a file name");
+    if (o->expect && *o->expect == 0)
+        return cli_fail(e, "--expect needs a file name");
+    if (strcmp(o->backend, "ref") && strcmp(o->backend, "unfused") && strcmp(o->backend, "compiled"))
+        return cli_fail(e, "unknown backend '%s' (backends: ref, unfused, compiled)", o->backend);
+    bool ref = strcmp(o->backend, "ref") == 0;
+    if (o->iters < 0)
+        o->iters = ref ? 1 : 20; /* the reference executor is slow: one run unless asked */
+    if (o->warmup < 0)
+        o->warmup = ref ? 0 : 3;
     return true;
 }
 
-static void print_summary(const ic_graph *g, const run_opts *o, const cli_args *a, int nouts,
-                          const ic_tensor *outs, double secs)
+/* ---- one backend: compile, time, keep its outputs ---- */
+
+typedef struct {
+    const char *name;      /* "ref", "unfused", "compiled" */
+    bool compiled;
+    ic_compiled *cc;
+    double compile_ms;     /* ic_compiled_compile_ms: the pipeline, symbols specialised */
+    double median_ms, min_ms;
+    ic_tensor *outs;       /* [nouts] allocated once (compiled) or by ic_ref_run (ref) */
+    int nouts;
+    bool checked, matches; /* --check / --expect results */
+} backend_run;
+
+static int cmp_double(const void *a, const void *b)
 {
-    int ngen = 0;
-    for (int i = 0; i < a->n; i++)
-        ngen += !a->supplied[i];
-    printf("%s: backend %s, %.3f ms, %d argument%s (%d generated, seed %llu)\n", ic_graph_name(g),
-           o->backend, secs * 1e3, a->n, a->n == 1 ? "" : "s", ngen,
-           (unsigned long long)o->seed);
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void median_min(double *ms, int64_t n, double *median, double *min)
+{
+    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+    *min = ms[0];
+    *median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
+/* Output buffers in the graph's dtypes and (bound) shapes, allocated once before timing and
+ * filled with 0xff (NaN for floats, -1 for integers) so an element no kernel writes cannot
+ * pass a check by accident. */
+static bool alloc_outputs(ic_ctx *c, const ic_graph *g, const int64_t *vals, backend_run *b,
+                          cli_err *e)
+{
+    b->nouts = ic_graph_num_outputs(g);
+    if (!(b->outs = calloc((size_t)b->nouts + 1, sizeof *b->outs)))
+        return cli_fail(e, "out of memory");
+    for (int i = 0; i < b->nouts; i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        int64_t shape[IC_MAX_RANK];
+        for (int d = 0; d < ni.rank; d++)
+            if (ic_graph_eval_dim(g, ni.shape[d], vals, &shape[d]) != IC_OK)
+                return cli_fail_ctx(e, c, NULL);
+        ic_tensor_init(&b->outs[i], ni.dtype, ni.rank, shape, NULL);
+        if (ic_tensor_alloc(c, &b->outs[i]) != IC_OK) {
+            char sh[256];
+            return cli_fail(e, "graph '%s': cannot allocate output '%s' %s %s: %s", ic_graph_name(g),
+                            ni.name, ic_dtype_name(ni.dtype), cli_shape_str(&b->outs[i], sh, sizeof sh),
+                            ic_last_error(c));
+        }
+        memset(b->outs[i].data, 0xff, (size_t)ic_tensor_numel(&b->outs[i]) * ic_dtype_size(ni.dtype));
+    }
+    return true;
+}
+
+static void free_outputs(ic_ctx *c, ic_tensor *outs, int n)
+{
+    for (int i = 0; outs && i < n; i++)
+        if (outs[i].data)
+            ic_tensor_free(c, &outs[i]);
+    free(outs);
+}
+
+static void backend_free(ic_ctx *c, backend_run *b)
+{
+    ic_compiled_destroy(b->cc);
+    free_outputs(c, b->outs, b->nouts);
+    memset(b, 0, sizeof *b);
+}
+
+static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const cli_args *a,
+                         bool fusion, backend_run *b, double *ms, cli_err *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "backend %s", b->name);
+    ic_compile_options co;
+    ic_compile_options_init(&co);
+    co.fusion = fusion;
+    if (o->threads > 0)
+        co.threads = (int)o->threads;
+    if (ic_compile(c, g, &co, &b->cc) != IC_OK)
+        return cli_fail_ctx(e, c, what);
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
-        printf("  %s=%lld%s", ic_graph_symbol_name(g, s), (long long)a->vals[s],
-               s + 1 == ic_graph_num_symbols(g) ? "\n" : "");
-    for (int i = 0; i < nouts; i++) {
+        if (ic_compiled_bind(b->cc, ic_graph_symbol_name(g, s), a->vals[s]) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    if (!alloc_outputs(c, g, a->vals, b, e))
+        return false;
+    /* The first run compiles a graph with symbols (for these sizes); never timed. */
+    if (ic_run(b->cc, a->n, a->t, b->nouts, b->outs) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    b->compile_ms = ic_compiled_compile_ms(b->cc);
+    for (int64_t i = 0; i < o->warmup; i++)
+        if (ic_run(b->cc, a->n, a->t, b->nouts, b->outs) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    /* The timed loop: the same caller buffers every run, nothing allocated. */
+    for (int64_t i = 0; i < o->iters; i++) {
+        double t0 = cli_now();
+        ic_status s = ic_run(b->cc, a->n, a->t, b->nouts, b->outs);
+        ms[i] = (cli_now() - t0) * 1e3;
+        if (s != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    }
+    median_min(ms, o->iters, &b->median_ms, &b->min_ms);
+    return true;
+}
+
+/* The reference executor allocates its outputs on every run (its API); the last run's stay. */
+static bool run_ref(ic_ctx *c, const ic_graph *g, const cli_args *a, int64_t warmup, int64_t iters,
+                    backend_run *b, double *ms, cli_err *e)
+{
+    b->nouts = ic_graph_num_outputs(g);
+    if (!(b->outs = calloc((size_t)b->nouts + 1, sizeof *b->outs)))
+        return cli_fail(e, "out of memory");
+    for (int64_t i = 0; i < warmup + iters; i++) {
+        for (int k = 0; k < b->nouts; k++)
+            if (b->outs[k].data)
+                ic_tensor_free(c, &b->outs[k]);
+        double t0 = cli_now();
+        ic_status s = ic_ref_run(c, g, a->vals, a->n, a->t, b->nouts, b->outs);
+        if (i >= warmup)
+            ms[i - warmup] = (cli_now() - t0) * 1e3;
+        if (s != IC_OK)
+            return cli_fail_ctx(e, c, NULL);
+    }
+    if (iters > 0)
+        median_min(ms, iters, &b->median_ms, &b->min_ms);
+    return true;
+}
+
+/* ---- checking ---- */
+
+/* Compares b's outputs with want (graph output order), printing one line on stderr for each
+ * output that differs. */
+static bool check_outputs(const ic_graph *g, backend_run *b, const ic_tensor *want,
+                          const char *against)
+{
+    b->checked = true;
+    b->matches = true;
+    for (int i = 0; i < b->nouts; i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        cli_cmp r;
+        char msg[CLI_ERRMAX], who[128];
+        if (cli_compare(&b->outs[i], &want[i], &r))
+            continue;
+        snprintf(who, sizeof who, "%s vs %s", b->name, against);
+        cli_mismatch_msg(who, ni.name, &b->outs[i], &want[i], &r, msg, sizeof msg);
+        cli_report("ic-run", msg);
+        b->matches = false;
+    }
+    return b->matches;
+}
+
+/* Reads --expect: one tensor per graph output, by name. */
+static bool read_expected(ic_ctx *c, const ic_graph *g, const char *path, ic_safetensors **st,
+                          ic_tensor *want, cli_err *e)
+{
+    if (ic_safetensors_open(c, path, st) != IC_OK) {
+        const char *m = ic_last_error(c);
+        if (m && strstr(m, path))
+            return cli_fail(e, "%s", m);
+        return cli_fail(e, "%s: %s", path, m && *m ? m : "cannot open");
+    }
+    for (int i = 0; i < ic_graph_num_outputs(g); i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        if (ic_safetensors_get(*st, ni.name, &want[i]) != IC_OK)
+            return cli_fail(e, "%s: no tensor '%s' (output %d of graph '%s')", path, ni.name, i,
+                            ic_graph_name(g));
+    }
+    return true;
+}
+
+/* ---- reporting ---- */
+
+typedef struct {
+    int64_t arg_bytes, out_bytes; /* every input and param (weights too) / every output */
+} traffic;
+
+static int64_t node_bytes(const ic_graph *g, const ic_node_info *ni, const int64_t *vals)
+{
+    int64_t n = (int64_t)ic_dtype_size(ni->dtype);
+    for (int d = 0; d < ni->rank; d++) {
+        int64_t s = 0;
+        if (ic_graph_eval_dim(g, ni->shape[d], vals, &s) != IC_OK)
+            return 0;
+        n *= s;
+    }
+    return n;
+}
+
+/* What a run must at least move: read each input and param once, write each output once
+ * (an output listed twice is written once). Intermediates are not counted. */
+static traffic count_traffic(const ic_graph *g, const int64_t *vals)
+{
+    traffic t = { 0, 0 };
+    for (int v = 0; v < ic_graph_num_nodes(g); v++) {
+        ic_node_info ni;
+        ic_graph_node(g, v, &ni);
+        if (ni.op == IC_OP_INPUT || ni.op == IC_OP_PARAM)
+            t.arg_bytes += node_bytes(g, &ni, vals);
+    }
+    for (int i = 0; i < ic_graph_num_outputs(g); i++) {
+        bool dup = false;
+        for (int j = 0; j < i; j++)
+            dup |= ic_graph_output(g, j) == ic_graph_output(g, i);
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        if (!dup)
+            t.out_bytes += node_bytes(g, &ni, vals);
+    }
+    return t;
+}
+
+static double gbps(const traffic *t, const backend_run *b)
+{
+    return b->median_ms > 0 ? (double)(t->arg_bytes + t->out_bytes) / (b->median_ms * 1e6) : 0;
+}
+
+static void print_outputs(const ic_graph *g, const backend_run *b)
+{
+    for (int i = 0; i < b->nouts; i++) {
         ic_node_info ni;
         char sh[256];
         cli_stats st;
         ic_graph_node(g, ic_graph_output(g, i), &ni);
-        cli_tensor_stats(&outs[i], &st);
-        printf("  %-12s %-4s %-18s", ni.name, ic_dtype_name(outs[i].dtype),
-               cli_shape_str(&outs[i], sh, sizeof sh));
+        cli_tensor_stats(&b->outs[i], &st);
+        printf("  %-12s %-4s %-18s", ni.name, ic_dtype_name(b->outs[i].dtype),
+               cli_shape_str(&b->outs[i], sh, sizeof sh));
         if (st.n)
             printf(" min %-12.6g max %-12.6g mean %.6g", st.min, st.max, st.mean);
         else if (!st.nan)
@@ -144,49 +371,270 @@ static void print_summary(const ic_graph *g, const run_opts *o, const cli_args *
     }
 }
 
+static void print_kernels(const backend_run *b)
+{
+    int nk = ic_compiled_num_kernels(b->cc);
+    printf("kernels (%s, %d):", b->name, nk);
+    for (int k = 0; k < nk; k++)
+        printf("%s %s", k ? "," : "", ic_compiled_kernel_name(b->cc, k));
+    putchar('\n');
+}
+
+/* "512 B", "1.2 kB", "67.1 MB" (powers of 1000, like GB/s). */
+static const char *bytes_str(int64_t n, char *buf, size_t cap)
+{
+    if (n < 1000)
+        snprintf(buf, cap, "%lld B", (long long)n);
+    else if (n < 1000000)
+        snprintf(buf, cap, "%.1f kB", (double)n / 1e3);
+    else if (n < 1000000000)
+        snprintf(buf, cap, "%.1f MB", (double)n / 1e6);
+    else
+        snprintf(buf, cap, "%.2f GB", (double)n / 1e9);
+    return buf;
+}
+
+static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a, const traffic *t,
+                        backend_run *runs, int nruns, const backend_run *unfused, bool checked)
+{
+    int ngen = 0;
+    for (int i = 0; i < a->n; i++)
+        ngen += !a->supplied[i];
+    char in[32], out[32];
+    printf("%s: %d argument%s (%d generated, seed %llu), %s in + %s out per run; "
+           "%lld timed run%s after %lld warmup\n", ic_graph_name(g), a->n, a->n == 1 ? "" : "s",
+           ngen, (unsigned long long)o->seed, bytes_str(t->arg_bytes, in, sizeof in),
+           bytes_str(t->out_bytes, out, sizeof out), (long long)o->iters, o->iters == 1 ? "" : "s",
+           (long long)o->warmup);
+    for (int s = 0; s < ic_graph_num_symbols(g); s++)
+        printf("  %s=%lld%s", ic_graph_symbol_name(g, s), (long long)a->vals[s],
+               s + 1 == ic_graph_num_symbols(g) ? "\n" : "");
+    printf("%-9s %11s %10s %10s %8s %8s %8s\n", "backend", "compile ms", "median ms", "min ms",
+           "GB/s", "speedup", "kernels");
+    for (int i = 0; i < nruns; i++) {
+        const backend_run *b = &runs[i];
+        char comp[32] = "-", speed[32] = "-", nk[32] = "-";
+        if (b->compiled) {
+            snprintf(comp, sizeof comp, "%.2f", b->compile_ms);
+            snprintf(nk, sizeof nk, "%d", ic_compiled_num_kernels(b->cc));
+        }
+        if (unfused && b != unfused && b->median_ms > 0)
+            snprintf(speed, sizeof speed, "%.2fx", unfused->median_ms / b->median_ms);
+        printf("%-9s %11s %10.3f %10.3f %8.2f %8s %8s\n", b->name, comp, b->median_ms, b->min_ms,
+               gbps(t, b), speed, nk);
+    }
+    for (int i = 0; i < nruns; i++)
+        if (runs[i].compiled)
+            print_kernels(&runs[i]);
+    if (checked) {
+        bool all = true;
+        for (int i = 0; i < nruns; i++)
+            all &= runs[i].matches;
+        printf("check (%s): %s\n", o->expect ? o->expect : "reference executor",
+               all ? "every output matches within the spec's tolerances" : "MISMATCH (see stderr)");
+    }
+    printf("outputs (%s):\n", runs[nruns - 1].name);
+    print_outputs(g, &runs[nruns - 1]);
+}
+
+/* jansson refuses NaN and infinities: those become null. */
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *json_report(const ic_graph *g, const run_opts *o, const cli_args *a,
+                           const traffic *t, backend_run *runs, int nruns,
+                           const backend_run *unfused, bool checked)
+{
+    json_t *j = json_object(), *syms = json_object(), *bes = json_object(), *outs = json_array();
+    json_object_set_new(j, "graph", json_string(ic_graph_name(g)));
+    json_object_set_new(j, "file", json_string(o->graph));
+    json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(j, "iters", json_integer(o->iters));
+    json_object_set_new(j, "warmup", json_integer(o->warmup));
+    json_object_set_new(j, "threads", json_integer(o->threads > 0 ? o->threads : 0));
+    for (int s = 0; s < ic_graph_num_symbols(g); s++)
+        json_object_set_new(syms, ic_graph_symbol_name(g, s), json_integer(a->vals[s]));
+    json_object_set_new(j, "symbols", syms);
+    json_object_set_new(j, "bytes_in", json_integer(t->arg_bytes));
+    json_object_set_new(j, "bytes_out", json_integer(t->out_bytes));
+    for (int i = 0; i < nruns; i++) {
+        const backend_run *b = &runs[i];
+        json_t *jb = json_object();
+        json_object_set_new(jb, "compile_ms", b->compiled ? jnum(b->compile_ms) : json_null());
+        json_object_set_new(jb, "run_ms_median", jnum(b->median_ms));
+        json_object_set_new(jb, "run_ms_min", jnum(b->min_ms));
+        json_object_set_new(jb, "gb_per_s", jnum(gbps(t, b)));
+        json_t *names = json_array();
+        int nk = b->compiled ? ic_compiled_num_kernels(b->cc) : 0;
+        for (int k = 0; k < nk; k++)
+            json_array_append_new(names, json_string(ic_compiled_kernel_name(b->cc, k)));
+        json_object_set_new(jb, "kernels", b->compiled ? json_integer(nk) : json_null());
+        json_object_set_new(jb, "kernel_names", names);
+        json_object_set_new(jb, "check", !b->checked ? json_null()
+                                         : b->matches ? json_string("match")
+                                                      : json_string("mismatch"));
+        json_object_set_new(bes, b->name, jb);
+    }
+    json_object_set_new(j, "backend", json_string(o->backend));
+    json_object_set_new(j, "backends", bes);
+    const backend_run *last = &runs[nruns - 1];
+    json_object_set_new(j, "speedup", unfused && unfused != last && last->median_ms > 0
+                                          ? jnum(unfused->median_ms / last->median_ms)
+                                          : json_null());
+    bool all = true;
+    for (int i = 0; i < nruns; i++)
+        all &= runs[i].matches;
+    json_object_set_new(j, "check", checked ? json_boolean(all) : json_null());
+    for (int i = 0; i < last->nouts; i++) {
+        ic_node_info ni;
+        cli_stats st;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        cli_tensor_stats(&last->outs[i], &st);
+        json_t *jo = json_object(), *sh = json_array();
+        json_object_set_new(jo, "name", json_string(ni.name));
+        json_object_set_new(jo, "dtype", json_string(ic_dtype_name(last->outs[i].dtype)));
+        for (int d = 0; d < last->outs[i].rank; d++)
+            json_array_append_new(sh, json_integer(last->outs[i].shape[d]));
+        json_object_set_new(jo, "shape", sh);
+        json_object_set_new(jo, "min", st.n ? jnum(st.min) : json_null());
+        json_object_set_new(jo, "max", st.n ? jnum(st.max) : json_null());
+        json_object_set_new(jo, "mean", st.n ? jnum(st.mean) : json_null());
+        json_object_set_new(jo, "nan", json_integer(st.nan));
+        json_array_append_new(outs, jo);
+    }
+    json_object_set_new(j, "outputs", outs);
+    return j;
+}
+
+/* ---- the command ---- */
+
+typedef struct {
+    ic_graph *g;
+    cli_args a;
+    backend_run runs[2], ref; /* runs: [unfused,] the selected backend; ref for --check */
+    int nruns;
+    double *ms;               /* per-iteration times, allocated before timing */
+    ic_safetensors *expect;
+    ic_tensor *want;
+} run_state;
+
+static void state_free(ic_ctx *c, run_state *st)
+{
+    for (int i = 0; i < st->nruns; i++)
+        backend_free(c, &st->runs[i]);
+    backend_free(c, &st->ref);
+    free(st->ms);
+    free(st->want);
+    ic_safetensors_close(st->expect);
+    cli_args_free(c, &st->a);
+    ic_graph_destroy(st->g);
+}
+
+/* Runs the backends, then checks; returns the exit status (0, 1 with e set, 2). */
+static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
+{
+    const ic_graph *g = st->g;
+    bool ref = strcmp(o->backend, "ref") == 0, unfused = strcmp(o->backend, "unfused") == 0;
+    if (!ref && !unfused && !o->no_compare)
+        st->runs[st->nruns++] = (backend_run){ .name = "unfused", .compiled = true };
+    st->runs[st->nruns++] = (backend_run){ .name = o->backend, .compiled = !ref };
+    for (int i = 0; i < st->nruns; i++) {
+        backend_run *b = &st->runs[i];
+        bool ok = ref ? run_ref(c, g, &st->a, o->warmup, o->iters, b, st->ms, e)
+                      : run_compiled(c, g, o, &st->a, strcmp(b->name, "compiled") == 0, b, st->ms, e);
+        if (!ok)
+            return 1;
+    }
+    int rc = 0;
+    if (o->check && !ref) {
+        if (!run_ref(c, g, &st->a, 0, 1, &st->ref, st->ms, e))
+            return 1;
+        for (int i = 0; i < st->nruns; i++)
+            if (!check_outputs(g, &st->runs[i], st->ref.outs, "reference"))
+                rc = 2;
+    } else if (o->check) {
+        for (int i = 0; i < st->nruns; i++) /* the reference is its own oracle */
+            st->runs[i].checked = st->runs[i].matches = true;
+    }
+    if (o->expect) {
+        for (int i = 0; i < st->nruns; i++) {
+            bool was = !st->runs[i].checked || st->runs[i].matches;
+            if (!check_outputs(g, &st->runs[i], st->want, o->expect) || !was) {
+                st->runs[i].matches = false;
+                rc = 2;
+            }
+        }
+    }
+    return rc;
+}
+
 static int run(ic_ctx *c, const run_opts *o, cli_err *e)
 {
-    ic_graph *g = NULL;
-    cli_args a = { 0 };
-    ic_tensor *outs = NULL;
-    int nouts = 0;
-    bool ok = false;
-    const struct backend *be = find_backend(o->backend, e);
-    if (!be)
-        return 1;
+    run_state st = { 0 };
+    int rc = 1;
     /* Cheap checks on names first, so a bad command line never touches anything. */
     if (o->save && !cli_check_not_input(NULL, o->graph, o->inputs, o->save, e))
         return 1;
-    if (!cli_load_graph(c, o->graph, &g, e))
+    if (!cli_load_graph(c, o->graph, &st.g, e))
         goto done;
-    if (o->save && !cli_check_not_input(g, o->graph, o->inputs, o->save, e))
+    if (o->save && !cli_check_not_input(st.g, o->graph, o->inputs, o->save, e))
         goto done;
-    if (!cli_args_prepare(c, g, o->inputs, o->binds, o->nbinds, o->seed, &a, e))
+    if (!cli_args_prepare(c, st.g, o->inputs, o->binds, o->nbinds, o->seed, &st.a, e))
         goto done;
-    nouts = ic_graph_num_outputs(g);
-    if (!(outs = calloc((size_t)nouts + 1, sizeof *outs))) {
+    /* the expected outputs are read before the long runs, so a bad file fails fast */
+    if (o->expect) {
+        if (!(st.want = calloc((size_t)ic_graph_num_outputs(st.g) + 1, sizeof *st.want))) {
+            cli_fail(e, "out of memory");
+            goto done;
+        }
+        if (!read_expected(c, st.g, o->expect, &st.expect, st.want, e))
+            goto done;
+    }
+    if (!(st.ms = calloc((size_t)o->iters + 1, sizeof *st.ms))) {
         cli_fail(e, "out of memory");
         goto done;
     }
-    double t0 = cli_now();
-    if (!be->run(c, g, &a, nouts, outs, e))
+    const char *nf = getenv("IC_NO_FUSION");
+    if (nf && *nf && strcmp(nf, "0") != 0 && strcmp(o->backend, "compiled") == 0 && !o->json)
+        printf("note: IC_NO_FUSION is set: the compiled backend builds one kernel per op too\n");
+    rc = run_backends(c, o, &st, e);
+    if (rc == 1)
         goto done;
-    double secs = cli_now() - t0;
-    print_summary(g, o, &a, nouts, outs, secs);
-    if (o->save) {
-        if (!cli_save_outputs(c, g, o->save, nouts, outs, e))
+    traffic t = count_traffic(st.g, st.a.vals);
+    const backend_run *unf = st.nruns == 2 ? &st.runs[0] : NULL;
+    bool checked = o->check || o->expect;
+    if (o->json) {
+        json_t *j = json_report(st.g, o, &st.a, &t, st.runs, st.nruns, unf, checked);
+        char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
+        json_decref(j);
+        if (!text) {
+            rc = 1;
+            cli_fail(e, "out of memory");
             goto done;
-        printf("saved %d output%s to %s\n", nouts, nouts == 1 ? "" : "s", o->save);
+        }
+        puts(text);
+        free(text);
+    } else {
+        print_table(st.g, o, &st.a, &t, st.runs, st.nruns, unf, checked);
     }
-    ok = true;
+    if (o->save) {
+        backend_run *b = &st.runs[st.nruns - 1];
+        if (!cli_save_outputs(c, st.g, o->save, b->nouts, b->outs, e)) {
+            rc = 1;
+            goto done;
+        }
+        if (!o->json)
+            printf("saved %d output%s to %s\n", b->nouts, b->nouts == 1 ? "" : "s", o->save);
+    }
 done:
-    for (int i = 0; outs && i < nouts; i++)
-        if (outs[i].data)
-            ic_tensor_free(c, &outs[i]);
-    free(outs);
-    cli_args_free(c, &a);
-    ic_graph_destroy(g);
-    return ok ? 0 : 1;
+    if (fflush(stdout) != 0 && rc != 1) {
+        cli_fail(e, "cannot write to standard output");
+        rc = 1;
+    }
+    state_free(c, &st);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -206,8 +654,9 @@ int main(int argc, char **argv)
         cli_report("ic-run", "cannot create a context (out of memory)");
         return 1;
     }
+    cli_log_init(c, "ic-run");
     int rc = run(c, &o, &e);
-    if (rc)
+    if (rc == 1)
         cli_report("ic-run", e.msg);
     ic_ctx_destroy(c);
     return rc;

@@ -43,6 +43,7 @@ typedef struct {
     bool *alive;         /* per group */
     char **why;          /* per node: why it is materialised */
     int *cost;           /* per node: ops when inlined */
+    bool *costly;        /* per node: materialised because recomputing it would cost */
 } fz;
 
 static const ic_node *N(const fz *f, ic_value v) { return ic__node(f->g, v); }
@@ -86,15 +87,34 @@ static bool is_output(const fz *f, ic_value v)
     return false;
 }
 
-static void realize(fz *f, int *uses)
+static int64_t numel(const fz *f, ic_value v)
+{
+    const ic_node *n = N(f, v);
+    int64_t k = ic__shape_numel(n->info.rank, n->shape);
+    return k > 0 ? k : 1;
+}
+
+/* How many times consumer v evaluates each element of b: a broadcasting read (b has
+ * fewer elements than v computes) counts once per copy; cat reads all its inputs. */
+static int64_t reads(const fz *f, ic_value v, ic_value b)
+{
+    const ic_node *n = N(f, v);
+    int64_t r = cls(f, v) == IC__CL_PW ? numel(f, v) / numel(f, b) : 1;
+    if (n->info.op == IC_OP_CAT)
+        r *= n->info.ninputs;
+    return r < 1 ? 1 : r > 1000000 ? 1000000 : r;
+}
+
+static void realize(fz *f, int64_t *uses)
 {
     for (int v = 0; v < f->n; v++) {
         const ic_node *n = N(f, v);
         for (int i = 0; f->live[v] && i < n->info.ninputs; i++)
             if (n->in[i].node >= 0) {
                 ic_value b = base_of(f, n->in[i].node);
-                uses[b] += n->info.op == IC_OP_CAT ? n->info.ninputs : 1;
-                if (cls(f, v) == IC__CL_MM && i < 2 && cls(f, b) == IC__CL_PW)
+                uses[b] += reads(f, v, b);
+                ic__class bc = cls(f, b);
+                if (cls(f, v) == IC__CL_MM && i < 2 && bc != IC__CL_LEAF)
                     set_why(f, b, "'%s' is an operand of matmul '%s' (operands are read from memory)",
                             N(f, b)->info.name, n->info.name);
             }
@@ -115,8 +135,10 @@ static void realize(fz *f, int *uses)
         bool expensive = (uses[v] > 1 && c > f->o->max_inline_ops) || c > 4 * f->o->max_inline_ops;
         if (ic__reduce_like(k) || is_output(f, v) || f->why[v] || expensive) {
             f->grp[v] = f->ng++;
+            f->costly[v] = expensive;
             if (expensive)
-                set_why(f, v, "'%s' is costly to recompute in each of its readers%s", n->info.name, "");
+                set_why(f, v, "'%s' is costly to recompute for each of its %s", n->info.name,
+                    uses[v] > 1 ? "reads (readers or broadcast copies)" : "uses");
         }
     }
     for (int i = 0; i < f->nout; i++) {
@@ -125,17 +147,15 @@ static void realize(fz *f, int *uses)
     }
 }
 
-/* Realized nodes the computation of v reads (through views and inline nodes). */
+/* Realized nodes and leaves the computation of v reads (through views and inline nodes). */
 static void collect(const fz *f, ic_value v, int *stamp, int mark, int *out, int *k)
 {
     if (stamp[v] == mark)
         return;
     stamp[v] = mark;
     ic__class c = cls(f, v);
-    if (c == IC__CL_LEAF)
-        return;
-    if (c != IC__CL_VIEW && f->grp[v] >= 0) {
-        out[(*k)++] = v;
+    if (c == IC__CL_LEAF || (c != IC__CL_VIEW && f->grp[v] >= 0)) {
+        out[(*k)++] = v; /* leaves too: kernels reading the same input may share a loop */
         return;
     }
     const ic_node *n = N(f, v);
@@ -274,29 +294,55 @@ static const char *anchor_name(const fz *f, int grp)
     return "?";
 }
 
+/* A costly value of p that c would evaluate once per broadcast copy. */
+static ic_value recomputed(const fz *f, int p, int c)
+{
+    for (int r = 0; r < f->n + f->nout; r++) {
+        if (root_group(f, r) != c)
+            continue;
+        ic_value root = r < f->n ? r : ic_graph_output(f->g, r - f->n);
+        for (int j = f->src_off[r]; j < f->src_off[r + 1]; j++)
+            if (f->grp[f->src[j]] == p && f->costly[f->src[j]] && numel(f, root) > numel(f, f->src[j]))
+                return f->src[j];
+    }
+    return -1;
+}
+
+/* Moves kernel `from` into kernel `to` if the result lowers; otherwise leaves both as they
+ * were and says why. */
+static bool try_relabel(fz *f, int from, int to, char *why, size_t n)
+{
+    int *save = ic__malloc(f->c, sizeof(int) * ((size_t)f->n + (size_t)f->nout + 1));
+    if (!save) {
+        snprintf(why, n, "out of memory");
+        return false;
+    }
+    memcpy(save, f->grp, sizeof(int) * (size_t)f->n);
+    memcpy(save + f->n, f->ogrp, sizeof(int) * (size_t)f->nout);
+    relabel(f, from, to);
+    ic__sched s = sched_of(f);
+    bool ok = ic__sched_try(f->c, f->g, &s, to, why, n);
+    if (ok) {
+        f->alive[from] = false;
+        dependencies(f);
+    } else {
+        memcpy(f->grp, save, sizeof(int) * (size_t)f->n);
+        memcpy(f->ogrp, save + f->n, sizeof(int) * (size_t)f->nout);
+    }
+    ic__free(f->c, save);
+    return ok;
+}
+
 static bool try_merge(fz *f, int p, int c)
 {
     char why[256] = "";
-    if (cycle(f, p, c))
+    ic_value rv = recomputed(f, p, c);
+    if (rv >= 0)
+        snprintf(why, sizeof why, "it would be recomputed for every broadcast copy");
+    else if (cycle(f, p, c))
         snprintf(why, sizeof why, "another kernel runs between them");
-    else {
-        int *save = ic__malloc(f->c, sizeof(int) * ((size_t)f->n + (size_t)f->nout + 1));
-        if (!save)
-            return false;
-        memcpy(save, f->grp, sizeof(int) * (size_t)f->n);
-        memcpy(save + f->n, f->ogrp, sizeof(int) * (size_t)f->nout);
-        relabel(f, p, c);
-        ic__sched s = sched_of(f);
-        if (ic__sched_try(f->c, f->g, &s, c, why, sizeof why)) {
-            ic__free(f->c, save);
-            f->alive[p] = false;
-            dependencies(f);
-            return true;
-        }
-        memcpy(f->grp, save, sizeof(int) * (size_t)f->n);
-        memcpy(f->ogrp, save + f->n, sizeof(int) * (size_t)f->nout);
-        ic__free(f->c, save);
-    }
+    else if (try_relabel(f, p, c, why, sizeof why))
+        return true;
     for (int r = 0; r < f->n + f->nout; r++) {
         if (root_group(f, r) != c)
             continue;
@@ -348,6 +394,109 @@ static void merge_all(fz *f)
         }
     }
     ic__free(f->c, failed);
+}
+
+/* Does kernel x read kernel y, directly or through others? */
+static bool depends(const fz *f, int x, int y)
+{
+    int ng = f->ng, *stack = ic__malloc(f->c, sizeof(int) * (size_t)ng), sp = 0;
+    bool *seen = ic__calloc(f->c, (size_t)ng, sizeof(bool)), found = false;
+    if (!stack || !seen) {
+        ic__free(f->c, stack);
+        ic__free(f->c, seen);
+        return true;
+    }
+    stack[sp++] = x;
+    seen[x] = true;
+    while (sp && !found) {
+        int u = stack[--sp];
+        for (int w = 0; w < ng && !found; w++)
+            if (f->alive[w] && !seen[w] && f->dep[u * ng + w]) {
+                found = w == y;
+                seen[w] = true;
+                stack[sp++] = w;
+            }
+    }
+    ic__free(f->c, stack);
+    ic__free(f->c, seen);
+    return found;
+}
+
+/* What a kernel loops over: its first reduction's input shape and reduced axes, or for a
+ * pointwise kernel the shape of what it stores first (rank -1: matmuls, never shared). */
+typedef struct {
+    int rank;
+    int64_t shape[IC_MAX_RANK];
+    uint32_t axes;
+    bool reduce;
+} domain_sig;
+
+static domain_sig signature(const fz *f, int grp)
+{
+    domain_sig d = { -1, { 0 }, 0, false };
+    ic_value first = -1;
+    for (int v = 0; v < f->n && first < 0; v++)
+        if (f->grp[v] == grp && ic__reduce_like(cls(f, v)))
+            first = v;
+    if (first >= 0 && cls(f, first) == IC__CL_MM)
+        return d;
+    const ic_node *n = NULL;
+    if (first >= 0) {
+        n = N(f, N(f, first)->in[0].node);
+        d.axes = N(f, first)->axes;
+        d.reduce = true;
+    } else {
+        for (int r = 0; r < f->n + f->nout && !n; r++)
+            if (root_group(f, r) == grp)
+                n = N(f, r < f->n ? r : ic_graph_output(f->g, r - f->n));
+    }
+    if (!n)
+        return d;
+    d.rank = n->info.rank;
+    for (int i = 0; i < d.rank; i++)
+        d.shape[i] = n->shape[i].coef;
+    return d;
+}
+
+static bool same_domain(const domain_sig *x, const domain_sig *y)
+{
+    return x->rank >= 0 && x->rank == y->rank && x->axes == y->axes && x->reduce == y->reduce &&
+           memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->rank) == 0;
+}
+
+static bool share_input(const fz *f, int a, int b, int *stamp)
+{
+    memset(stamp, 0, sizeof(int) * (size_t)f->n);
+    for (int r = 0; r < f->n + f->nout; r++)
+        if (root_group(f, r) == a)
+            for (int j = f->src_off[r]; j < f->src_off[r + 1]; j++)
+                stamp[f->src[j]] = 1;
+    for (int r = 0; r < f->n + f->nout; r++)
+        if (root_group(f, r) == b)
+            for (int j = f->src_off[r]; j < f->src_off[r + 1]; j++)
+                if (stamp[f->src[j]])
+                    return true;
+    return false;
+}
+
+/* Independent kernels over the same loops that read a common input become one kernel, so
+ * the input is read once (e.g. sum and amax of the same rows). */
+static void merge_siblings(fz *f)
+{
+    int *stamp = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int));
+    domain_sig *sig = ic__calloc(f->c, (size_t)f->ng + 1, sizeof *sig);
+    char why[256];
+    for (int x = 0; sig && x < f->ng; x++)
+        sig[x] = f->alive[x] ? signature(f, x) : (domain_sig){ -1, { 0 }, 0, false };
+    for (int b = 0; stamp && sig && b < f->ng; b++)
+        for (int a = 0; a < b && f->alive[b]; a++) {
+            if (!f->alive[a] || !same_domain(&sig[a], &sig[b]) || !share_input(f, a, b, stamp) ||
+                depends(f, a, b) || depends(f, b, a))
+                continue;
+            try_relabel(f, b, a, why, sizeof why);
+        }
+    ic__free(f->c, stamp);
+    ic__free(f->c, sig);
 }
 
 /* ---- 3. order and reasons ---- */
@@ -471,17 +620,19 @@ static void fz_free(fz *f)
     ic__free(f->c, f->dep);
     ic__free(f->c, f->alive);
     ic__free(f->c, f->cost);
+    ic__free(f->c, f->costly);
 }
 
 static ic_status fuse(fz *f, ic_program **out)
 {
-    int *uses = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int));
+    int64_t *uses = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int64_t));
     f->live = ic__live_nodes(f->c, f->g);
     f->grp = ic__malloc(f->c, sizeof(int) * ((size_t)f->n + 1));
     f->ogrp = ic__calloc(f->c, (size_t)f->nout + 1, sizeof(int));
     f->why = ic__calloc(f->c, (size_t)f->n + 1, sizeof(char *));
     f->cost = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int));
-    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost) {
+    f->costly = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
+    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly) {
         ic__free(f->c, uses);
         return ic__error(f->c, IC_ENOMEM, "out of memory");
     }
@@ -496,6 +647,7 @@ static ic_status fuse(fz *f, ic_program **out)
     for (int x = 0; x < f->ng; x++)
         f->alive[x] = true;
     merge_all(f);
+    merge_siblings(f);
     return build(f, out);
 }
 
@@ -512,7 +664,7 @@ ic_status ic_fuse(ic_ctx *c, const ic_program *in, const ic_fuse_options *opt, i
     if (o.max_inline_ops < 1)
         o.max_inline_ops = 1;
     const ic_graph *g = ic_program_graph(in);
-    ic_status st = ic__check_specialised(g);
+    ic_status st = ic__check_specialised(c, g);
     if (st)
         return st;
     if (o.no_fusion || c->no_fusion)

@@ -527,6 +527,13 @@ static char *kernel_symbol(ic_ctx *c, const char *name, int idx, char **prev, in
         buf[n++] = ok ? ch : '_';
     }
     buf[n] = 0;
+    /* names the generated code declares itself (libomp, libm) */
+    static const char *const reserved[] = { "tanh", "erf", "exp", "log", "sin", "cos", "pow", "main" };
+    bool clash = strncmp(buf, "__kmpc", 6) == 0 || strncmp(buf, "omp_", 4) == 0 || strncmp(buf, "llvm", 4) == 0;
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        clash |= strcmp(buf, reserved[i]) == 0;
+    if (clash)
+        snprintf(buf + n, sizeof buf - n, "_k%d", idx), n = strlen(buf);
     for (int i = 0; i < nprev; i++)
         if (strcmp(prev[i], buf) == 0) {
             snprintf(buf + n, sizeof buf - n, "_k%d", idx);
@@ -605,7 +612,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     m->t = t;
     m->tsc = LLVMOrcCreateNewThreadSafeContext();
     m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
-    if (!getenv("IC_NODIAG")) LLVMContextSetDiagnosticHandler(m->ctx, diag_handler, c);
+    LLVMContextSetDiagnosticHandler(m->ctx, diag_handler, c);
     m->mod = LLVMModuleCreateWithNameInContext("ic", m->ctx);
     LLVMSetTarget(m->mod, t->triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(t->tm);

@@ -46,7 +46,7 @@ static bool has_feature(const char *features, const char *name)
 LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t)
 {
     return LLVMCreateTargetMachine(t->target, t->triple, t->cpu, t->features,
-                                   getenv("IC_CGO") ? atoi(getenv("IC_CGO")) : LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                   LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                    LLVMCodeModelJITDefault);
 }
 
@@ -139,7 +139,7 @@ void ic_codegen_params_default(const ic_codegen_target *t, const ic_kernel *k,
     memset(out, 0, sizeof *out);
     int bits = t ? t->vector_bits : 256;
     out->vector_width = bits / 32;
-    out->unroll = 0;
+    out->unroll = getenv("IC_UNROLL") ? atoi(getenv("IC_UNROLL")) : 0;
     out->threads = 0;
     out->parallel_depth = 1;
     /* A fork/join of a warm libomp team costs a few microseconds: about the time to
@@ -292,7 +292,7 @@ ic_status ic_llvm_module_optimize(ic_llvm_module *m)
     LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
-    LLVMErrorRef e = LLVMRunPasses(m->mod, getenv("IC_PIPE") ? getenv("IC_PIPE") : "default<O3>", m->t->tm, o);
+    LLVMErrorRef e = LLVMRunPasses(m->mod, "default<O3>", m->t->tm, o);
     LLVMDisposePassBuilderOptions(o);
     if (e)
         return ic__llvm_error(m->c, e, "codegen: O3 pipeline");

@@ -359,16 +359,9 @@ static int nops(const ic_linstr *in)
 
 static int *operand_ptr(ic_linstr *in, int j) { return j == 0 ? &in->a : j == 1 ? &in->b : &in->c; }
 
-/* Drops instructions nothing needs (e.g. the f32 side of a rounding cast whose f16 value is
- * only stored), keeping stores, reduces that an ACC reads, and what they use. */
-void ic__kb_dce(ic__kb *b)
+/* keep[s][i] = 1 for what a store (or a reduce an ACC reads) needs, walking backwards. */
+static void mark_live(ic__kb *b, int **keep)
 {
-    int **keep = ic__calloc(b->c, (size_t)b->nstages + 1, sizeof(int *));
-    if (!keep)
-        return;
-    for (int s = 0; s < b->nstages; s++)
-        if (!(keep[s] = ic__calloc(b->c, (size_t)b->st[s].n + 1, sizeof(int))))
-            goto done;
     for (int s = b->nstages - 1; s >= 0; s--) {
         ic__kbstage *st = &b->st[s];
         for (int i = st->n - 1; i >= 0; i--) {
@@ -383,12 +376,23 @@ void ic__kb_dce(ic__kb *b)
                 keep[s][*operand_ptr(in, j)] = 1;
         }
     }
-    for (int s = 0; s < b->nstages; s++) { /* keep[s][i] becomes the new index + 1 */
-        int k = 0;
-        for (int i = 0; i < b->st[s].n; i++)
+}
+
+/* Drops instructions nothing needs (e.g. the f32 side of a rounding cast whose f16 value is
+ * only stored) and renumbers the rest, ACC references included. */
+void ic__kb_dce(ic__kb *b)
+{
+    int **keep = ic__calloc(b->c, (size_t)b->nstages + 1, sizeof(int *));
+    if (!keep)
+        return;
+    for (int s = 0; s < b->nstages; s++)
+        if (!(keep[s] = ic__calloc(b->c, (size_t)b->st[s].n + 1, sizeof(int))))
+            goto done;
+    mark_live(b, keep);
+    for (int s = 0; s < b->nstages; s++) /* keep[s][i] becomes the new index + 1 */
+        for (int i = 0, k = 0; i < b->st[s].n; i++)
             if (keep[s][i])
                 keep[s][i] = ++k;
-    }
     for (int s = 0; s < b->nstages; s++) {
         ic__kbstage *st = &b->st[s];
         int k = 0;

@@ -340,7 +340,7 @@ static int eval_cat(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
  * must at least never read out of bounds. */
 static int eval_embedding(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
 {
-    const ic_node *w = ic__gnode(G, n->in[0].node), *ix = ic__gnode(G, n->in[1].node);
+    const ic_node *w = ic__gnode(G, n->in[0].node);
     int r = n->info.rank;
     int64_t rows = ic__dim(w, 0);
     if (rows == 0)
@@ -348,7 +348,6 @@ static int eval_embedding(ic__gen *G, const ic_node *n, const ic__ix *const *idx
     int iv = ic__kb_cast(&G->kb, IC_I64, ic__eval(G, n->in[1].node, idx));
     iv = ic__kb_bin(&G->kb, IC_L_MAX, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, 0));
     iv = ic__kb_bin(&G->kb, IC_L_MIN, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, rows - 1));
-    (void)ix;
     if (iv < 0)
         return -1;
     const ic__ix *widx[2] = { ic__ix_val(&G->ix, iv, G->kb.cur, 0, rows - 1), idx[r - 1] };

@@ -188,9 +188,16 @@ static bool fold_divmod(terms *x)
         const ic__ixatom *m = x->atom[i];
         if (m->kind != IC__IXA_MOD)
             continue;
+        /* the partner of e % k is e / k, which for e = e0 / k1 is written e0 / (k1 * k) */
+        const ic__ix *pe = m->e;
+        int64_t pk = m->k;
+        if (pe->n == 1 && pe->c0 == 0 && pe->coef[0] == 1 && pe->atom[0]->kind == IC__IXA_DIV) {
+            pk = pe->atom[0]->k * m->k;
+            pe = pe->atom[0]->e;
+        }
         for (int j = 0; j < x->n; j++) {
             const ic__ixatom *d = x->atom[j];
-            if (d->kind != IC__IXA_DIV || d->e != m->e || d->k != m->k || x->coef[j] != x->coef[i] * m->k)
+            if (d->kind != IC__IXA_DIV || d->e != pe || d->k != pk || x->coef[j] != x->coef[i] * m->k)
                 continue;
             int64_t c = x->coef[i];
             const ic__ix *e = m->e;

@@ -159,26 +159,83 @@ static void setup(ic__gen *G, const domain *d, const collapse_cfg *cc)
 
 /* ---- stores ---- */
 
+/* The node under v's views when every one of them is a bijection (permute, transpose,
+ * reshape, squeeze, unsqueeze), else -1: such a view can be stored from the loops of the
+ * node under it, each element written where the view puts it. */
+static ic_value bijective_base(const ic__gen *G, ic_value v)
+{
+    while (ic__node_class(ic__gnode(G, v)) == IC__CL_VIEW) {
+        ic_op op = ic__gnode(G, v)->info.op;
+        if (op == IC_OP_EXPAND || op == IC_OP_SLICE)
+            return -1;
+        v = ic__gnode(G, v)->in[0].node;
+    }
+    return v;
+}
+
+/* The index of view v holding the element of `base` at bidx. */
+static void forward(ic__gen *G, ic_value v, ic_value base, const ic__ix *const *bidx, const ic__ix **out)
+{
+    const ic_node *n = ic__gnode(G, v);
+    if (v == base) {
+        for (int i = 0; i < n->info.rank; i++)
+            out[i] = bidx[i];
+        return;
+    }
+    const ic_node *s = ic__gnode(G, n->in[0].node);
+    const ic__ix *si[IC_MAX_RANK];
+    int64_t sh[IC_MAX_RANK], oh[IC_MAX_RANK];
+    forward(G, n->in[0].node, base, bidx, si);
+    switch (n->info.op) {
+    case IC_OP_PERMUTE: case IC_OP_TRANSPOSE:
+        for (int i = 0; i < n->info.rank; i++)
+            out[i] = si[n->perm[i]];
+        return;
+    case IC_OP_UNSQUEEZE:
+        for (int i = 0, k = 0; i < n->info.rank; i++)
+            out[i] = i == n->axis ? ic__ix_const(&G->ix, 0) : si[k++];
+        return;
+    case IC_OP_SQUEEZE:
+        for (int i = 0, k = 0; i < s->info.rank; i++)
+            if (!(n->axes & (1u << i)))
+                out[k++] = si[i];
+        return;
+    default: /* reshape */
+        for (int i = 0; i < s->info.rank; i++)
+            sh[i] = ic__dim(s, i);
+        for (int i = 0; i < n->info.rank; i++)
+            oh[i] = ic__dim(n, i);
+        ic__ix_delinear(&G->ix, ic__ix_linear(&G->ix, s->info.rank, sh, si), n->info.rank, oh, out);
+    }
+}
+
 static bool natural(ic__gen *G, const ic_node *n, int level, const ic__ix **idx)
 {
     return level == LVL_OUTER ? ic__nat_outer(G, n->info.rank, n->shape, idx)
                               : ic__nat_row(G, n->info.rank, n->shape, idx);
 }
 
-static void store(ic__gen *G, const ic__store *it, int level)
+/* Stores item it at the natural index of its level; through `via` (its base) when set. */
+static void store(ic__gen *G, const ic__store *it, int level, ic_value via)
 {
-    const ic_node *n = ic__gnode(G, it->v);
-    const ic__ix *idx[IC_MAX_RANK];
+    ic_value v = via >= 0 ? via : it->v;
+    const ic_node *n = ic__gnode(G, v), *dst = ic__gnode(G, it->v);
+    const ic__ix *idx[IC_MAX_RANK], *didx[IC_MAX_RANK];
     int64_t shape[IC_MAX_RANK];
     if (!natural(G, n, level, idx)) {
         ic__gen_fail(G, "'%s' does not fit the kernel's loops", n->info.name);
         return;
     }
-    for (int i = 0; i < n->info.rank; i++)
-        shape[i] = ic__dim(n, i);
-    int val = ic__eval(G, it->v, idx);
+    if (via >= 0)
+        forward(G, it->v, via, idx, didx);
+    for (int i = 0; i < dst->info.rank; i++) {
+        shape[i] = ic__dim(dst, i);
+        if (via < 0)
+            didx[i] = idx[i];
+    }
+    int val = ic__eval(G, v, idx);
     val = ic__kb_cast(&G->kb, G->p->bufs[it->buf].dtype, val);
-    int off = ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, n->info.rank, shape, idx));
+    int off = ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, dst->info.rank, shape, didx));
     ic__kb_store(&G->kb, it->buf, off, val);
 }
 
@@ -187,31 +244,44 @@ static void shape_text(const ic__gen *G, const ic_node *n, char *buf, size_t sz)
     ic_graph_shape_str(G->g, n->info.rank, n->shape, buf, sz);
 }
 
-static bool levels(ic__gen *G, const ic__store *items, int nitems, int *level)
+static bool level_of(ic__gen *G, ic_value v, int *level)
+{
+    const ic_node *n = ic__gnode(G, v);
+    const ic__ix *idx[IC_MAX_RANK];
+    if (ic__nat_outer(G, n->info.rank, n->shape, idx))
+        *level = LVL_OUTER;
+    else if (ic__nat_row(G, n->info.rank, n->shape, idx))
+        *level = LVL_ROW;
+    else
+        return false;
+    return true;
+}
+
+static bool levels(ic__gen *G, const ic__store *items, int nitems, int *level, int *via)
 {
     for (int i = 0; i < nitems; i++) {
-        const ic_node *n = ic__gnode(G, items[i].v);
-        const ic__ix *idx[IC_MAX_RANK];
-        if (ic__nat_outer(G, n->info.rank, n->shape, idx))
-            level[i] = LVL_OUTER;
-        else if (ic__nat_row(G, n->info.rank, n->shape, idx))
-            level[i] = LVL_ROW;
-        else {
-            char sb[160];
-            shape_text(G, n, sb, sizeof sb);
-            return ic__gen_fail(G, "'%s' %s does not fit the kernel's iteration domain",
-                                n->info.name, sb);
+        via[i] = -1;
+        if (level_of(G, items[i].v, &level[i]))
+            continue;
+        ic_value b = bijective_base(G, items[i].v);
+        if (b >= 0 && b != items[i].v && level_of(G, b, &level[i])) {
+            via[i] = b;
+            continue;
         }
+        char sb[160];
+        const ic_node *n = ic__gnode(G, items[i].v);
+        shape_text(G, n, sb, sizeof sb);
+        return ic__gen_fail(G, "'%s' %s does not fit the kernel's iteration domain", n->info.name, sb);
     }
     return true;
 }
 
 /* Plans the stages and emits them. */
-static bool emit_with(ic__gen *G, const ic__store *items, int nitems, int *level, int *av)
+static bool emit_with(ic__gen *G, const ic__store *items, int nitems, int *level, int *av, int *via)
 {
     int nnodes = ic_graph_num_nodes(G->g), nred = 0;
     bool inner = false, outer = false;
-    if (!levels(G, items, nitems, level))
+    if (!levels(G, items, nitems, level, via))
         return false;
     for (int i = 0; i < nitems; i++)
         av[i] = ic__avail(G, items[i].v);
@@ -230,19 +300,19 @@ static bool emit_with(ic__gen *G, const ic__store *items, int nitems, int *level
             ic__red_emit(G, v, st);
         for (int i = 0; i < nitems && st == 0 && !inner; i++)
             if (level[i] == LVL_ROW)
-                store(G, &items[i], LVL_ROW);
+                store(G, &items[i], LVL_ROW, via[i]);
     }
     if (inner) {
         ic__kb_stage(&G->kb, IC_STAGE_INNER);
         for (int i = 0; i < nitems; i++)
             if (level[i] == LVL_ROW)
-                store(G, &items[i], LVL_ROW);
+                store(G, &items[i], LVL_ROW, via[i]);
     }
     if (outer) {
         ic__kb_stage(&G->kb, IC_STAGE_BODY);
         for (int i = 0; i < nitems; i++)
             if (level[i] == LVL_OUTER)
-                store(G, &items[i], LVL_OUTER);
+                store(G, &items[i], LVL_OUTER, via[i]);
     }
     if (G->kb.oom || G->ix.oom)
         ic__gen_fail(G, "out of memory");
@@ -251,10 +321,10 @@ static bool emit_with(ic__gen *G, const ic__store *items, int nitems, int *level
 
 static bool emit(ic__gen *G, const ic__store *items, int nitems)
 {
-    int *level = ic__malloc(G->c, sizeof(int) * (size_t)nitems * 2);
+    int *level = ic__malloc(G->c, sizeof(int) * (size_t)nitems * 3);
     if (!level)
         return ic__gen_fail(G, "out of memory");
-    bool ok = emit_with(G, items, nitems, level, level + nitems);
+    bool ok = emit_with(G, items, nitems, level, level + nitems, level + 2 * nitems);
     ic__free(G->c, level);
     return ok;
 }
@@ -287,35 +357,56 @@ static ic__gen *attempt(const ic_program *p, const ic__sched *s, int group, cons
 
 /* ---- the kernel record ---- */
 
+static bool copy_stages(ic_arena *ar, const ic__kb *kb, ic_kernel *k)
+{
+    k->nstages = kb->nstages;
+    k->stages = ic__arena_alloc(ar, sizeof(ic_stage) * (size_t)(k->nstages + 1));
+    if (!k->stages)
+        return false;
+    for (int i = 0; i < k->nstages; i++) {
+        const ic__kbstage *st = &kb->st[i];
+        k->stages[i].kind = st->kind;
+        k->stages[i].ninstr = st->n;
+        k->stages[i].instr = ic__arena_alloc(ar, sizeof(ic_linstr) * (size_t)(st->n + 1));
+        if (!k->stages[i].instr)
+            return false;
+        memcpy(k->stages[i].instr, st->ins, sizeof(ic_linstr) * (size_t)st->n);
+    }
+    return true;
+}
+
+static bool append_kernel(ic_program *p, const ic_kernel *k)
+{
+    if (p->nkernels == p->capkernels) {
+        int cap = p->capkernels ? p->capkernels * 2 : 16;
+        ic_kernel *ks = ic__realloc(p->c, p->kernels, sizeof *ks * (size_t)cap);
+        if (!ks)
+            return false;
+        p->kernels = ks;
+        p->capkernels = cap;
+    }
+    p->kernels[p->nkernels++] = *k;
+    return true;
+}
+
+/* The kernel record: loops, stages (dead code dropped), the nodes it computes and stores,
+ * its name and the schedule's reason for its boundary. */
 static bool finish(ic_program *p, const ic__sched *s, int group, ic__gen *G,
                    const ic__store *items, int nitems)
 {
     ic_arena *ar = &p->arena;
     ic_kernel k;
-    ic__kb_dce(&G->kb);
     memset(&k, 0, sizeof k);
+    ic__kb_dce(&G->kb);
     k.nouter = G->nouter;
     k.ninner = G->ninner;
     memcpy(k.outer, G->outer, sizeof k.outer);
     memcpy(k.inner, G->inner, sizeof k.inner);
-    k.nstages = G->kb.nstages;
-    k.stages = ic__arena_alloc(ar, sizeof(ic_stage) * (size_t)(k.nstages + 1));
-    if (!k.stages)
-        return false;
-    for (int i = 0; i < k.nstages; i++) {
-        const ic__kbstage *st = &G->kb.st[i];
-        k.stages[i].kind = st->kind;
-        k.stages[i].ninstr = st->n;
-        k.stages[i].instr = ic__arena_alloc(ar, sizeof(ic_linstr) * (size_t)(st->n + 1));
-        if (!k.stages[i].instr)
-            return false;
-        memcpy(k.stages[i].instr, st->ins, sizeof(ic_linstr) * (size_t)st->n);
-    }
     int n = ic_graph_num_nodes(p->g);
     for (int i = 0; i < nitems; i++)
         G->used[items[i].v] = true;
     k.nodes = ic__arena_alloc(ar, sizeof(char *) * (size_t)(n + 1));
-    if (!k.nodes)
+    if (!copy_stages(ar, &G->kb, &k) || !k.nodes)
         return false;
     for (int v = 0; v < n; v++)
         if (G->used[v])
@@ -325,18 +416,7 @@ static bool finish(ic_program *p, const ic__sched *s, int group, ic__gen *G,
                     p->nkernels);
     k.name = ic__arena_strdup(ar, name);
     k.why = ic__arena_strdup(ar, s->why && s->why[group] ? s->why[group] : "");
-    if (!k.name || !k.why)
-        return false;
-    if (p->nkernels == p->capkernels) {
-        int cap = p->capkernels ? p->capkernels * 2 : 16;
-        ic_kernel *ks = ic__realloc(p->c, p->kernels, sizeof *ks * (size_t)cap);
-        if (!ks)
-            return false;
-        p->kernels = ks;
-        p->capkernels = cap;
-    }
-    p->kernels[p->nkernels++] = k;
-    return true;
+    return k.name && k.why && append_kernel(p, &k);
 }
 
 /* Merges adjacent loop dims, innermost first, while that adds no div/mod. */

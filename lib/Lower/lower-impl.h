@@ -55,7 +55,7 @@ typedef struct ic__sched {
 /* Nodes some output depends on (live[v]); callers free with ic__free. */
 IC_HIDDEN bool *ic__live_nodes(ic_ctx *c, const ic_graph *g);
 /* IC_EUNSUPPORTED naming the node when g still has symbolic dims. */
-IC_HIDDEN ic_status ic__check_specialised(const ic_graph *g);
+IC_HIDDEN ic_status ic__check_specialised(ic_ctx *c, const ic_graph *g);
 /* Lowers g under schedule s into a new program (buffers, kernels, arena plan). */
 IC_HIDDEN ic_status ic__program_build(ic_ctx *c, const ic_graph *g, const ic__sched *s,
                                       ic_program **out);

@@ -3,6 +3,7 @@
  * ic_lower's schedule is one kernel per computing op (the analog of eager mode); views
  * never get a kernel; outputs that are views, inputs or params get a copy kernel. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "gen.h"
@@ -24,7 +25,28 @@ bool *ic__live_nodes(ic_ctx *c, const ic_graph *g)
     return live;
 }
 
-ic_status ic__check_specialised(const ic_graph *g)
+/* "file: graph 'g' node 'n' (op): ..." into c (which may not be the graph's context). */
+static ic_status gerror(ic_ctx *c, const ic_graph *g, const char *node, const char *op,
+                        ic_status code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static ic_status gerror(ic_ctx *c, const ic_graph *g, const char *node, const char *op,
+                        ic_status code, const char *fmt, ...)
+{
+    char msg[IC_ERRMAX], where[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *src = ic_graph_source(g);
+    size_t k = (size_t)snprintf(where, sizeof where, "%s%sgraph '%s'", src ? src : "", src ? ": " : "",
+                                ic_graph_name(g));
+    if (node && k < sizeof where)
+        k += (size_t)snprintf(where + k, sizeof where - k, " node '%s'", node);
+    if (op && k < sizeof where)
+        snprintf(where + k, sizeof where - k, " (%s)", op);
+    return ic__error(c, code, "%s: %s", where, msg);
+}
+
+ic_status ic__check_specialised(ic_ctx *c, const ic_graph *g)
 {
     for (int v = 0; v < ic_graph_num_nodes(g); v++) {
         const ic_node *n = ic__node(g, v);
@@ -32,7 +54,7 @@ ic_status ic__check_specialised(const ic_graph *g)
             if (n->shape[i].nsym) {
                 char sb[160];
                 ic_graph_shape_str(g, n->info.rank, n->shape, sb, sizeof sb);
-                return ic__node_error(g, n->info.name, ic_op_name(n->info.op), IC_EUNSUPPORTED,
+                return gerror(c, g, n->info.name, ic_op_name(n->info.op), IC_EUNSUPPORTED,
                                       "shape %s has symbolic dims: lowering needs concrete "
                                       "shapes (bind and ic_graph_specialize first)", sb);
             }
@@ -47,15 +69,15 @@ static double float_max(ic_dtype t)
 
 /* Errors PyTorch (and the reference executor) raise whatever the data: caught here, since
  * compiled code has no way to report them at run time. */
-static ic_status check_node(const ic_graph *g, const ic_node *n)
+static ic_status check_node(ic_ctx *c, const ic_graph *g, const ic_node *n)
 {
     const char *name = n->info.name, *op = ic_op_name(n->info.op);
     if (n->info.op == IC_OP_EMBEDDING && ic__dim(ic__node(g, n->in[0].node), 0) == 0 &&
         ic__shape_numel(n->info.rank, n->shape) > 0)
-        return ic__node_error(g, name, op, IC_EINVAL, "the weight has 0 rows, so every index is out of range");
+        return gerror(c, g, name, op, IC_EINVAL, "the weight has 0 rows, so every index is out of range");
     if (n->info.op == IC_OP_POW && !ic_dtype_is_float(n->compute) && n->in[1].node == IC_SCALAR &&
         n->in[1].scalar.i < 0)
-        return ic__node_error(g, name, op, IC_EINVAL, "integers to negative integer powers are not "
+        return gerror(c, g, name, op, IC_EINVAL, "integers to negative integer powers are not "
                               "allowed (exponent %lld)", (long long)n->in[1].scalar.i);
     if (n->info.op == IC_OP_FULL) {
         ic_scalar v = n->attrs.value;
@@ -67,16 +89,16 @@ static ic_status check_node(const ic_graph *g, const ic_node *n)
                  : !(f > (t == IC_I32 ? -2147483649.0 : -9223372036854775808.0) &&
                      f < (t == IC_I32 ? 2147483648.0 : 9223372036854775808.0));
         if (bad)
-            return ic__node_error(g, name, op, IC_EINVAL, "value %.17g cannot be converted to %s "
+            return gerror(c, g, name, op, IC_EINVAL, "value %.17g cannot be converted to %s "
                                   "without overflow", f, ic_dtype_name(t));
     }
     return IC_OK;
 }
 
-static ic_status check_inputs(const ic_graph *g, const bool *live)
+static ic_status check_inputs(ic_ctx *c, const ic_graph *g, const bool *live)
 {
     for (int v = 0; v < ic_graph_num_nodes(g); v++) {
-        ic_status st = live[v] ? check_node(g, ic__node(g, v)) : IC_OK;
+        ic_status st = live[v] ? check_node(c, g, ic__node(g, v)) : IC_OK;
         if (st)
             return st;
     }
@@ -229,7 +251,7 @@ static ic_status state_init(ic_ctx *c, const ic_graph *g, const ic__sched *s, bu
     ic_status st;
     int n = ic_graph_num_nodes(g), nout = ic_graph_num_outputs(g);
     memset(b, 0, sizeof *b);
-    if ((st = ic__check_specialised(g)))
+    if ((st = ic__check_specialised(c, g)))
         return st;
     b->live = ic__live_nodes(c, g);
     b->out_buf = ic__calloc(c, (size_t)nout + 1, sizeof(int));
@@ -242,7 +264,7 @@ static ic_status state_init(ic_ctx *c, const ic_graph *g, const ic__sched *s, bu
     ic__arena_init(&b->p->arena, c);
     if (!(b->p->node_buf = ic__calloc(c, (size_t)n + 1, sizeof(int))))
         return ic__error(c, IC_ENOMEM, "out of memory");
-    if ((st = check_inputs(g, b->live)))
+    if ((st = check_inputs(c, g, b->live)))
         return st;
     return make_buffers(b->p, s, b->live, b->out_buf);
 }
@@ -261,8 +283,10 @@ ic_status ic__program_build(ic_ctx *c, const ic_graph *g, const ic__sched *s, ic
         int k = group_items(b.p, s, b.live, b.out_buf, grp, b.items);
         if (!ic__gen_kernel(b.p, s, grp, b.items, k, true, why, sizeof why)) {
             state_free(c, &b);
-            return ic__node_error(g, NULL, NULL, IC_EUNSUPPORTED, "kernel %d could not be lowered: %s",
-                                  grp, why);
+            if (strcmp(why, "out of memory") == 0)
+                return ic__error(c, IC_ENOMEM, "out of memory lowering kernel %d", grp);
+            return gerror(c, g, NULL, NULL, IC_EUNSUPPORTED, "kernel %d could not be lowered: %s "
+                          "(internal error)", grp, why);
         }
     }
     ic__program_plan(b.p);
@@ -326,7 +350,7 @@ ic_status ic__lower_unfused(ic_ctx *c, const ic_graph *g, const char *reason, co
     ic__sched s;
     memset(&s, 0, sizeof s);
     *out = NULL;
-    ic_status st = ic__check_specialised(g);
+    ic_status st = ic__check_specialised(c, g);
     if (st)
         return st;
     bool *live = ic__live_nodes(c, g);

@@ -9,21 +9,26 @@
 #include <time.h>
 #include <unistd.h>
 #include "compile-impl.h"
+#include "ic/fuse.h"
 #include "ic/runtime.h"
-
-/* The Fuse layer's entry; a weak reference so the runtime builds before lib/Fuse lands
- * (compiles then fall back to one kernel per op). */
-IC_API ic_status ic_fuse(ic_ctx *c, const ic_graph *g, ic_program **out) __attribute__((weak));
 
 /* Scratch of one run: the planned TEMP arena, the buffer table the kernels read, and
  * staging copies of strided args. Reused run after run; a pool serves concurrent runs. */
 typedef struct ic__slot {
     struct ic__slot *next_free, *next_all;
-    void *arena;
-    void **bufs;           /* [nbufs] */
-    void **staging;        /* [nargs] */
-    size_t *staging_cap;   /* [nargs], bytes */
+    void *arena, *arena_raw; /* 64-byte aligned inside arena_raw */
+    void **bufs;             /* [nbufs] */
+    void **staging;          /* [nargs], aligned */
+    void **staging_raw;      /* [nargs] */
+    size_t *staging_cap;     /* [nargs], bytes */
 } ic__slot;
+
+/* n bytes 64-byte aligned from the context's allocator; *raw is what to free. */
+static void *alloc64(ic_ctx *c, size_t n, void **raw)
+{
+    *raw = ic__malloc(c, n + 64);
+    return *raw ? (void *)(((uintptr_t)*raw + 63) & ~(uintptr_t)63) : NULL;
+}
 
 typedef struct ic__variant {
     int64_t *vals;         /* symbol values it is specialised for ([nsyms]) */
@@ -130,30 +135,45 @@ static void print_graph(FILE *f, const void *g) { ic_graph_print(f, g); }
 static void print_program(FILE *f, const void *p) { ic_program_print(f, p); }
 static void print_text(FILE *f, const void *s) { fputs(s ? (const char *)s : "", f); }
 
+/* IC_DUMP=llvm,asm: the optimised module or its assembly on stderr, with a banner. */
+static bool dump_wanted(const ic_ctx *c, const char *stage)
+{
+    size_t n = strlen(stage);
+    for (const char *p = c->dump; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if ((len == n && strncmp(p, stage, n) == 0) || (len == 3 && strncmp(p, "all", 3) == 0))
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+static void dump_stage(ic_ctx *c, const char *stage, ic_llvm_module *m)
+{
+    if (!dump_wanted(c, stage))
+        return;
+    char *text = strcmp(stage, "asm") == 0 ? ic_llvm_module_asm_string(m) : ic_llvm_module_ir_string(m);
+    fprintf(stderr, "== after %s ==\n%s", stage, text ? text : "(none)\n");
+    free(text);
+}
+
 /* ---- the pipeline ---- */
 
-/* Lowers g (specialised) to loop IR, fused when asked and available. *pre receives the
- * one-kernel-per-op program too when want_pre (for dumps); it may alias *out. */
-static ic_status lower_and_fuse(ic_ctx *c, const ic_graph *g, bool fusion, bool want_pre,
-                                ic_program **pre, ic_program **out)
+/* Lowers g (specialised) to loop IR, one kernel per op in *pre, then fuses it into *out
+ * when fusion is on (*out == *pre when off). The caller destroys both (once if equal). */
+static ic_status lower_and_fuse(ic_ctx *c, const ic_graph *g, bool fusion, ic_program **pre,
+                                ic_program **out)
 {
-    ic_status s;
     *pre = *out = NULL;
-    if (!fusion || !ic_fuse) {
-        if (fusion)
-            ic__logf(c, 1, "ic: fusion is not available in this build: one kernel per op");
-        s = ic_lower(c, g, out);
-        *pre = *out;
+    ic_status s = ic_lower(c, g, pre);
+    if (s || !fusion) {
+        *out = *pre;
         return s;
     }
-    if (want_pre && (s = ic_lower(c, g, pre)))
-        return s;
-    if ((s = ic_fuse(c, g, out))) {
-        if (*pre)
-            ic_program_destroy(*pre);
-        *pre = NULL;
-    }
-    return s;
+    ic_fuse_options fo;
+    ic_fuse_options_init(&fo);
+    return ic_fuse(c, *pre, &fo, out);
 }
 
 /* Codegen parameters for every kernel: the heuristic, then the options' overrides. */
@@ -204,8 +224,8 @@ static void variant_destroy(ic_ctx *c, ic__variant *v)
     for (ic__slot *s = v->all_slots, *n; s; s = n) {
         n = s->next_all;
         for (int i = 0; i < v->nargs; i++)
-            free(s->staging[i]);
-        free(s->arena);
+            ic__free(c, s->staging_raw[i]);
+        ic__free(c, s->arena_raw);
         ic__free(c, s);
     }
     ic__jit_destroy(v->jit);
@@ -253,10 +273,14 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     dbg_open(&dbg, c, &cc->o, v->g);
     dbg_write(&dbg, "graph.txt", print_graph, v->g);
     /* 2, 3 */
-    if ((s = lower_and_fuse(c, v->g, cc->o.fusion && !c->no_fusion, dbg.on, &pre, &v->prog)))
-        goto done;
+    s = lower_and_fuse(c, v->g, cc->o.fusion && !c->no_fusion, &pre, &v->prog);
     dbg_write(&dbg, "ir_pre_fusion.txt", print_program, pre);
+    if (s)
+        goto done;
     dbg_write(&dbg, "ir_post_fusion.txt", print_program, v->prog);
+    if (pre != v->prog)
+        ic_program_destroy(pre);
+    pre = NULL;
     double t_lower = now_ms();
     /* 4 */
     if ((s = ic_codegen_target_create(c, &t)))
@@ -270,6 +294,8 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     if ((s = ic_llvm_module_optimize(m)))
         goto done;
     double t_opt = now_ms();
+    dump_stage(c, "llvm", m);
+    dump_stage(c, "asm", m);
     if (dbg.on) {
         char *ir = ic_llvm_module_ir_string(m), *as = ic_llvm_module_asm_string(m);
         dbg_write(&dbg, "output_code.ll", print_text, ir);
@@ -283,6 +309,8 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         goto oom;
     if ((s = ic__jit_create(c, t, &v->jit)) || (s = ic__jit_add(v->jit, m)))
         goto done;
+    double t_jc = now_ms();
+    ic__logf(c, 1, "ic: jit create+add %.1f ms", t_jc - t_opt);
     for (int i = 0; i < v->nkernels && !s; i++)
         s = ic__jit_lookup(v->jit, ic_llvm_module_kernel_symbol(m, i), (void **)&v->fns[i]);
     if (s)
@@ -391,6 +419,7 @@ ic_status ic_compiled_bind(ic_compiled *cc, const char *sym, int64_t value)
 {
     pthread_mutex_lock(&cc->lock);
     ic_status s = ic_graph_bind(cc->g, sym, value, cc->bound);
+    cc->last = NULL; /* the fast path matches args only: re-resolve the variant */
     pthread_mutex_unlock(&cc->lock);
     return s;
 }
@@ -465,19 +494,20 @@ static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args,
 
 static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
 {
-    size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(v->nbufs + v->nargs) +
+    size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(v->nbufs + 2 * v->nargs) +
                sizeof(size_t) * (size_t)v->nargs + 16;
     ic__slot *s = ic__calloc(c, 1, n);
     if (!s)
         return NULL;
     s->bufs = (void **)(s + 1);
     s->staging = s->bufs + v->nbufs;
-    s->staging_cap = (size_t *)(s->staging + v->nargs);
-    if (v->arena_bytes > 0 &&
-        posix_memalign(&s->arena, 64, (size_t)v->arena_bytes) != 0) {
+    s->staging_raw = s->staging + v->nargs;
+    s->staging_cap = (size_t *)(s->staging_raw + v->nargs);
+    if (v->arena_bytes > 0 && !alloc64(c, (size_t)v->arena_bytes, &s->arena_raw)) {
         ic__free(c, s);
         return NULL;
     }
+    s->arena = s->arena_raw ? (void *)(((uintptr_t)s->arena_raw + 63) & ~(uintptr_t)63) : NULL;
     return s;
 }
 
@@ -607,11 +637,12 @@ static ic_status bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s
             size_t need = (size_t)ic_tensor_numel(a) * ic_dtype_size(a->dtype);
             if (s->staging_cap[buf->index] < need) {
                 /* first strided use of this arg in this slot; reused afterwards */
-                void *p = NULL;
-                if (posix_memalign(&p, 64, need ? need : 64) != 0)
+                void *raw, *p = alloc64(cc->c, need, &raw);
+                if (!p)
                     return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory staging argument %d",
                                      buf->index);
-                free(s->staging[buf->index]);
+                ic__free(cc->c, s->staging_raw[buf->index]);
+                s->staging_raw[buf->index] = raw;
                 s->staging[buf->index] = p;
                 s->staging_cap[buf->index] = need;
             }
@@ -633,6 +664,12 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
         return IC_EINVAL;
     if (nargs > 0 && !args)
         return ic__node_error(cc->g, NULL, NULL, IC_EINVAL, "arguments are NULL");
+    for (int i = 0; i < nargs; i++)
+        if (!args[i].data && ic_tensor_numel(&args[i]) != 0) {
+            ic_node_info ni;
+            ic_graph_node(cc->g, ic_graph_arg(cc->g, i < ic_graph_num_args(cc->g) ? i : 0), &ni);
+            return ic__node_error(cc->g, ni.name, "argument", IC_EINVAL, "argument %d has no data", i);
+        }
     ic__variant *v = NULL;
     pthread_mutex_lock(&cc->lock);
     ic_status s = find_variant(cc, nargs, args, &v);
@@ -730,7 +767,7 @@ ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options
             ic_program_print(f, prog);
         goto done;
     }
-    if ((s = lower_and_fuse(c, G, o->fusion && !c->no_fusion, false, &pre, &prog)))
+    if ((s = lower_and_fuse(c, G, o->fusion && !c->no_fusion, &pre, &prog)))
         goto done;
     if (st_fused) {
         ic_program_print(f, prog);

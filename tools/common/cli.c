@@ -125,3 +125,24 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* IC_DEBUG as the context reads it (lib/Graph/ctx.c): an integer, empty = unset = 0. */
+static int debug_level(void)
+{
+    const char *v = getenv("IC_DEBUG");
+    return v && *v ? atoi(v) : 0;
+}
+
+static int log_level;
+
+static void log_to_stderr(void *user, int level, const char *msg)
+{
+    if (level <= log_level)
+        cli_report((const char *)user, msg);
+}
+
+void cli_log_init(ic_ctx *c, const char *tool)
+{
+    log_level = debug_level();
+    ic_log_set(c, log_to_stderr, (void *)tool);
+}

@@ -93,4 +93,35 @@ bool cli_save_outputs(ic_ctx *c, const ic_graph *g, const char *path, int nouts,
 bool cli_check_not_input(const ic_graph *g, const char *graph_path, const char *inputs_path,
                          const char *out, cli_err *e);
 
+/* ---- comparing outputs (ic-run --check / --expect) ----
+ * The spec's tolerances: f64 rtol 1e-7 atol 1e-7, f32 1e-4 / 1e-5, f16 1e-3 / 1e-3,
+ * bf16 1.6e-2 / 1e-2; integers and bool exact (0 / 0). An element passes when
+ * |got - want| <= atol + rtol * |want|, when both are NaN, or when both are the same infinity. */
+void cli_tol(ic_dtype dt, double *rtol, double *atol);
+
+typedef struct {
+    bool same_shape;       /* dtype, rank and sizes agree (nothing else is filled otherwise) */
+    int64_t nelem, nbad;   /* elements compared / beyond the tolerance */
+    int64_t worst;         /* flat (row-major) index of the worst element; -1 when empty */
+    double worst_excess;   /* |got - want| / (atol + rtol |want|) there (floats); > 1 fails */
+    double rtol, atol;
+    char got[64], want[64];/* the values at `worst`, printed in the dtype's precision */
+} cli_cmp;
+
+/* Compares got with want element by element; true when every element passes. */
+bool cli_compare(const ic_tensor *got, const ic_tensor *want, cli_cmp *out);
+/* "[3, 17]": the multi-index of flat index `flat` in t's shape. */
+const char *cli_index_str(const ic_tensor *t, int64_t flat, char *buf, size_t n);
+/* One line naming the backend, the output and the worst element ("compiled: output 'y' f32
+ * [4, 4]: 2 of 16 elements differ ...; worst at [1, 2] (flat 6): got 1.5, expected 2.5").
+ * Returns true (and writes nothing useful) when r says everything matched. */
+bool cli_mismatch_msg(const char *backend, const char *output, const ic_tensor *got,
+                      const ic_tensor *want, const cli_cmp *r, char *buf, size_t n);
+
+/* ---- library log messages ----
+ * Installs a log callback on c that prints "<tool>: <message>" on stderr for every message of
+ * level <= IC_DEBUG (unset = 0: infos such as a debug folder that cannot be made; 1 adds the
+ * debug messages, e.g. per-stage compile times). */
+void cli_log_init(ic_ctx *c, const char *tool);
+
 #endif

@@ -2,7 +2,9 @@
  * errors (exit 1, one line on stderr, never a crash), --inputs/--save-outputs round trips
  * checked against independent C, --bind, --seed determinism, refusal to write over inputs,
  * and the README's C example (compiled here from readme_example.inc, kept identical to the
- * README by a test). */
+ * README by a test). These run ic-run's default backend (compiled) unless a test is about
+ * the reference executor; test_cli_compiled.c covers the backends, --check, --json and the
+ * compiler stages of ic-dump. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -13,108 +15,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include "testutil.h"
-
-/* ---- running the tools ---- */
-
-typedef struct {
-    int rc;        /* exit status; 128 + signal when killed */
-    char *out, *err;
-} run_result;
-
-static void result_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-/* A whole file as a NUL-terminated string (caller frees); NULL if it cannot be read. */
-static char *read_text(const char *path)
-{
-    size_t n;
-    char *d = ict_read_file(path, &n);
-    char *s = d ? realloc(d, n + 1) : NULL;
-    if (!s) {
-        free(d);
-        return NULL;
-    }
-    s[n] = 0;
-    return s;
-}
-
-/* Runs IC_BUILD_DIR/tool with args (already shell-quoted) inside dir, stdin from /dev/null. */
-static run_result run_tool(const char *dir, const char *tool, const char *args)
-{
-    char cmd[32768], outp[4096], errp[4096];
-    snprintf(outp, sizeof outp, "%s/.stdout", dir);
-    snprintf(errp, sizeof errp, "%s/.stderr", dir);
-    snprintf(cmd, sizeof cmd, "%s/%s", IC_BUILD_DIR, tool);
-    cr_assert(access(cmd, X_OK) == 0, "%s is not built (build everything before ctest)", cmd);
-    snprintf(cmd, sizeof cmd, "'%s/%s' %s </dev/null >'%s' 2>'%s'", IC_BUILD_DIR, tool, args, outp,
-             errp);
-    int st = system(cmd);
-    run_result r = { -1, NULL, NULL };
-    cr_assert(st != -1, "system(%s) failed", cmd);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    r.out = read_text(outp);
-    r.err = read_text(errp);
-    cr_assert(r.out && r.err, "cannot read the output of %s", cmd);
-    unlink(outp);
-    unlink(errp);
-    return r;
-}
-
-static int count_char(const char *s, char c)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == c;
-    return n;
-}
-
-#define assert_ok(r, what)                                                                 \
-    cr_assert_eq((r).rc, 0, "%s: exit %d, want 0; stderr: %s", (what), (r).rc, (r).err)
-
-/* Exit 1, exactly one line "<tool>: ..." on stderr containing every part. */
-static void assert_fails_(const run_result *r, const char *tool, const char *what,
-                          const char *const *parts)
-{
-    cr_assert_eq(r->rc, 1, "%s: exit %d, want 1; stderr: %s", what, r->rc, r->err);
-    size_t tl = strlen(tool);
-    cr_assert(strncmp(r->err, tool, tl) == 0 && r->err[tl] == ':',
-              "%s: stderr should start with '%s:', got: %s", what, tool, r->err);
-    cr_assert_eq(count_char(r->err, '\n'), 1, "%s: want one line on stderr, got: %s", what, r->err);
-    size_t n = strlen(r->err);
-    cr_assert(n > 0 && r->err[n - 1] == '\n', "%s: stderr should end with a newline: %s", what, r->err);
-    for (; *parts; parts++)
-        cr_assert(strstr(r->err, *parts), "%s: message should mention '%s', got: %s", what, *parts,
-                  r->err);
-}
-#define assert_fails(r, tool, what, ...)                                                    \
-    assert_fails_(&(r), (tool), (what), (const char *const[]){ __VA_ARGS__, NULL })
-
-static const char *src(const char *rel)
-{
-    static char bufs[8][4096];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", IC_SOURCE_DIR, rel);
-    return b;
-}
-
-static void write_text(const char *path, const char *text)
-{
-    ict_write_file(path, text, strlen(text));
-}
-
-static bool files_equal(const char *a, const char *b)
-{
-    size_t na, nb;
-    void *da = ict_read_file(a, &na), *db = ict_read_file(b, &nb);
-    bool eq = da && db && na == nb && memcmp(da, db, na) == 0;
-    free(da);
-    free(db);
-    return eq;
-}
+#include "cli_run.h"
 
 /* ---- the documented generator (README "Generated data"), written out independently ---- */
 
@@ -210,7 +111,7 @@ Test(cli, bundled_graphs_run)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[8192];
-        snprintf(args, sizeof args, "'%s' %s", src(cases[i].graph), cases[i].args);
+        snprintf(args, sizeof args, "'%s' %s --backend ref", src(cases[i].graph), cases[i].args);
         run_result r = run_tool(dir, "ic-run", args);
         assert_ok(r, cases[i].graph);
         cr_assert(strstr(r.out, cases[i].want) && strstr(r.out, " y ") && strstr(r.out, "mean"),
@@ -225,7 +126,7 @@ Test(cli, bundled_graphs_run)
 Test(cli, bundled_graphs_dump)
 {
     const char *dir = ict_tmpdir();
-    /* nodes = inputs + params + ops; ic_graph_print adds a header and an outputs line */
+    /* nodes = inputs + params + ops; ic-dump's banner, ic_graph_print's header and outputs line */
     static const struct { const char *graph; int nodes; const char *want; } cases[] = {
         { "benchmarks/graphs/seed_pattern.json", 9, "[16384, 512]" },
         { "benchmarks/graphs/bert_ffn.json", 12, "[B, 128, 3072]" },
@@ -237,8 +138,8 @@ Test(cli, bundled_graphs_dump)
         snprintf(args, sizeof args, "'%s'", src(cases[i].graph));
         run_result r = run_tool(dir, "ic-dump", args);
         assert_ok(r, cases[i].graph);
-        cr_assert_eq(count_char(r.out, '\n'), cases[i].nodes + 2,
-                     "%s: want %d nodes, one a line (+ header and outputs), got:\n%s",
+        cr_assert_eq(count_char(r.out, '\n'), cases[i].nodes + 3,
+                     "%s: want %d nodes, one a line (+ banner, header and outputs), got:\n%s",
                      cases[i].graph, cases[i].nodes, r.out);
         cr_assert(strstr(r.out, cases[i].want), "%s: want inferred shape %s in:\n%s",
                   cases[i].graph, cases[i].want, r.out);
@@ -262,9 +163,14 @@ Test(cli, dump_stages_and_bind)
     assert_fails(r, "ic-dump", "unknown stage", "nope", "graph", "loops", "fused", "llvm", "asm", "ptx");
     result_free(&r);
 
-    snprintf(args, sizeof args, "'%s' --stage llvm", src("benchmarks/graphs/seed_pattern.json"));
+    /* ptx: built when the GPU layer's header is there (test_cli_compiled.c checks its text) */
+    snprintf(args, sizeof args, "'%s' --stage ptx", src("benchmarks/graphs/seed_pattern.json"));
     r = run_tool(dir, "ic-dump", args);
-    assert_fails(r, "ic-dump", "stage not built yet", "llvm", "not available");
+#if __has_include("ic/ptx.h")
+    assert_ok(r, "--stage ptx");
+#else
+    assert_fails(r, "ic-dump", "stage not built yet", "ptx", "not available");
+#endif
     result_free(&r);
     ict_rmtree(dir);
 }
@@ -285,9 +191,19 @@ Test(cli, usage_errors)
         { "ic-run", "'%s' --bind =4", "SYM=N" },
         { "ic-run", "'%s' --bind B=x", "B=x" },
         { "ic-run", "'%s' --bind B=-1", "B=-1" },
-        { "ic-run", "'%s' --backend unfused", "not available yet" },
-        { "ic-run", "'%s' --backend compiled", "not available yet" },
         { "ic-run", "'%s' --backend cuda9", "cuda9" },
+        { "ic-run", "'%s' --backend", "--backend" },
+        { "ic-run", "'%s' --iters 0", "--iters" },
+        { "ic-run", "'%s' --iters x", "'x'" },
+        { "ic-run", "'%s' --iters=-2", "'-2'" },
+        { "ic-run", "'%s' --warmup -1", "--warmup" },
+        { "ic-run", "'%s' --warmup", "--warmup" },
+        { "ic-run", "'%s' --threads 0", "--threads" },
+        { "ic-run", "'%s' --threads 2x", "'2x'" },
+        { "ic-run", "'%s' --expect", "--expect" },
+        { "ic-run", "'%s' --expect=", "--expect" },
+        { "ic-run", "'%s' --backend ref --expect /nonexistent/e.safetensors", "/nonexistent/e.safetensors" },
+        { "ic-run", "'%s' --check=yes", "--check=yes" },
         { "ic-run", "'%s' '%s'", "one graph" },
         { "ic-run", "'%s' --inputs", "--inputs" },
         { "ic-run", "'%s' --save-outputs=", "--save-outputs" },
@@ -299,6 +215,8 @@ Test(cli, usage_errors)
         { "ic-dump", "'%s' --stage", "--stage" },
         { "ic-dump", "'%s' -x", "-x" },
         { "ic-dump", "/nonexistent/graph.json", "/nonexistent/graph.json" },
+        { "ic-dump", "'%s' --stage=", "stage ''" },
+        { "ic-dump", "'%s' --bind", "--bind" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[4096], what[4096];

@@ -1,0 +1,216 @@
+/* ptx.h - the GPU backend: loop IR (lower.h) -> NVPTX LLVM IR -> PTX text, and the CUDA
+ * runtime that loads the PTX through the driver API and runs compiled graphs on a GPU.
+ *
+ * Code generation (lib/PTX) needs no GPU and no CUDA: it runs LLVM's NVPTX target. Each loop-IR
+ * kernel becomes one PTX entry named like the kernel with "gpu_" for "cpu_", taking one pointer
+ * per program buffer, in buffer order. How a kernel is mapped onto threads (pointwise, row or
+ * column reduction) and its launch geometry come from ic_ptx_params, which an autotuner may
+ * search; zeros pick a heuristic from the kernel's shape and index expressions.
+ *
+ *     ic_ptx_options o = { .sm = 90 };
+ *     ic_ptx_module *m;
+ *     if (ic_ptx_emit(c, program, &o, NULL, &m)) ...;   // NULL: heuristic params per kernel
+ *     fputs(ic_ptx_module_text(m), stdout);             // ic-dump --stage ptx
+ *     const ic_ptx_kernel *k = ic_ptx_module_kernel(m, 0); // name, grid, block
+ *     ic_ptx_module_destroy(m);
+ *
+ * The runtime part (lib/Runtime/cuda*.c) loads libcuda.so.1 at run time with dlopen, so the
+ * library builds and runs without CUDA; ic_cuda_open then fails with IC_ECUDA and the message
+ * "no CUDA driver found (libcuda.so.1: <reason>)".
+ *
+ *     ic_cuda *d; ic_cuda_compiled *cc;
+ *     if (ic_cuda_open(c, 0, &d)) { puts(ic_last_error(c)); return; }
+ *     ic_cuda_compile(d, graph, NULL, &cc);              // lower, fuse, PTX, cuModuleLoadDataEx
+ *     ic_cuda_run(cc, nargs, args, nouts, outs);         // host tensors in and out
+ *     ic_cuda_compiled_destroy(cc); ic_cuda_close(d);
+ */
+#ifndef IC_PTX_H
+#define IC_PTX_H
+
+#include "ic/lower.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a kernel's iteration space maps onto GPU threads. */
+typedef enum {
+    IC_PTX_AUTO = 0,    /* chosen from the kernel (params only) */
+    IC_PTX_POINTWISE,   /* no reduction: the outer space flattened, `vec` elements a thread */
+    IC_PTX_ROW,         /* threads_per_row threads share each outer point, splitting the inner
+                         * (reduced) dims, combined with warp shuffles and shared memory */
+    IC_PTX_COLUMN,      /* a thread owns `vec` adjacent outer points (the contiguous dim) and
+                         * threads_per_row threads split the inner dims, combined in shared memory */
+} ic_ptx_mode;
+
+/* Launch geometry of one kernel: the knobs an autotuner searches. 0 means "heuristic". */
+typedef struct ic_ptx_params {
+    ic_ptx_mode mode;       /* force a mapping (ROW and COLUMN need inner dims) */
+    int block;              /* threads per block: a multiple of 32, at most 1024 */
+    int vec;                /* elements per thread access: 1, 2, 4 or 8 (16-byte accesses of
+                             * the narrowest dtype when the index expressions allow it) */
+    int ept;                /* pointwise: vector groups per thread */
+    int threads_per_row;    /* ROW/COLUMN: threads sharing one outer point (a power of two) */
+    int regs_elems;         /* ROW/COLUMN: keep a thread's share of the row in registers across
+                             * stages when it holds at most this many elements (0 = 32; -1 =
+                             * never: every stage re-reads memory) */
+} ic_ptx_params;
+
+typedef struct ic_ptx_options {
+    int sm;                 /* compute capability x 10 (90 = H100); 0 = 90. LLVM 19 knows up to
+                             * sm_90: newer devices get sm_90 PTX, which their driver JITs */
+    int ptx_version;        /* PTX ISA x 10; 0 = what LLVM 19 needs for sm (8.0 for sm_90) */
+    int opt_level;          /* 0..3 (LLVM pipeline); 0 = 3. Use -1 for no optimisation */
+    int num_sms;            /* multiprocessors, for the geometry heuristics (0 = 132) */
+    bool keep_ir;           /* keep the optimised LLVM IR text (ic_ptx_module_llvm_ir) */
+} ic_ptx_options;
+
+/* One generated kernel and how to launch it: grid x block threads, 1-D. */
+typedef struct ic_ptx_kernel {
+    const char *name;       /* PTX entry symbol, e.g. "gpu_fused_add_mul_3" */
+    ic_ptx_mode mode;
+    ic_ptx_params params;   /* resolved: every field set */
+    int64_t grid;           /* blocks; 0 when the kernel has no work (skip the launch) */
+    int block;
+    int smem_bytes;         /* static shared memory */
+    int rows_per_block;     /* ROW/COLUMN: outer points (groups of vec) per block */
+    bool in_registers;      /* ROW/COLUMN: stages reuse registers instead of re-reading */
+} ic_ptx_kernel;
+
+typedef struct ic_ptx_module ic_ptx_module;
+
+/* Emits every kernel of p as PTX for options o (NULL = defaults). params: one per kernel
+ * (fields 0 = heuristic) or NULL. The caller owns *out. Errors name the kernel: IC_EINVAL for
+ * malformed loop IR or bad params, IC_ELLVM when LLVM fails. */
+IC_API ic_status ic_ptx_emit(ic_ctx *c, const ic_program *p, const ic_ptx_options *o,
+                             const ic_ptx_params *params, ic_ptx_module **out);
+/* The same over explicit kernels and buffers (tests and tools that build loop IR by hand). */
+IC_API ic_status ic_ptx_emit_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels,
+                                     int nbufs, const ic_buffer *bufs, const ic_ptx_options *o,
+                                     const ic_ptx_params *params, ic_ptx_module **out);
+IC_API void ic_ptx_module_destroy(ic_ptx_module *m);
+
+/* The PTX text (NUL-terminated, borrowed from m). */
+IC_API const char *ic_ptx_module_text(const ic_ptx_module *m);
+/* The optimised NVPTX LLVM IR when o->keep_ir was set, else NULL. */
+IC_API const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m);
+IC_API int ic_ptx_module_num_kernels(const ic_ptx_module *m);
+IC_API const ic_ptx_kernel *ic_ptx_module_kernel(const ic_ptx_module *m, int i);
+/* Milliseconds spent building IR, optimising, and emitting PTX. */
+IC_API double ic_ptx_module_emit_ms(const ic_ptx_module *m);
+
+/* The geometry ic_ptx_emit would use for kernel k when given *in (NULL = all heuristic):
+ * mode, block, vec, threads per row. IC_EINVAL naming the kernel when *in is not valid. */
+IC_API ic_status ic_ptx_params_resolve(ic_ctx *c, const ic_kernel *k, int nbufs,
+                                       const ic_buffer *bufs, const ic_ptx_options *o,
+                                       const ic_ptx_params *in, ic_ptx_params *out);
+
+/* "gpu_<rest>" for a loop-IR kernel name "cpu_<rest>" (other names get "gpu_" prepended),
+ * made a valid PTX identifier. Writes at most n bytes into buf (NUL-terminated). */
+IC_API void ic_ptx_kernel_name(const char *loop_name, char *buf, size_t n);
+
+/* Runs kernels exactly as generated for the GPU (same mapping, lanes, vector accesses, shared
+ * memory, shuffles and barriers) on the CPU, each block's threads as host threads: a check of
+ * the generated code on machines without a GPU. mem[i] is the host memory of buffer i. Slow
+ * (one host thread per GPU thread of a block): for tests and debugging. */
+IC_API ic_status ic_ptx_emulate_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels,
+                                        int nbufs, const ic_buffer *bufs,
+                                        const ic_ptx_params *params, void *const *mem);
+/* Runs program p that way. args follow ic_graph_arg order (any strides); outs[i] must be
+ * allocated by the caller, contiguous, with output i's dtype and element count. */
+IC_API ic_status ic_ptx_emulate(ic_ctx *c, const ic_program *p, const ic_ptx_params *params,
+                                const ic_tensor *args, int nargs, ic_tensor *outs, int nouts);
+
+/* ------------------------------------------------------------------------------------------
+ * CUDA runtime (lib/Runtime/cuda*.c): the driver API through dlopen("libcuda.so.1").
+ * ------------------------------------------------------------------------------------------ */
+
+/* An open device: driver, primary context, one stream, and a caching allocator. */
+typedef struct ic_cuda ic_cuda;
+
+/* Loads the driver and opens device `ordinal`. IC_ECUDA with "no CUDA driver found
+ * (libcuda.so.1: ...)" when there is none, or with the driver's error name and string. The
+ * caller owns *out (ic_cuda_close), and uses it from one thread at a time. */
+IC_API ic_status ic_cuda_open(ic_ctx *c, int ordinal, ic_cuda **out);
+IC_API void ic_cuda_close(ic_cuda *d);
+IC_API int ic_cuda_sm(const ic_cuda *d);              /* compute capability x 10: 90 */
+IC_API int ic_cuda_num_sms(const ic_cuda *d);
+IC_API const char *ic_cuda_device_name(const ic_cuda *d);
+
+/* Device memory from the caching allocator (size-bucketed free lists; freed blocks are kept
+ * for reuse until ic_cuda_close or ic_cuda_trim). *ptr is a CUdeviceptr. */
+IC_API ic_status ic_cuda_alloc(ic_cuda *d, size_t bytes, uint64_t *ptr);
+IC_API void ic_cuda_free(ic_cuda *d, uint64_t ptr);
+IC_API void ic_cuda_trim(ic_cuda *d);                 /* returns cached blocks to the driver */
+/* Bytes currently cached (free, not returned to the driver) and handed out. */
+IC_API void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use);
+
+/* Loads PTX (cuModuleLoadDataEx, the JIT error log captured into the message). */
+typedef struct ic_cuda_module ic_cuda_module;
+IC_API ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out);
+IC_API void ic_cuda_module_unload(ic_cuda_module *m);
+/* Launches entry `name` with grid x block threads; args[i] points at the i-th parameter
+ * value (for our kernels: a uint64_t device pointer per buffer). Asynchronous. */
+IC_API ic_status ic_cuda_module_launch(ic_cuda_module *m, const char *name, int64_t grid,
+                                       int block, void **args);
+IC_API ic_status ic_cuda_synchronize(ic_cuda *d);
+/* Device-to-device copy bandwidth in GB/s (read + write bytes / time), `iters` copies of
+ * `bytes` timed with events: the yardstick the benchmarks compare against. */
+IC_API ic_status ic_cuda_copy_bandwidth(ic_cuda *d, size_t bytes, int iters, double *gbps);
+
+typedef enum {
+    IC_CUDA_DEFAULT = 0,          /* kernels launched one by one on each run */
+    IC_CUDA_REDUCE_OVERHEAD = 1,  /* the launches captured once per bound shape as a CUDA graph
+                                   * (stream capture) and replayed with one cuGraphLaunch */
+} ic_cuda_mode;
+
+typedef struct ic_cuda_options {
+    ic_cuda_mode mode;
+    bool no_fusion;               /* one kernel per op (the analog of eager mode) */
+    const ic_ptx_params *params;  /* one per kernel of the program, or NULL (heuristic) */
+    int nparams;
+    int ptx_opt_level;            /* ic_ptx_options.opt_level */
+} ic_cuda_options;
+
+/* A graph compiled for d. Symbolic dims are bound at each upload from the argument shapes;
+ * each new binding compiles (and caches) its own variant. */
+typedef struct ic_cuda_compiled ic_cuda_compiled;
+
+/* Verifies g and, when g has no symbols, compiles it right away (lower, fuse, PTX, module
+ * load, device buffers and params uploaded). o may be NULL. g must outlive *out. The caller
+ * owns *out. */
+IC_API ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
+                                 ic_cuda_compiled **out);
+IC_API void ic_cuda_compiled_destroy(ic_cuda_compiled *cc);
+
+/* Copies args (ic_graph_arg order, host memory, any strides) to the device, binding the
+ * symbols (compiling a variant for a new binding). */
+IC_API ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args);
+/* Enqueues one execution over the uploaded arguments (kernels, or the CUDA graph in
+ * reduce-overhead mode, captured on the first launch of a variant). Asynchronous: returns
+ * once the work is queued. */
+IC_API ic_status ic_cuda_launch(ic_cuda_compiled *cc);
+/* Waits for the queued work, then copies the outputs to host tensors. An output whose data
+ * is NULL is allocated (contiguous; free with ic_tensor_free); otherwise its dtype and shape
+ * must match. */
+IC_API ic_status ic_cuda_download(ic_cuda_compiled *cc, int nouts, ic_tensor *outs);
+/* upload + launch + download. */
+IC_API ic_status ic_cuda_run(ic_cuda_compiled *cc, int nargs, const ic_tensor *args, int nouts,
+                             ic_tensor *outs);
+/* Times `iters` back-to-back launches over the uploaded arguments with CUDA events (after
+ * one warm-up): *ms = milliseconds per execution. */
+IC_API ic_status ic_cuda_time(ic_cuda_compiled *cc, int iters, double *ms);
+
+/* The variant of the last upload (or the only one): its kernels and compile times. */
+IC_API int ic_cuda_compiled_num_kernels(const ic_cuda_compiled *cc);
+IC_API const ic_ptx_kernel *ic_cuda_compiled_kernel(const ic_cuda_compiled *cc, int i);
+/* Milliseconds from graph to loaded module: lower+fuse, PTX emission, cuModuleLoadDataEx. */
+IC_API void ic_cuda_compiled_times(const ic_cuda_compiled *cc, double *lower_ms, double *ptx_ms,
+                                   double *load_ms);
+/* The PTX text of that variant (borrowed). */
+IC_API const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

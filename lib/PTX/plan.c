@@ -1,0 +1,637 @@
+/* plan.c - how a loop-IR kernel maps onto GPU threads: validation of the kernel, affine
+ * analysis of its index arithmetic (which accesses are contiguous in which loop variable, so
+ * they can be 16-byte vector accesses), value numbering across stages (so a row kept in
+ * registers is not re-read), the choice of POINTWISE / ROW / COLUMN and the launch geometry. */
+#include <string.h>
+#include "ptx-impl.h"
+
+static bool is_int(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
+static bool is_16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+static int64_t pow2_floor(int64_t x)
+{
+    int64_t p = 1;
+    while (p * 2 <= x)
+        p *= 2;
+    return p;
+}
+
+static int64_t pow2_ceil(int64_t x)
+{
+    int64_t p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}
+
+static bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* ---- validation: nothing malformed reaches LLVM (which would assert) ---- */
+
+static ic_status bad(ic_ctx *c, const ic_kernel *k, int s, int i, const char *what)
+{
+    return ic__error(c, IC_EINVAL, "ptx: kernel '%s' stage %d instr %%%d: %s",
+                     k->name ? k->name : "?", s, i, what);
+}
+
+static int nops(ic_lop op)
+{
+    if (op == IC_L_SELECT)
+        return 3;
+    if (op >= IC_L_ADD && op <= IC_L_CMP)
+        return 2;
+    if (op >= IC_L_NEG && op <= IC_L_CAST)
+        return 1;
+    return 0;
+}
+
+static ic_status check_instr(ic_ctx *c, const ic_kernel *k, int s, int i, int nbufs,
+                             const ic_buffer *bufs)
+{
+    const ic_stage *st = &k->stages[s];
+    const ic_linstr *in = &st->instr[i];
+    if ((unsigned)in->op >= IC_L_OP_COUNT)
+        return bad(c, k, s, i, "unknown op");
+    if ((unsigned)in->type >= IC_DTYPE_COUNT)
+        return bad(c, k, s, i, "unknown type");
+    int opnd[3] = { in->a, in->b, in->c };
+    int n = nops(in->op);
+    if (in->op == IC_L_LOAD)
+        n = 1;
+    if (in->op == IC_L_STORE)
+        n = 2;
+    if (in->op == IC_L_REDUCE)
+        n = in->pred == IC_RED_ARGMAX ? 2 : 1;
+    for (int o = 0; o < n; o++)
+        if (opnd[o] < 0 || opnd[o] >= i)
+            return bad(c, k, s, i, "operand is not an earlier instruction of the stage");
+    ic_dtype ta = n > 0 ? st->instr[in->a].type : in->type;
+    ic_dtype tb = n > 1 ? st->instr[in->b].type : in->type;
+    switch (in->op) {
+    case IC_L_VAR:
+        if (in->a < 0 || in->a >= k->nouter + k->ninner)
+            return bad(c, k, s, i, "loop variable out of range");
+        if (!is_int(in->type))
+            return bad(c, k, s, i, "a loop variable must be i32 or i64");
+        return IC_OK;
+    case IC_L_CONST:
+        return IC_OK;
+    case IC_L_LOAD:
+    case IC_L_STORE:
+        if (in->buf < 0 || in->buf >= nbufs)
+            return bad(c, k, s, i, "buffer index out of range");
+        if (!is_int(ta))
+            return bad(c, k, s, i, "the offset must be an integer");
+        if (bufs[in->buf].dtype >= IC_DTYPE_COUNT)
+            return bad(c, k, s, i, "buffer of unknown dtype");
+        if (in->op == IC_L_STORE && bufs[in->buf].kind == IC_BUF_PARAM)
+            return bad(c, k, s, i, "store into a constant (param) buffer");
+        return IC_OK;
+    case IC_L_ACC: {
+        if (in->a < 0 || in->a >= s || in->b < 0 || in->b >= k->stages[in->a].ninstr ||
+            k->stages[in->a].instr[in->b].op != IC_L_REDUCE)
+            return bad(c, k, s, i, "acc does not name a REDUCE of an earlier stage");
+        if (k->stages[in->a].instr[in->b].type != in->type)
+            return bad(c, k, s, i, "acc type differs from its REDUCE");
+        return IC_OK;
+    }
+    case IC_L_REDUCE:
+        if (st->kind != IC_STAGE_REDUCE)
+            return bad(c, k, s, i, "reduce outside a REDUCE stage");
+        if ((unsigned)in->pred > IC_RED_ARGMAX)
+            return bad(c, k, s, i, "unknown reduction");
+        if (in->pred == IC_RED_ARGMAX) {
+            if (in->type != IC_I64 || !is_int(tb) || is_16(ta))
+                return bad(c, k, s, i, "argmax takes a value and an integer index, gives i64");
+        } else if (ta != in->type || is_16(ta)) {
+            return bad(c, k, s, i, "reduce value type differs from its result");
+        }
+        return IC_OK;
+    case IC_L_CAST:
+        return IC_OK;
+    case IC_L_CMP:
+        if (ta != tb || in->type != IC_BOOL || (unsigned)in->pred > IC_CMP_GE || is_16(ta))
+            return bad(c, k, s, i, "cmp needs two operands of one arithmetic type, gives bool");
+        return IC_OK;
+    case IC_L_SELECT:
+        if (ta != IC_BOOL || st->instr[in->b].type != in->type ||
+            st->instr[in->c].type != in->type)
+            return bad(c, k, s, i, "select needs a bool and two values of its type");
+        return IC_OK;
+    default:
+        break;
+    }
+    if (is_16(in->type))
+        return bad(c, k, s, i, "f16/bf16 arithmetic (compute in f32)");
+    if (ta != in->type || tb != in->type)
+        return bad(c, k, s, i, "operand types differ from the result type");
+    if ((in->op == IC_L_AND || in->op == IC_L_OR || in->op == IC_L_NOT) && in->type != IC_BOOL)
+        return bad(c, k, s, i, "and/or/not take bools");
+    if ((in->op == IC_L_IDIV || in->op == IC_L_MOD) && !is_int(in->type))
+        return bad(c, k, s, i, "idiv/mod take integers");
+    return IC_OK;
+}
+
+static ic_status check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs)
+{
+    const char *name = k->name ? k->name : "?";
+    if (k->nouter < 0 || k->nouter > IC_MAX_RANK || k->ninner < 0 || k->ninner > IC_MAX_RANK)
+        return ic__error(c, IC_EINVAL, "ptx: kernel '%s': %d outer and %d inner dims", name,
+                         k->nouter, k->ninner);
+    for (int d = 0; d < k->nouter; d++)
+        if (k->outer[d] < 0)
+            return ic__error(c, IC_EINVAL, "ptx: kernel '%s': outer dim %d is negative", name, d);
+    for (int d = 0; d < k->ninner; d++)
+        if (k->inner[d] < 0)
+            return ic__error(c, IC_EINVAL, "ptx: kernel '%s': inner dim %d is negative", name, d);
+    if (k->nstages < 0 || (k->nstages && !k->stages))
+        return ic__error(c, IC_EINVAL, "ptx: kernel '%s' has no stages array", name);
+    for (int s = 0; s < k->nstages; s++) {
+        const ic_stage *st = &k->stages[s];
+        if ((unsigned)st->kind > IC_STAGE_INNER || st->ninstr < 0 || (st->ninstr && !st->instr))
+            return ic__error(c, IC_EINVAL, "ptx: kernel '%s' stage %d is malformed", name, s);
+        for (int i = 0; i < st->ninstr; i++) {
+            ic_status e = check_instr(c, k, s, i, nbufs, bufs);
+            if (e)
+                return e;
+        }
+    }
+    return IC_OK;
+}
+
+/* ---- analysis ---- */
+
+static void analyse_instr(const ic_kernel *k, int s, int i, ic__pinfo *inf)
+{
+    const ic_linstr *in = &k->stages[s].instr[i];
+    const ic__pinfo *A = nops(in->op) > 0 || in->op == IC_L_LOAD || in->op == IC_L_STORE ||
+                                 in->op == IC_L_REDUCE ? &inf[in->a] : NULL;
+    const ic__pinfo *B = (nops(in->op) > 1 || in->op == IC_L_STORE ||
+                          (in->op == IC_L_REDUCE && in->pred == IC_RED_ARGMAX)) ? &inf[in->b] : NULL;
+    const ic__pinfo *C = in->op == IC_L_SELECT ? &inf[in->c] : NULL;
+    ic__pinfo *o = &inf[i];
+    memset(o, 0, sizeof *o);
+    o->vn = -1;
+    if (A) { o->deps |= A->deps; o->acc |= A->acc; }
+    if (B) { o->deps |= B->deps; o->acc |= B->acc; }
+    if (C) { o->deps |= C->deps; o->acc |= C->acc; }
+    switch (in->op) {
+    case IC_L_VAR:
+        o->deps = 1u << in->a;
+        o->affine = true;
+        o->coef[in->a] = 1;
+        break;
+    case IC_L_CONST:
+        if (is_int(in->type) && in->imm.is_int) {
+            o->affine = true;
+            o->c0 = in->imm.i;
+        } else if (is_int(in->type)) {
+            o->affine = true;
+            o->c0 = (int64_t)in->imm.f;
+        }
+        break;
+    case IC_L_ACC:
+        o->acc = true;
+        o->deps = k->nouter >= 32 ? 0 : (1u << k->nouter) - 1; /* per outer point */
+        break;
+    case IC_L_ADD:
+    case IC_L_SUB:
+        if (is_int(in->type) && A->affine && B->affine) {
+            int64_t sg = in->op == IC_L_ADD ? 1 : -1;
+            o->affine = true;
+            o->c0 = A->c0 + sg * B->c0;
+            for (int v = 0; v < IC__PTX_NVARS; v++)
+                o->coef[v] = A->coef[v] + sg * B->coef[v];
+        }
+        break;
+    case IC_L_MUL:
+        if (is_int(in->type) && A->affine && B->affine && (!A->deps || !B->deps)) {
+            const ic__pinfo *x = A->deps ? A : B, *kk = A->deps ? B : A;
+            o->affine = true;
+            o->c0 = x->c0 * kk->c0;
+            for (int v = 0; v < IC__PTX_NVARS; v++)
+                o->coef[v] = x->coef[v] * kk->c0;
+        }
+        break;
+    case IC_L_NEG:
+        if (is_int(in->type) && A->affine) {
+            o->affine = true;
+            o->c0 = -A->c0;
+            for (int v = 0; v < IC__PTX_NVARS; v++)
+                o->coef[v] = -A->coef[v];
+        }
+        break;
+    case IC_L_CAST:
+        if (is_int(in->type) && A->affine)
+            *o = *A, o->vn = -1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Value numbers: equal (op, type, operand numbers, attributes) across stages share one. */
+typedef struct { int op, type, a, b, c, buf, pred; int64_t imm; double f; bool isint; } vkey;
+
+static int value_number(vkey *keys, int *nkeys, const vkey *k)
+{
+    for (int i = 0; i < *nkeys; i++)
+        if (!memcmp(&keys[i], k, sizeof *k))
+            return i;
+    keys[*nkeys] = *k;
+    return (*nkeys)++;
+}
+
+static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl)
+{
+    int total = 0;
+    for (int s = 0; s < k->nstages; s++)
+        total += k->stages[s].ninstr;
+    pl->info = ic__calloc(c, (size_t)k->nstages + 1, sizeof *pl->info);
+    pl->smem_off = ic__calloc(c, (size_t)k->nstages + 1, sizeof *pl->smem_off);
+    pl->stored = ic__calloc(c, (size_t)nbufs + 1, sizeof *pl->stored);
+    pl->used = ic__calloc(c, (size_t)nbufs + 1, sizeof *pl->used);
+    vkey *keys = ic__calloc(c, (size_t)total + 1, sizeof *keys);
+    if (!pl->info || !pl->smem_off || !pl->stored || !pl->used || !keys) {
+        ic__free(c, keys);
+        return ic__error(c, IC_ENOMEM, "ptx: out of memory planning kernel '%s'", k->name);
+    }
+    for (int s = 0; s < k->nstages; s++) {
+        pl->info[s] = ic__calloc(c, (size_t)k->stages[s].ninstr + 1, sizeof **pl->info);
+        pl->smem_off[s] = ic__calloc(c, (size_t)k->stages[s].ninstr + 1, sizeof **pl->smem_off);
+        if (!pl->info[s] || !pl->smem_off[s]) {
+            ic__free(c, keys);
+            return ic__error(c, IC_ENOMEM, "ptx: out of memory planning kernel '%s'", k->name);
+        }
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if (in->op == IC_L_STORE)
+                pl->stored[in->buf] = true;
+            if (in->op == IC_L_STORE || in->op == IC_L_LOAD)
+                pl->used[in->buf] = true;
+        }
+        bool has_red = false;
+        for (int i = 0; i < k->stages[s].ninstr; i++)
+            has_red |= k->stages[s].instr[i].op == IC_L_REDUCE;
+        pl->nreduce_stages += has_red;
+    }
+    int nkeys = 0;
+    for (int s = 0; s < k->nstages; s++) {
+        ic__pinfo *inf = pl->info[s];
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            analyse_instr(k, s, i, inf);
+            if (in->op == IC_L_REDUCE || in->op == IC_L_STORE ||
+                (in->op == IC_L_LOAD && pl->stored[in->buf]))
+                continue;
+            vkey key;
+            memset(&key, 0, sizeof key);
+            key.op = in->op;
+            key.type = in->type;
+            key.a = key.b = key.c = key.buf = key.pred = -1;
+            int n = nops(in->op) + (in->op == IC_L_LOAD);
+            if (in->op == IC_L_VAR || in->op == IC_L_ACC) {
+                key.a = in->a;
+                key.b = in->op == IC_L_ACC ? in->b : -1;
+            } else {
+                if (n > 0) key.a = inf[in->a].vn;
+                if (n > 1) key.b = inf[in->b].vn;
+                if (n > 2) key.c = inf[in->c].vn;
+                if ((n > 0 && key.a < 0) || (n > 1 && key.b < 0) || (n > 2 && key.c < 0))
+                    continue;
+            }
+            if (in->op == IC_L_LOAD)
+                key.buf = in->buf;
+            if (in->op == IC_L_CMP)
+                key.pred = in->pred;
+            if (in->op == IC_L_CONST) {
+                key.imm = in->imm.i;
+                key.f = in->imm.f;
+                key.isint = in->imm.is_int;
+            }
+            inf[i].vn = value_number(keys, &nkeys, &key);
+        }
+    }
+    pl->nvn = nkeys;
+    ic__free(c, keys);
+    return IC_OK;
+}
+
+bool ic__pplan_vec_ok(const ic__pplan *pl, const ic__pinfo *off, int V)
+{
+    if (V <= 1)
+        return true;
+    if (pl->lanevar < 0 || !off->affine || off->coef[pl->lanevar] != 1 || off->c0 % V)
+        return false;
+    for (int v = 0; v < IC__PTX_NVARS; v++)
+        if (v != pl->lanevar && off->coef[v] % V)
+            return false;
+    return true;
+}
+
+/* Smallest element (bytes) among the buffers the given stages touch, and how many
+ * accesses of those stages are vector-legal with V lanes. */
+static int narrowest(const ic_kernel *k, const ic_buffer *bufs, bool inner_stages)
+{
+    int m = 8;
+    for (int s = 0; s < k->nstages; s++) {
+        if (inner_stages && k->stages[s].kind == IC_STAGE_BODY)
+            continue;
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if (in->op == IC_L_LOAD || in->op == IC_L_STORE) {
+                int sz = (int)ic_dtype_size(bufs[in->buf].dtype);
+                m = sz < m ? sz : m;
+            }
+        }
+    }
+    return m;
+}
+
+static int count_vec(const ic__pplan *pl, const ic_kernel *k, int V, bool inner_stages)
+{
+    int n = 0;
+    for (int s = 0; s < k->nstages; s++) {
+        if (inner_stages && k->stages[s].kind == IC_STAGE_BODY)
+            continue;
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if ((in->op == IC_L_LOAD || in->op == IC_L_STORE) &&
+                (pl->info[s][in->a].deps & (1u << pl->lanevar)) &&
+                ic__pplan_vec_ok(pl, &pl->info[s][in->a], V))
+                n++;
+        }
+    }
+    return n;
+}
+
+/* Lanes: the widest power of two <= want dividing `size` with some vector-legal access. */
+static int pick_vec(ic__pplan *pl, const ic_kernel *k, const ic_buffer *bufs, int want,
+                    int64_t size, bool inner_stages, bool forced)
+{
+    if (pl->lanevar < 0)
+        return 1;
+    if (!want) {
+        want = 16 / narrowest(k, bufs, inner_stages);
+        want = want > IC__PTX_MAXV ? IC__PTX_MAXV : want;
+    }
+    for (int V = want; V > 1; V /= 2)
+        if (size % V == 0 && (forced || count_vec(pl, k, V, inner_stages) > 0))
+            return V;
+    return 1;
+}
+
+static int64_t outer_points(const ic_kernel *k)
+{
+    int64_t P = 1;
+    for (int d = 0; d < k->nouter; d++)
+        P *= k->outer[d];
+    return P;
+}
+
+static int64_t inner_points(const ic_kernel *k)
+{
+    int64_t N = 1;
+    for (int d = 0; d < k->ninner; d++)
+        N *= k->inner[d];
+    return N;
+}
+
+static ic_ptx_mode choose_mode(const ic__pplan *pl, const ic_kernel *k)
+{
+    bool inner = false;
+    for (int s = 0; s < k->nstages; s++)
+        inner |= k->stages[s].kind != IC_STAGE_BODY;
+    if (!inner)
+        return IC_PTX_POINTWISE;
+    if (k->nouter == 0 || k->ninner == 0 || pl->P == 1)
+        return IC_PTX_ROW;
+    int li = k->nouter + k->ninner - 1, lo = k->nouter - 1;
+    int row = 0, col = 0;
+    for (int s = 0; s < k->nstages; s++) {
+        if (k->stages[s].kind == IC_STAGE_BODY)
+            continue;
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if (in->op != IC_L_LOAD && in->op != IC_L_STORE)
+                continue;
+            const ic__pinfo *o = &pl->info[s][in->a];
+            if (!o->affine)
+                continue;
+            if (o->coef[li] == 1)
+                row++;
+            else if (o->coef[lo] == 1)
+                col++;
+        }
+    }
+    return col > row ? IC_PTX_COLUMN : IC_PTX_ROW;
+}
+
+static int red_bytes(const ic_linstr *in, ic_dtype acc_t)
+{
+    int sz = acc_t == IC_BOOL ? 4 : (int)ic_dtype_size(acc_t);
+    if (sz < 4)
+        sz = 4;
+    return in->pred == IC_RED_ARGMAX ? 16 : sz;
+}
+
+/* Shared memory: one region per REDUCE of `per` partials each. */
+static int place_smem(ic__pplan *pl, const ic_kernel *k, int64_t per)
+{
+    int off = 0;
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if (in->op != IC_L_REDUCE)
+                continue;
+            const ic_linstr *val = &k->stages[s].instr[in->a];
+            int64_t bytes = per * red_bytes(in, val->type);
+            pl->smem_off[s][i] = off;
+            if (off + bytes > (int64_t)1 << 30)
+                return 1 << 30;
+            off += (int)((bytes + 15) & ~(int64_t)15);
+        }
+    return off;
+}
+
+static ic_status bad_params(ic_ctx *c, const ic_kernel *k, const char *what)
+{
+    return ic__error(c, IC_EINVAL, "ptx: kernel '%s': bad launch params: %s",
+                     k->name ? k->name : "?", what);
+}
+
+static ic_status geometry_pointwise(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
+                                    const ic_buffer *bufs, const ic_ptx_params *in)
+{
+    pl->lanevar = k->nouter > 0 ? k->nouter - 1 : -1;
+    int64_t last = k->nouter > 0 ? k->outer[k->nouter - 1] : 1;
+    int V = pick_vec(pl, k, bufs, in->vec, k->nouter == 1 ? (int64_t)1 << 40 : last, false,
+                     in->vec != 0);
+    if (in->vec && V != in->vec && k->nouter != 1)
+        V = pick_vec(pl, k, bufs, in->vec, last, false, true);
+    pl->V = V;
+    pl->tail = V > 1 && pl->P % V != 0;
+    pl->block = in->block ? in->block : 256;
+    pl->ept = in->ept ? in->ept : 1;
+    if (pl->ept < 1 || pl->ept > 16)
+        return bad_params(c, k, "ept must be 1..16");
+    int64_t chunks = (pl->P + V - 1) / V;
+    int64_t threads = (chunks + pl->ept - 1) / pl->ept;
+    pl->grid = (threads + pl->block - 1) / pl->block;
+    pl->T = 1;
+    pl->R = pl->block;
+    return IC_OK;
+}
+
+static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
+                              const ic_buffer *bufs, const ic_ptx_params *in, int nsms)
+{
+    pl->lanevar = k->ninner > 0 ? k->nouter + k->ninner - 1 : -1;
+    int64_t last = k->ninner > 0 ? k->inner[k->ninner - 1] : 1;
+    pl->V = pick_vec(pl, k, bufs, in->vec, last, true, in->vec != 0);
+    int64_t nvec = pl->N / pl->V;
+    int64_t T = in->threads_per_row;
+    if (!T) {
+        T = pow2_floor(nvec / 4 > 0 ? nvec / 4 : 1);
+        T = T > 1024 ? 1024 : T;
+        while (T < 1024 && pl->P * T < (int64_t)nsms * 1024 && T * 2 <= nvec)
+            T *= 2;
+    }
+    if (!is_pow2(T) || T > 1024)
+        return bad_params(c, k, "threads_per_row must be a power of two <= 1024");
+    int64_t block = in->block;
+    if (!block) {
+        block = T > 256 ? T : 256;
+        int64_t need = T * pow2_ceil(pl->P);
+        if (need < block)
+            block = need < 32 ? 32 : need;
+    }
+    if (block % 32 || block > 1024 || block < T || block % T)
+        return bad_params(c, k, "block must be a multiple of 32 and of threads_per_row, <= 1024");
+    pl->T = (int)T;
+    pl->block = (int)block;
+    pl->R = (int)(block / T);
+    pl->K = nvec ? (nvec + T - 1) / T : 0;
+    pl->exact = pl->K * T == nvec;
+    int regs = in->regs_elems > 0 ? in->regs_elems : 32;
+    pl->unrolled = pl->K <= IC__PTX_MAXUNROLL && pl->K * pl->V <= regs;
+    pl->cache = pl->unrolled && in->regs_elems >= 0;
+    pl->grid = (pl->P + pl->R - 1) / pl->R;
+    pl->smem = T > 32 ? place_smem(pl, k, (int64_t)pl->R * (T / 32)) : 0;
+    if (pl->smem > IC__PTX_SMEM_MAX)
+        return bad_params(c, k, "too much shared memory for this geometry");
+    return IC_OK;
+}
+
+static ic_status geometry_column(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
+                                 const ic_buffer *bufs, const ic_ptx_params *in, int nsms)
+{
+    pl->lanevar = k->nouter - 1;
+    pl->V = pick_vec(pl, k, bufs, in->vec, k->outer[k->nouter - 1], true, in->vec != 0);
+    int64_t G = pl->P / pl->V;
+    int64_t T = in->threads_per_row;
+    if (!T) {
+        T = 1;
+        while (T < 32 && G * T < (int64_t)nsms * 1024 && T * 2 <= pl->N)
+            T *= 2;
+    }
+    if (!is_pow2(T) || T > 1024)
+        return bad_params(c, k, "threads_per_row must be a power of two <= 1024");
+    int64_t block = in->block;
+    if (!block) {
+        block = T > 256 ? T : 256;
+        int64_t need = T * pow2_ceil(G);
+        if (need < block)
+            block = need < 32 ? 32 : need;
+    }
+    if (block % 32 || block > 1024 || block < T || block % T)
+        return bad_params(c, k, "block must be a multiple of 32 and of threads_per_row, <= 1024");
+    for (;;) {
+        pl->smem = T > 1 ? place_smem(pl, k, block * pl->V) : 0;
+        if (pl->smem <= IC__PTX_SMEM_MAX)
+            break;
+        if (in->vec || in->threads_per_row || pl->V == 1)
+            return bad_params(c, k, "too much shared memory for this geometry");
+        pl->V /= 2;
+        G = pl->P / pl->V;
+    }
+    pl->T = (int)T;
+    pl->block = (int)block;
+    pl->R = (int)(block / T);
+    pl->K = (pl->N + T - 1) / T;
+    pl->exact = pl->K * T == pl->N;
+    int regs = in->regs_elems > 0 ? in->regs_elems : 32;
+    pl->unrolled = pl->K <= IC__PTX_MAXUNROLL && pl->K * pl->V <= regs;
+    pl->cache = pl->unrolled && in->regs_elems >= 0;
+    pl->grid = (G + pl->R - 1) / pl->R;
+    return IC_OK;
+}
+
+ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs,
+                         const ic_ptx_options *o, const ic_ptx_params *params, ic__pplan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->k = k;
+    pl->lanevar = -1;
+    ic_status s = check_kernel(c, k, nbufs, bufs);
+    if (s)
+        return s;
+    if ((s = analyse(c, k, nbufs, pl)))
+        return s;
+    ic_ptx_params in;
+    memset(&in, 0, sizeof in);
+    if (params)
+        in = *params;
+    if (in.vec && (in.vec > IC__PTX_MAXV || !is_pow2(in.vec)))
+        return bad_params(c, k, "vec must be 1, 2, 4 or 8");
+    if (in.block && (in.block % 32 || in.block > 1024 || in.block < 32))
+        return bad_params(c, k, "block must be a multiple of 32, at most 1024");
+    int nsms = o && o->num_sms > 0 ? o->num_sms : 132;
+    pl->P = outer_points(k);
+    pl->N = inner_points(k);
+    pl->mode = in.mode ? in.mode : choose_mode(pl, k);
+    if ((unsigned)pl->mode > IC_PTX_COLUMN)
+        return bad_params(c, k, "unknown mode");
+    bool inner = false;
+    for (int st = 0; st < k->nstages; st++)
+        inner |= k->stages[st].kind != IC_STAGE_BODY;
+    if (pl->mode == IC_PTX_POINTWISE && inner)
+        return bad_params(c, k, "POINTWISE for a kernel with inner loops");
+    if (pl->mode == IC_PTX_COLUMN && (k->nouter == 0 || !inner))
+        return bad_params(c, k, "COLUMN needs outer dims and inner loops");
+    if (pl->mode == IC_PTX_POINTWISE)
+        s = geometry_pointwise(c, pl, k, bufs, &in);
+    else if (pl->mode == IC_PTX_ROW)
+        s = geometry_row(c, pl, k, bufs, &in, nsms);
+    else
+        s = geometry_column(c, pl, k, bufs, &in, nsms);
+    if (s)
+        return s;
+    if (pl->P == 0)
+        pl->grid = 0;
+    if (pl->grid > 0x7fffffff)
+        return ic__error(c, IC_EUNSUPPORTED, "ptx: kernel '%s': %lld blocks exceed the grid limit",
+                         k->name, (long long)pl->grid);
+    pl->prm.mode = pl->mode;
+    pl->prm.block = pl->block;
+    pl->prm.vec = pl->V;
+    pl->prm.ept = pl->mode == IC_PTX_POINTWISE ? pl->ept : 1;
+    pl->prm.threads_per_row = pl->T;
+    pl->prm.regs_elems = in.regs_elems ? in.regs_elems : 32;
+    return IC_OK;
+}
+
+void ic__pplan_free(ic_ctx *c, ic__pplan *pl)
+{
+    if (pl->info)
+        for (int s = 0; s < pl->k->nstages; s++)
+            ic__free(c, pl->info[s]);
+    if (pl->smem_off)
+        for (int s = 0; s < pl->k->nstages; s++)
+            ic__free(c, pl->smem_off[s]);
+    ic__free(c, pl->info);
+    ic__free(c, pl->smem_off);
+    ic__free(c, pl->stored);
+    ic__free(c, pl->used);
+    memset(pl, 0, sizeof *pl);
+}

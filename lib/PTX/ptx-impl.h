@@ -1,0 +1,161 @@
+/* ptx-impl.h - private structures of the PTX layer: the per-kernel plan (plan.c: index
+ * analysis, mapping and launch geometry), the generator state shared by gen.c (kernel
+ * skeletons), instr.c (loop-IR instructions over vector lanes) and math.c (exp log sin ... as
+ * internal functions), and the module (module.c: NVPTX target, O3, PTX emission). */
+#ifndef IC_PTX_IMPL_H
+#define IC_PTX_IMPL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include "graph-impl.h"
+#include "ic/ptx.h"
+
+#define IC__PTX_MAXV 8                    /* most lanes a thread walks at once */
+#define IC__PTX_NVARS (2 * IC_MAX_RANK)   /* loop variables: outer, then inner */
+#define IC__PTX_MAXUNROLL 64              /* most unrolled iterations of an inner stage */
+#define IC__PTX_SMEM_MAX (40 * 1024)      /* static shared memory we allow ourselves */
+
+struct ic_ptx_module {
+    ic_ctx *c;
+    char *ptx;                /* owned */
+    char *ir;                 /* owned, may be NULL */
+    int nkernels;
+    ic_ptx_kernel *kernels;   /* names owned (ic__strdup) */
+    double emit_ms;
+};
+
+/* What the plan knows about one loop-IR instruction. */
+typedef struct {
+    bool affine;                      /* I32/I64 value = c0 + sum coef[v] * var v */
+    int64_t c0;
+    int64_t coef[IC__PTX_NVARS];
+    uint32_t deps;                    /* loop variables it depends on, bit per var */
+    bool acc;                         /* depends on an ACC (a per-outer-point value) */
+    int vn;                           /* value number shared by equal values of any stage;
+                                       * -1: never shared (REDUCE, STORE, loads of buffers
+                                       * this kernel stores to) */
+} ic__pinfo;
+
+/* How one kernel maps onto threads. */
+typedef struct {
+    const ic_kernel *k;
+    ic_ptx_mode mode;
+    ic_ptx_params prm;        /* resolved */
+    int V;                    /* lanes */
+    int T;                    /* threads per outer point (group) */
+    int R;                    /* outer points (groups of V in COLUMN) per block */
+    int block, ept;
+    int lanevar;              /* the loop variable the lanes walk, -1: none */
+    int64_t P;                /* outer points */
+    int64_t N;                /* inner points */
+    int64_t grid;
+    int64_t K;                /* ROW/COLUMN: iterations of each inner stage per thread */
+    bool unrolled;            /* those iterations are straight-line code */
+    bool cache;               /* and values are reused across stages (row in registers) */
+    bool exact;               /* K iterations cover the inner space with no masking */
+    bool tail;                /* POINTWISE: the last group may be partial */
+    int smem;                 /* bytes of shared memory */
+    int **smem_off;           /* [stage][instr]: offset of a REDUCE's partials */
+    ic__pinfo **info;         /* [stage][instr] */
+    int nvn;
+    bool *stored;             /* [nbufs]: the kernel stores to buffer b */
+    bool *used;               /* [nbufs]: the kernel loads or stores buffer b */
+    int nreduce_stages;
+} ic__pplan;
+
+/* Checks k against the buffers (operand order, types, indices), then fills pl; params may be
+ * NULL. pl's arrays are ic__malloc'd: ic__pplan_free. Errors name the kernel. */
+IC_HIDDEN ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs,
+                                   const ic_buffer *bufs, const ic_ptx_options *o,
+                                   const ic_ptx_params *params, ic__pplan *pl);
+IC_HIDDEN void ic__pplan_free(ic_ctx *c, ic__pplan *pl);
+/* Element offsets a V-lane access at lane 0 may use as one aligned vector access. */
+IC_HIDDEN bool ic__pplan_vec_ok(const ic__pplan *pl, const ic__pinfo *off, int V);
+
+/* One value of every lane (or one shared by all: uni). */
+typedef struct {
+    LLVMValueRef v[IC__PTX_MAXV];
+    bool uni;
+} ic__lv;
+
+typedef struct ic__pg {
+    ic_ctx *c;
+    int sm;
+    bool emu;                         /* for the host emulator: no NVVM intrinsics, one
+                                       * address space; thread ids, shuffles, barriers and
+                                       * ex2 are calls to ic__emu_* */
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64;
+    LLVMTypeRef t_gptr, t_sptr;       /* pointers in global / shared address space */
+    LLVMValueRef mathfn[256];         /* ic__pmath cache, by (op, dtype) */
+    /* the kernel being generated */
+    const ic_kernel *k;
+    const ic_buffer *bufs;
+    int nbufs;
+    const ic__pplan *pl;
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry;
+    LLVMValueRef *bufptr;             /* [nbufs] kernel parameters */
+    LLVMValueRef smem;                /* the kernel's shared array, or NULL */
+    LLVMValueRef tid, bid;            /* i32 */
+    LLVMValueRef j, r;                /* i32: thread in its group, group in the block */
+    LLVMValueRef pvalid;              /* i1: this thread's outer point exists (NULL: yes) */
+    LLVMValueRef var[IC__PTX_NVARS];  /* i64 loop variables (lane 0 for the lane variable) */
+    int nl;                           /* lanes of the current emission */
+    LLVMValueRef valid;               /* i1: the current lanes exist (NULL: yes) */
+    bool vec;                         /* vector accesses allowed in the current emission */
+    int it;                           /* unrolled iteration (cache key), -1: no caching */
+    ic__lv *vals;                     /* the current stage's values */
+    ic__lv **accres;                  /* [stage][instr]: combined REDUCE results */
+    LLVMValueRef **acc, **acci;       /* [stage][instr * MAXV + lane]: accumulator allocas */
+    ic__lv *cache;                    /* [K][nvn] */
+    bool *cached;
+} ic__pg;
+
+/* gen.c */
+IC_HIDDEN ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl,
+                                    const char *name);
+IC_HIDDEN LLVMValueRef ic__pg_i32(ic__pg *G, int64_t v);
+IC_HIDDEN LLVMValueRef ic__pg_i64(ic__pg *G, int64_t v);
+IC_HIDDEN LLVMValueRef ic__pg_call(ic__pg *G, const char *intrinsic, LLVMTypeRef *over,
+                                   int nover, LLVMValueRef *args, int nargs);
+IC_HIDDEN LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t);
+/* Calls external function `name` (declared on first use) of the given signature. */
+IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt,
+                                  int n, LLVMValueRef *args);
+/* `if (cond) { ... }`: returns the continuation block; the builder is left in the then
+ * block. cond NULL means always (no branch; returns NULL). */
+IC_HIDDEN LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what);
+IC_HIDDEN void ic__pg_endif(ic__pg *G, LLVMBasicBlockRef cont);
+
+/* instr.c */
+IC_HIDDEN LLVMTypeRef ic__pg_type(ic__pg *G, ic_dtype t);       /* in registers */
+IC_HIDDEN LLVMTypeRef ic__pg_mem_type(ic__pg *G, ic_dtype t);   /* in memory */
+IC_HIDDEN LLVMValueRef ic__pg_const(ic__pg *G, ic_dtype t, ic_scalar s);
+IC_HIDDEN LLVMValueRef ic__pg_convert(ic__pg *G, LLVMValueRef x, ic_dtype from, ic_dtype to);
+/* Emits instruction i of stage s for the current lanes into G->vals[i]. */
+IC_HIDDEN void ic__pg_instr(ic__pg *G, int s, int i);
+/* Reduction identity, accumulate, and the combine of two partials (ARGMAX: value and index
+ * pairs; *ri receives the index). */
+IC_HIDDEN LLVMValueRef ic__pg_red_init(ic__pg *G, ic_red red, ic_dtype t);
+IC_HIDDEN LLVMValueRef ic__pg_red_op(ic__pg *G, ic_red red, ic_dtype t, LLVMValueRef a,
+                                     LLVMValueRef b);
+IC_HIDDEN LLVMValueRef ic__pg_argmax_pick(ic__pg *G, ic_dtype t, LLVMValueRef va,
+                                          LLVMValueRef ia, LLVMValueRef vb, LLVMValueRef ib);
+
+/* math.c: f32/f64 exp log sin cos tanh erf sigmoid pow rsqrt, integer pow. */
+IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x,
+                                 LLVMValueRef y);
+
+/* module.c */
+IC_HIDDEN void ic__ptx_llvm_init(void);
+IC_HIDDEN void ic__pg_init_types(ic__pg *G);
+/* Plans and generates every kernel into G->mod, filling m->kernels (names, geometry). */
+IC_HIDDEN ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *ks,
+                                    const char *const *names, const ic_ptx_options *o,
+                                    const ic_ptx_params *params);
+
+#endif
