@@ -152,12 +152,15 @@ static double copy_gbs(size_t n, int iters)
 }
 
 /* Compiles g, runs it iters times; returns the median run ms; bytes = inputs + outputs. */
+static int g_threads; /* --single: 1 thread, times are the thread's CPU time */
+
 static double bench(ic_ctx *c, ic_graph *g, int fusion, int iters, double *bytes, double *cms,
                     int *nk)
 {
     ic_compile_options o;
     ic_compile_options_init(&o);
     o.fusion = fusion;
+    o.threads = g_threads;
     ic_compiled *cc;
     if (ic_compile(c, g, &o, &cc))
         die(c, "compile");
@@ -182,11 +185,11 @@ static double bench(ic_ctx *c, ic_graph *g, int fusion, int iters, double *bytes
     }
     double *ms = malloc(sizeof(double) * (size_t)iters);
     for (int it = -2; it < iters; it++) {
-        double t0 = now_ms();
+        double t0 = g_threads == 1 ? cpu_ms() : now_ms();
         if (ic_run(cc, na, args, no, outs))
             die(c, "run");
         if (it >= 0)
-            ms[it] = now_ms() - t0;
+            ms[it] = (g_threads == 1 ? cpu_ms() : now_ms()) - t0;
     }
     for (int i = 0; i < iters; i++) /* median */
         for (int j = i + 1; j < iters; j++)
@@ -214,6 +217,8 @@ static void log_cb(void *user, int level, const char *msg)
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && strcmp(argv[1], "--single") == 0)
+        quick = true, g_threads = 1;
     const char *only = argc > 2 ? argv[2] : NULL;
     int iters = quick ? 5 : 21;
     ic_ctx *c;
@@ -253,6 +258,15 @@ int main(int argc, char **argv)
         { "sum dim -1 [16384,4096]", sum_dim(c, -1, 16384, 4096) },
         { "sum dim 0 [16384,4096]", sum_dim(c, 0, 16384, 4096) },
     };
+    if (g_threads == 1) { /* the compiled copy is the baseline */
+        double bytes, cms;
+        int nk;
+        ic_graph *cg = copy_graph(c, (int64_t)1 << 25);
+        stream = bytes = 0;
+        double ms = bench(c, cg, 1, iters, &bytes, &cms, &nk);
+        stream = bytes / (ms * 1e6);
+        ic_graph_destroy(cg);
+    }
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (only && !strstr(cases[i].name, only)) {
             ic_graph_destroy(cases[i].g);

@@ -394,6 +394,13 @@ static const char *bytes_str(int64_t n, char *buf, size_t cap)
     return buf;
 }
 
+/* Milliseconds with 3 decimals, or 4 significant digits below 1 ms (tiny graphs). */
+static const char *ms_str(double ms, char *buf, size_t cap)
+{
+    snprintf(buf, cap, ms >= 1 ? "%.3f" : "%.4g", ms);
+    return buf;
+}
+
 static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a, const traffic *t,
                         backend_run *runs, int nruns, const backend_run *unfused, bool checked)
 {
@@ -420,7 +427,9 @@ static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a,
         }
         if (unfused && b != unfused && b->median_ms > 0)
             snprintf(speed, sizeof speed, "%.2fx", unfused->median_ms / b->median_ms);
-        printf("%-9s %11s %10.3f %10.3f %8.2f %8s %8s\n", b->name, comp, b->median_ms, b->min_ms,
+        char med[32], min[32];
+        printf("%-9s %11s %10s %10s %8.3g %8s %8s\n", b->name, comp,
+               ms_str(b->median_ms, med, sizeof med), ms_str(b->min_ms, min, sizeof min),
                gbps(t, b), speed, nk);
     }
     for (int i = 0; i < nruns; i++)
@@ -430,7 +439,8 @@ static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a,
         bool all = true;
         for (int i = 0; i < nruns; i++)
             all &= runs[i].matches;
-        printf("check (%s): %s\n", o->expect ? o->expect : "reference executor",
+        printf("check (%s%s%s): %s\n", o->check ? "reference executor" : "",
+               o->check && o->expect ? ", " : "", o->expect ? o->expect : "",
                all ? "every output matches within the spec's tolerances" : "MISMATCH (see stderr)");
     }
     printf("outputs (%s):\n", runs[nruns - 1].name);

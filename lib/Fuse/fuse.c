@@ -44,6 +44,7 @@ typedef struct {
     char **why;          /* per node: why it is materialised */
     int *cost;           /* per node: ops when inlined */
     bool *costly;        /* per node: materialised because recomputing it would cost */
+    bool *mm_operand;    /* per node: read by a matmul as an operand */
 } fz;
 
 static const ic_node *N(const fz *f, ic_value v) { return ic__node(f->g, v); }
@@ -114,9 +115,11 @@ static void realize(fz *f, int64_t *uses)
                 ic_value b = base_of(f, n->in[i].node);
                 uses[b] += reads(f, v, b);
                 ic__class bc = cls(f, b);
-                if (cls(f, v) == IC__CL_MM && i < 2 && bc != IC__CL_LEAF)
+                if (cls(f, v) == IC__CL_MM && i < 2 && bc != IC__CL_LEAF) {
+                    f->mm_operand[b] = true;
                     set_why(f, b, "'%s' is an operand of matmul '%s' (operands are read from memory)",
                             N(f, b)->info.name, n->info.name);
+                }
             }
     }
     for (int v = 0; v < f->n; v++) {
@@ -133,7 +136,7 @@ static void realize(fz *f, int64_t *uses)
             }
         f->cost[v] = c > 1000000 ? 1000000 : c;
         bool expensive = (uses[v] > 1 && c > f->o->max_inline_ops) || c > 4 * f->o->max_inline_ops;
-        if (ic__reduce_like(k) || is_output(f, v) || f->why[v] || expensive) {
+        if (ic__reduce_like(k) || is_output(f, v) || f->mm_operand[v] || expensive) {
             f->grp[v] = f->ng++;
             f->costly[v] = expensive;
             if (expensive)
@@ -621,6 +624,7 @@ static void fz_free(fz *f)
     ic__free(f->c, f->alive);
     ic__free(f->c, f->cost);
     ic__free(f->c, f->costly);
+    ic__free(f->c, f->mm_operand);
 }
 
 static ic_status fuse(fz *f, ic_program **out)
@@ -632,7 +636,8 @@ static ic_status fuse(fz *f, ic_program **out)
     f->why = ic__calloc(f->c, (size_t)f->n + 1, sizeof(char *));
     f->cost = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int));
     f->costly = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
-    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly) {
+    f->mm_operand = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
+    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly || !f->mm_operand) {
         ic__free(f->c, uses);
         return ic__error(f->c, IC_ENOMEM, "out of memory");
     }

@@ -446,8 +446,14 @@ static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, 
     case IC_L_SUB: return fp ? LLVMBuildFSub(b, x, y, "") : bl ? LLVMBuildXor(b, x, y, "") : LLVMBuildSub(b, x, y, "");
     case IC_L_MUL: return fp ? LLVMBuildFMul(b, x, y, "") : bl ? LLVMBuildAnd(b, x, y, "") : LLVMBuildMul(b, x, y, "");
     case IC_L_DIV:
-        if (fp)
-            return LLVMBuildFDiv(b, x, y, "");
+        if (fp) {
+            LLVMValueRef q = LLVMBuildFDiv(b, x, y, "");
+            /* f32: a loop-invariant divisor becomes one reciprocal and a multiply per element
+             * (LICM), as ATen's softmax does; at most an ulp from the exact quotient. */
+            if (t == IC_F32 && LLVMIsAInstruction(q))
+                LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal);
+            return q;
+        }
         return bl ? x : int_divmod(g, x, y, false, false);
     case IC_L_POW:
         if (fp)

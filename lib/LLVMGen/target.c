@@ -223,13 +223,17 @@ static void stage_strides(const ic_kernel *k, int s, int var, int64_t *stride, b
     }
 }
 
-/* Loads and stores in loop stages whose offset has stride 1 along var. */
-static int unit_accesses(const ic_kernel *k, int var, bool loops_only)
+/* How the loads and stores of loop stages (REDUCE, INNER) behave if the loop along var is
+ * vectorised: unit stride (vector access), stride 0 (a broadcast) or anything else (a
+ * gather or scatter). */
+typedef struct { int unit, gather; } access_count;
+
+static access_count count_accesses(const ic_kernel *k, int var)
 {
-    int n = 0;
+    access_count n = { 0, 0 };
     for (int s = 0; s < k->nstages; s++) {
         const ic_stage *st = &k->stages[s];
-        if ((loops_only && st->kind == IC_STAGE_BODY) || st->ninstr <= 0)
+        if (st->kind == IC_STAGE_BODY || st->ninstr <= 0)
             continue;
         int64_t *stride = malloc(sizeof *stride * (size_t)st->ninstr);
         bool *known = malloc(sizeof *known * (size_t)st->ninstr);
@@ -237,9 +241,12 @@ static int unit_accesses(const ic_kernel *k, int var, bool loops_only)
             stage_strides(k, s, var, stride, known);
             for (int i = 0; i < st->ninstr; i++) {
                 int a = st->instr[i].a;
-                if ((st->instr[i].op == IC_L_LOAD || st->instr[i].op == IC_L_STORE) && a >= 0 &&
-                    a < i && known[a] && stride[a] == 1)
-                    n++;
+                if ((st->instr[i].op != IC_L_LOAD && st->instr[i].op != IC_L_STORE) || a < 0 || a >= i)
+                    continue;
+                if (known[a] && stride[a] == 1)
+                    n.unit++;
+                else if (!known[a] || stride[a] != 0)
+                    n.gather++;
             }
         }
         free(stride);
@@ -258,12 +265,15 @@ ic_kernel_mode ic_kernel_mode_of(const ic_kernel *k)
     if (k->ninner == 0 || k->nouter == 0)
         return IC_KMODE_ROW;
     int inner_var = k->nouter + k->ninner - 1, outer_var = k->nouter - 1;
-    int row = unit_accesses(k, inner_var, true);
-    int col = unit_accesses(k, outer_var, true);
     /* A strip only pays when the rows it walks are long enough to vectorise over. */
-    if (col > row && k->outer[outer_var] >= 16)
-        return IC_KMODE_COLUMN;
-    return IC_KMODE_ROW;
+    if (k->outer[outer_var] < 16)
+        return IC_KMODE_ROW;
+    /* Vectorise along whichever dim leaves fewer gathers: a column sum or a matmul's
+     * b[k, n] walk rows with a strip of columns, a row softmax runs along the row. */
+    access_count row = count_accesses(k, inner_var), col = count_accesses(k, outer_var);
+    if (col.gather != row.gather)
+        return col.gather < row.gather ? IC_KMODE_COLUMN : IC_KMODE_ROW;
+    return col.unit > row.unit ? IC_KMODE_COLUMN : IC_KMODE_ROW;
 }
 
 /* ---- modules: verify, optimise, print ---- */

@@ -253,15 +253,16 @@ static ic_status state_init(ic_ctx *c, const ic_graph *g, const ic__sched *s, bu
     memset(b, 0, sizeof *b);
     if ((st = ic__check_specialised(c, g)))
         return st;
+    if ((b->p = ic__calloc(c, 1, sizeof *b->p))) { /* first: state_free destroys it */
+        b->p->c = c;
+        b->p->g = g;
+        ic__arena_init(&b->p->arena, c);
+    }
     b->live = ic__live_nodes(c, g);
     b->out_buf = ic__calloc(c, (size_t)nout + 1, sizeof(int));
     b->items = ic__calloc(c, (size_t)(n + nout) + 1, sizeof(ic__store));
-    b->p = ic__calloc(c, 1, sizeof *b->p);
     if (!b->live || !b->out_buf || !b->items || !b->p)
         return ic__error(c, IC_ENOMEM, "out of memory");
-    b->p->c = c;
-    b->p->g = g;
-    ic__arena_init(&b->p->arena, c);
     if (!(b->p->node_buf = ic__calloc(c, (size_t)n + 1, sizeof(int))))
         return ic__error(c, IC_ENOMEM, "out of memory");
     if ((st = check_inputs(c, g, b->live)))

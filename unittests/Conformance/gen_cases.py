@@ -29,6 +29,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_oracle as oracle  # noqa: E402  (only for st_write and the probe)
 
 DT = oracle.DTYPES
+# Every op of the spec's table; each must appear in an "ok" case.
+SPEC_OPS = set("""neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu silu erf reciprocal
+floor ceil logical_not gelu clamp cast add sub mul div pow maximum minimum eq ne lt le gt ge
+logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax layer_norm
+rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
+embedding full arange""".split())
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i32", "i64"]
 ALL = FLOATS + INTS + ["bool"]
@@ -59,6 +65,7 @@ def rand(dtype, shape, lo=None, hi=None, nonzero=False):
 class Corpus:
     def __init__(self, folder):
         self.folder = folder
+        self.ops_ok = set()
         self.lines = []
         self.refused = []
         self.names = set()
@@ -110,6 +117,8 @@ class Corpus:
                 # an op does not take", so ic-run must refuse it too.
                 self.refused.append("%s: %s" % (name, str(e).splitlines()[0]))
                 expect = "error"
+        if expect == "ok":
+            self.ops_ok.update(n["op"] for n in nodes)
         self.lines.append("%s\t%s\t%s" % (name, expect, extra))
 
     def finish(self):
@@ -332,6 +341,10 @@ def shape_cases(c):
         one_op(c, "cat_%s" % dt, "cat", [T(dt, [2, 3]), T(dt, [2, 5])], {"dim": -1})
         one_op(c, "slice_step_%s" % dt, "slice", [T(dt, [10, 3])],
                {"dim": 0, "start": 1, "end": 9, "step": 3})
+        one_op(c, "transpose_%s" % dt, "transpose", [T(dt, [2, 3, 4])], {"dim0": 0, "dim1": 2})
+        one_op(c, "expand_%s" % dt, "expand", [T(dt, [3, 1])], {"shape": [2, 3, 5]})
+        one_op(c, "unsqueeze_%s" % dt, "unsqueeze", [T(dt, [3, 4])], {"dim": 1})
+        one_op(c, "squeeze_%s" % dt, "squeeze", [T(dt, [3, 1, 4])])
     one_op(c, "reshape_to_0d", "reshape", [T("f32", [1, 1])], {"shape": []})
     one_op(c, "reshape_from_0d", "reshape", [T("f32", [])], {"shape": [1, -1, 1]})
     one_op(c, "permute_neg", "permute", [T("f32", [2, 3, 4])], {"dims": [-1, 0, -2]})
@@ -921,6 +934,10 @@ def main(argv):
                   integer_attr_cases):
         group(c)
     c.finish()
+    missing = SPEC_OPS - c.ops_ok
+    if missing:
+        sys.stderr.write("gen_cases: no passing-kind case for ops %s\n" % sorted(missing))
+        return 1
     print("gen_cases: %d cases written to %s (%d of them dtype combinations PyTorch "
           "refuses, see refused.txt)" % (len(c.lines), folder, len(c.refused)))
     return 0

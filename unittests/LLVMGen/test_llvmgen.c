@@ -277,3 +277,26 @@ Test(llvmgen, bad_operand_types_are_errors)
     free(kb);
     ic_ctx_destroy(c);
 }
+
+/* out[m, n] = sum_k a[m, k] * b[k, n]: vectorised along n (b's rows, a broadcast), no gathers */
+Test(llvmgen, matmul_vectorises_along_columns)
+{
+    int64_t M = 64, K = 256, N = 512;
+    kb_t *kb = kb_new("matmul", 2, (int64_t[]){ M, N }, 1, (int64_t[]){ K });
+    kb_stage(kb, IC_STAGE_REDUCE);
+    int m = kb_var(kb, 0), n = kb_var(kb, 1), k = kb_var(kb, 2);
+    int a = kb_load(kb, 0, IC_F32, kb_off2(kb, m, K, k)), b = kb_load(kb, 1, IC_F32, kb_off2(kb, k, N, n));
+    int s = kb_reduce(kb, IC_RED_SUM, IC_F32, kb_bin(kb, IC_L_MUL, IC_F32, a, b), -1);
+    kb_stage(kb, IC_STAGE_BODY);
+    m = kb_var(kb, 0), n = kb_var(kb, 1);
+    kb_store(kb, 2, kb_off2(kb, m, N, n), kb_acc(kb, IC_F32, 0, s));
+    ic_buffer bufs[3] = { kb_buf(IC_BUF_ARG, IC_F32, M * K, 0), kb_buf(IC_BUF_ARG, IC_F32, K * N, 1),
+                          kb_buf(IC_BUF_OUTPUT, IC_F32, M * N, 0) };
+    cr_assert_eq(ic_kernel_mode_of(&kb->k), IC_KMODE_COLUMN);
+    gen_t G;
+    gen(&G, kb, 3, bufs, NULL);
+    assert_vector_code(&G, "matmul");
+    cr_assert(strstr(G.ir, "gather") == NULL, "matmul gathers");
+    gen_free(&G);
+    free(kb);
+}

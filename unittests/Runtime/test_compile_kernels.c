@@ -666,3 +666,49 @@ Test(compile_kernels, malformed_kernel_is_an_error)
     free(kb);
     ic_ctx_destroy(c);
 }
+
+/* Fails the Nth allocation of codegen + JIT for every N: an error, never a crash or a leak. */
+typedef struct { long count, fail_at; } probe_t;
+
+static void *probe_alloc(void *user, void *ptr, size_t size)
+{
+    probe_t *p = user;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    if (++p->count == p->fail_at)
+        return NULL;
+    return realloc(ptr, size);
+}
+
+Test(compile_kernels, out_of_memory_in_codegen_is_an_error)
+{
+    probe_t probe = { 0, 0 };
+    ic_ctx_options co = { probe_alloc, &probe, NULL, NULL };
+    ic_ctx *c;
+    cr_assert_eq(ic_ctx_create(&co, &c), IC_OK);
+    int64_t cols = 100;
+    kb_t *kb = kb_new("oom", 1, (int64_t[]){ 8 }, 1, (int64_t[]){ cols });
+    kb_stage(kb, IC_STAGE_REDUCE);
+    int i = kb_var(kb, 0), j = kb_var(kb, 1);
+    int r = kb_reduce(kb, IC_RED_SUM, IC_F32, kb_load(kb, 0, IC_F32, kb_off2(kb, i, cols, j)), -1);
+    kb_stage(kb, IC_STAGE_BODY);
+    kb_store(kb, 1, kb_var(kb, 0), kb_acc(kb, IC_F32, 0, r));
+    ic_buffer bufs[2] = { kb_buf(IC_BUF_ARG, IC_F32, 8 * cols, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 8, 0) };
+    bool done = false;
+    for (long n = 1; !done && n < 500; n++) {
+        ic__jit *jit = NULL;
+        ic__kernel_fn fn = NULL;
+        probe.fail_at = probe.count + n;
+        ic_status s = ic__jit_kernels(c, 1, &kb->k, 2, bufs, NULL, &jit, &fn);
+        done = probe.count < probe.fail_at;
+        probe.fail_at = 0;
+        cr_assert(done ? s == IC_OK : s == IC_ENOMEM, "n=%ld: status %d (%s)", n, s, ic_last_error(c));
+        cr_assert(done ? jit != NULL : jit == NULL);
+        ic__jit_destroy(jit);
+    }
+    cr_assert(done);
+    free(kb);
+    ic_ctx_destroy(c);
+}

@@ -1,0 +1,114 @@
+/* cuda-impl.h - the CUDA driver API as the runtime sees it: types from the toolkit's cuda.h
+ * when the build found one (IC_HAVE_CUDA_H), otherwise the few declarations we need
+ * (ABI-identical); the entry points are always function pointers filled by dlsym from
+ * libcuda.so.1 at run time, so nothing links against CUDA. */
+#ifndef IC_CUDA_IMPL_H
+#define IC_CUDA_IMPL_H
+
+#include "graph-impl.h"
+#include "ic/ptx.h"
+
+#ifdef IC_HAVE_CUDA_H
+#include <cuda.h>
+#else
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef int CUdevice_attribute;
+typedef int CUjit_option;
+typedef int CUstreamCaptureMode;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DEFAULT 0
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#endif
+
+/* Entry points, resolved with dlsym (the _v2 name first where the ABI has one). */
+typedef struct ic__cu {
+    void *lib;
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} ic__cu;
+
+typedef struct ic__cblock {
+    CUdeviceptr ptr;
+    size_t size;              /* rounded (the bucket) */
+} ic__cblock;
+
+struct ic_cuda {
+    ic_ctx *c;
+    ic__cu cu;
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;
+    int sm, nsms;
+    char name[256];
+    /* caching allocator: blocks handed out, and free blocks kept for reuse by size */
+    ic__cblock *live, *cache;
+    int nlive, caplive, ncache, capcache;
+    size_t cached_bytes, live_bytes;
+};
+
+struct ic_cuda_module {
+    ic_cuda *d;
+    CUmodule mod;
+    int nfn, capfn;
+    char **names;
+    CUfunction *fns;
+};
+
+/* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */
+IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);
+IC_HIDDEN ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out);
+
+#endif

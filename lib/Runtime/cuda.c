@@ -1,0 +1,393 @@
+/* cuda.c - the CUDA driver loaded at run time (dlopen "libcuda.so.1", or $IC_CUDA_DRIVER):
+ * device and primary context, one non-blocking stream, a caching device allocator
+ * (size-bucketed free lists), PTX modules loaded with cuModuleLoadDataEx (the JIT's error
+ * log goes into the message), kernel launches, and the device-to-device copy yardstick. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda-impl.h"
+
+#define LOG_BYTES 16384
+
+ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what)
+{
+    const char *name = NULL, *text = NULL;
+    if (d->cu.GetErrorName)
+        d->cu.GetErrorName(r, &name);
+    if (d->cu.GetErrorString)
+        d->cu.GetErrorString(r, &text);
+    return ic__error(d->c, IC_ECUDA, "cuda: %s: %s (%s)", what, name ? name : "CUDA error",
+                     text ? text : "?");
+}
+
+/* dlsym of name##_v2, then name. */
+static void *sym(void *lib, const char *name, bool v2)
+{
+    void *p = NULL;
+    if (v2) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s_v2", name);
+        p = dlsym(lib, buf);
+    }
+    return p ? p : dlsym(lib, name);
+}
+
+static ic_status load_driver(ic_ctx *c, ic__cu *cu)
+{
+    const char *path = getenv("IC_CUDA_DRIVER");
+    if (!path || !*path)
+        path = "libcuda.so.1";
+    memset(cu, 0, sizeof *cu);
+    cu->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!cu->lib) {
+        const char *e = dlerror();
+        return ic__error(c, IC_ECUDA, "no CUDA driver found (%s: %s)", path, e ? e : "cannot load");
+    }
+    struct { void **slot; const char *name; bool v2; } t[] = {
+#define S(f, v2) { (void **)&cu->f, "cu" #f, v2 }
+        S(Init, false), S(DriverGetVersion, false), S(DeviceGetCount, false), S(DeviceGet, false),
+        S(DeviceGetName, false), S(DeviceGetAttribute, false), S(DevicePrimaryCtxRetain, false),
+        S(DevicePrimaryCtxRelease, true), S(CtxSetCurrent, false), S(CtxSynchronize, false),
+        S(ModuleLoadDataEx, false), S(ModuleUnload, false), S(ModuleGetFunction, false),
+        S(LaunchKernel, false), S(MemAlloc, true), S(MemFree, true), S(MemcpyHtoDAsync, true),
+        S(MemcpyDtoHAsync, true), S(MemcpyDtoDAsync, true), S(MemsetD8Async, false),
+        S(StreamCreate, false), S(StreamDestroy, true), S(StreamSynchronize, false),
+        S(EventCreate, false), S(EventRecord, false), S(EventSynchronize, false),
+        S(EventElapsedTime, true), S(EventDestroy, true), S(StreamBeginCapture, true),
+        S(StreamEndCapture, false), S(GraphLaunch, false), S(GraphExecDestroy, false),
+        S(GraphDestroy, false), S(GetErrorName, false), S(GetErrorString, false),
+#undef S
+        { (void **)&cu->GraphInstantiate, "cuGraphInstantiateWithFlags", false },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        *t[i].slot = sym(cu->lib, t[i].name, t[i].v2);
+        if (!*t[i].slot) {
+            dlclose(cu->lib);
+            cu->lib = NULL;
+            return ic__error(c, IC_ECUDA, "no usable CUDA driver (%s lacks %s)", path, t[i].name);
+        }
+    }
+    return IC_OK;
+}
+
+#define CU(d, call, what)                                                                  \
+    do {                                                                                   \
+        CUresult r_ = (call);                                                              \
+        if (r_ != CUDA_SUCCESS)                                                            \
+            return ic__cuda_error((d), r_, (what));                                        \
+    } while (0)
+
+static ic_status open_device(ic_cuda *d, int ordinal)
+{
+    ic__cu *cu = &d->cu;
+    CU(d, cu->Init(0), "cuInit");
+    int n = 0;
+    CU(d, cu->DeviceGetCount(&n), "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= n)
+        return ic__error(d->c, IC_ECUDA, "cuda: no device %d (the driver sees %d)", ordinal, n);
+    CU(d, cu->DeviceGet(&d->dev, ordinal), "cuDeviceGet");
+    int major = 0, minor = 0;
+    CU(d, cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev),
+       "cuDeviceGetAttribute");
+    CU(d, cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev),
+       "cuDeviceGetAttribute");
+    CU(d, cu->DeviceGetAttribute(&d->nsms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev),
+       "cuDeviceGetAttribute");
+    d->sm = major * 10 + minor;
+    if (cu->DeviceGetName(d->name, (int)sizeof d->name - 1, d->dev) != CUDA_SUCCESS)
+        snprintf(d->name, sizeof d->name, "device %d", ordinal);
+    CU(d, cu->DevicePrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain");
+    CU(d, cu->CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+    CU(d, cu->StreamCreate(&d->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return IC_OK;
+}
+
+ic_status ic_cuda_open(ic_ctx *c, int ordinal, ic_cuda **out)
+{
+    *out = NULL;
+    ic_cuda *d = ic__calloc(c, 1, sizeof *d);
+    if (!d)
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    d->c = c;
+    ic_status s = load_driver(c, &d->cu);
+    if (!s)
+        s = open_device(d, ordinal);
+    if (s) {
+        ic_cuda_close(d);
+        return s;
+    }
+    *out = d;
+    return IC_OK;
+}
+
+void ic_cuda_close(ic_cuda *d)
+{
+    if (!d)
+        return;
+    ic__cu *cu = &d->cu;
+    if (cu->lib) {
+        if (d->ctx) {
+            cu->CtxSetCurrent(d->ctx);
+            cu->CtxSynchronize();
+        }
+        ic_cuda_trim(d);
+        for (int i = 0; i < d->nlive; i++) /* blocks never given back: free them now */
+            cu->MemFree(d->live[i].ptr);
+        if (d->stream)
+            cu->StreamDestroy(d->stream);
+        if (d->ctx)
+            cu->DevicePrimaryCtxRelease(d->dev);
+        dlclose(cu->lib);
+    }
+    ic__free(d->c, d->live);
+    ic__free(d->c, d->cache);
+    ic__free(d->c, d);
+}
+
+int ic_cuda_sm(const ic_cuda *d) { return d ? d->sm : 0; }
+int ic_cuda_num_sms(const ic_cuda *d) { return d ? d->nsms : 0; }
+const char *ic_cuda_device_name(const ic_cuda *d) { return d ? d->name : ""; }
+
+/* ---- caching allocator ---- */
+
+/* The bucket: powers of two up to 1 MiB, then multiples of 2 MiB. */
+static size_t bucket(size_t n)
+{
+    if (n <= 512)
+        return 512;
+    if (n <= ((size_t)1 << 20)) {
+        size_t b = 512;
+        while (b < n)
+            b *= 2;
+        return b;
+    }
+    size_t g = (size_t)2 << 20;
+    return (n + g - 1) / g * g;
+}
+
+static bool push(ic_ctx *c, ic__cblock **arr, int *n, int *cap, ic__cblock b)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 32;
+        ic__cblock *na = ic__realloc(c, *arr, sizeof *na * (size_t)nc);
+        if (!na)
+            return false;
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = b;
+    return true;
+}
+
+ic_status ic_cuda_alloc(ic_cuda *d, size_t bytes, uint64_t *ptr)
+{
+    size_t size = bucket(bytes);
+    *ptr = 0;
+    for (int i = 0; i < d->ncache; i++)
+        if (d->cache[i].size == size) {
+            ic__cblock b = d->cache[i];
+            if (!push(d->c, &d->live, &d->nlive, &d->caplive, b))
+                return ic__error(d->c, IC_ENOMEM, "cuda: out of host memory");
+            d->cache[i] = d->cache[--d->ncache];
+            d->cached_bytes -= size;
+            d->live_bytes += size;
+            *ptr = b.ptr;
+            return IC_OK;
+        }
+    CUdeviceptr p = 0;
+    CUresult r = d->cu.MemAlloc(&p, size);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && d->ncache) { /* give the cache back and retry */
+        ic_cuda_trim(d);
+        r = d->cu.MemAlloc(&p, size);
+    }
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cuMemAlloc of %zu bytes", size);
+        return ic__cuda_error(d, r, what);
+    }
+    if (!push(d->c, &d->live, &d->nlive, &d->caplive, (ic__cblock){ p, size })) {
+        d->cu.MemFree(p);
+        return ic__error(d->c, IC_ENOMEM, "cuda: out of host memory");
+    }
+    d->live_bytes += size;
+    *ptr = p;
+    return IC_OK;
+}
+
+void ic_cuda_free(ic_cuda *d, uint64_t ptr)
+{
+    if (!d || !ptr)
+        return;
+    for (int i = 0; i < d->nlive; i++)
+        if (d->live[i].ptr == ptr) {
+            ic__cblock b = d->live[i];
+            d->live[i] = d->live[--d->nlive];
+            d->live_bytes -= b.size;
+            if (push(d->c, &d->cache, &d->ncache, &d->capcache, b))
+                d->cached_bytes += b.size;
+            else
+                d->cu.MemFree(b.ptr);
+            return;
+        }
+}
+
+void ic_cuda_trim(ic_cuda *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < d->ncache; i++)
+        d->cu.MemFree(d->cache[i].ptr);
+    d->ncache = 0;
+    d->cached_bytes = 0;
+}
+
+void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use)
+{
+    if (cached)
+        *cached = d ? d->cached_bytes : 0;
+    if (in_use)
+        *in_use = d ? d->live_bytes : 0;
+}
+
+/* ---- modules ---- */
+
+ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out)
+{
+    *out = NULL;
+    if (!ptx)
+        return ic__error(d->c, IC_EINVAL, "cuda: no PTX to load");
+    ic_cuda_module *m = ic__calloc(d->c, 1, sizeof *m);
+    char *log = ic__calloc(d->c, LOG_BYTES, 1);
+    if (!m || !log) {
+        ic__free(d->c, m);
+        ic__free(d->c, log);
+        return ic__error(d->c, IC_ENOMEM, "cuda: out of memory");
+    }
+    m->d = d;
+    CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+    void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
+    CUresult r = d->cu.ModuleLoadDataEx(&m->mod, ptx, 2, opt, val);
+    if (r != CUDA_SUCCESS) {
+        const char *name = NULL;
+        d->cu.GetErrorName(r, &name);
+        ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx: %s: %s", name ? name : "error",
+                  log[0] ? log : "(the JIT left no log)");
+        ic__free(d->c, log);
+        ic__free(d->c, m);
+        return IC_ECUDA;
+    }
+    ic__free(d->c, log);
+    *out = m;
+    return IC_OK;
+}
+
+void ic_cuda_module_unload(ic_cuda_module *m)
+{
+    if (!m)
+        return;
+    ic_ctx *c = m->d->c;
+    if (m->mod)
+        m->d->cu.ModuleUnload(m->mod);
+    for (int i = 0; i < m->nfn; i++)
+        ic__free(c, m->names[i]);
+    ic__free(c, m->names);
+    ic__free(c, m->fns);
+    ic__free(c, m);
+}
+
+ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out)
+{
+    for (int i = 0; i < m->nfn; i++)
+        if (!strcmp(m->names[i], name)) {
+            *out = m->fns[i];
+            return IC_OK;
+        }
+    ic_ctx *c = m->d->c;
+    if (m->nfn == m->capfn) {
+        int nc = m->capfn ? m->capfn * 2 : 8;
+        char **nn = ic__realloc(c, m->names, sizeof *nn * (size_t)nc);
+        if (nn)
+            m->names = nn;
+        CUfunction *nf = ic__realloc(c, m->fns, sizeof *nf * (size_t)nc);
+        if (nf)
+            m->fns = nf;
+        if (!nn || !nf)
+            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        m->capfn = nc;
+    }
+    CUfunction f;
+    CUresult r = m->d->cu.ModuleGetFunction(&f, m->mod, name);
+    if (r != CUDA_SUCCESS) {
+        char what[300];
+        snprintf(what, sizeof what, "cuModuleGetFunction('%s')", name);
+        return ic__cuda_error(m->d, r, what);
+    }
+    if (!(m->names[m->nfn] = ic__strdup(c, name)))
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    m->fns[m->nfn++] = f;
+    *out = f;
+    return IC_OK;
+}
+
+ic_status ic_cuda_module_launch(ic_cuda_module *m, const char *name, int64_t grid, int block,
+                                void **args)
+{
+    CUfunction f;
+    ic_status s = ic__cuda_function(m, name, &f);
+    if (s)
+        return s;
+    if (grid <= 0)
+        return IC_OK;
+    if (grid > 0x7fffffff || block <= 0 || block > 1024)
+        return ic__error(m->d->c, IC_EINVAL, "cuda: kernel '%s': bad launch %lld x %d", name,
+                         (long long)grid, block);
+    CUresult r = m->d->cu.LaunchKernel(f, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0,
+                                       m->d->stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[300];
+        snprintf(what, sizeof what, "cuLaunchKernel('%s', %lld x %d)", name, (long long)grid, block);
+        return ic__cuda_error(m->d, r, what);
+    }
+    return IC_OK;
+}
+
+ic_status ic_cuda_synchronize(ic_cuda *d)
+{
+    CU(d, d->cu.StreamSynchronize(d->stream), "cuStreamSynchronize");
+    return IC_OK;
+}
+
+ic_status ic_cuda_copy_bandwidth(ic_cuda *d, size_t bytes, int iters, double *gbps)
+{
+    *gbps = 0;
+    uint64_t a = 0, b = 0;
+    CUevent e0 = NULL, e1 = NULL;
+    ic_status s = ic_cuda_alloc(d, bytes, &a);
+    if (!s)
+        s = ic_cuda_alloc(d, bytes, &b);
+    if (s)
+        goto done;
+    ic__cu *cu = &d->cu;
+    CUresult r = cu->MemsetD8Async(a, 1, bytes, d->stream);
+    if (!r) r = cu->MemcpyDtoDAsync(b, a, bytes, d->stream);   /* warm-up */
+    if (!r) r = cu->EventCreate(&e0, CU_EVENT_DEFAULT);
+    if (!r) r = cu->EventCreate(&e1, CU_EVENT_DEFAULT);
+    if (!r) r = cu->EventRecord(e0, d->stream);
+    for (int i = 0; !r && i < iters; i++)
+        r = cu->MemcpyDtoDAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, d->stream);
+    if (!r) r = cu->EventRecord(e1, d->stream);
+    if (!r) r = cu->EventSynchronize(e1);
+    float ms = 0;
+    if (!r) r = cu->EventElapsedTime(&ms, e0, e1);
+    if (r) {
+        s = ic__cuda_error(d, r, "timing device-to-device copies");
+        goto done;
+    }
+    *gbps = ms > 0 ? 2.0 * (double)bytes * iters / (ms * 1e-3) / 1e9 : 0;
+done:
+    if (e0) d->cu.EventDestroy(e0);
+    if (e1) d->cu.EventDestroy(e1);
+    ic_cuda_free(d, a);
+    ic_cuda_free(d, b);
+    return s;
+}

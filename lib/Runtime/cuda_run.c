@@ -1,0 +1,480 @@
+/* cuda_run.c - graphs compiled for a GPU: per bound shape a variant (specialised graph,
+ * lowered and fused loop IR, PTX, loaded module, device buffers from the caching allocator,
+ * params uploaded once). Runs are upload / launch / download; in reduce-overhead mode the
+ * launches of a variant are captured once into a CUDA graph and replayed with cuGraphLaunch,
+ * which is valid because a variant's buffers never move. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ic/fuse.h"
+#include "ic/runtime.h"
+#include "cuda-impl.h"
+
+typedef struct ic__cvar {
+    int64_t *vals;            /* [nsyms] the binding */
+    ic_graph *sg;             /* specialised graph, NULL when g has no symbols */
+    const ic_graph *g;        /* the graph this variant runs (sg or the caller's) */
+    ic_program *p;
+    ic_ptx_module *pm;
+    ic_cuda_module *cm;
+    int nbufs;
+    uint64_t *dev;            /* [nbufs] device address of each buffer */
+    void **kargs;             /* [nbufs] &dev[i]: the kernels' parameter list */
+    uint64_t arena;
+    CUgraph graph;
+    CUgraphExec exec;
+    double lower_ms, ptx_ms, load_ms;
+    struct ic__cvar *next;
+} ic__cvar;
+
+struct ic_cuda_compiled {
+    ic_cuda *d;
+    ic_ctx *c;
+    const ic_graph *g;
+    ic_cuda_options o;
+    ic_ptx_params *params;    /* copy of o.params */
+    int nsyms;
+    ic__cvar *vars, *cur;
+    void *staging;            /* host packing of strided arguments */
+    size_t staging_bytes;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+#define CU(cc, call, what)                                                                 \
+    do {                                                                                   \
+        CUresult r_ = (call);                                                              \
+        if (r_ != CUDA_SUCCESS)                                                            \
+            return ic__cuda_error((cc)->d, r_, (what));                                    \
+    } while (0)
+
+static void var_destroy(ic_cuda_compiled *cc, ic__cvar *v)
+{
+    if (!v)
+        return;
+    ic_cuda *d = cc->d;
+    if (v->exec)
+        d->cu.GraphExecDestroy(v->exec);
+    if (v->graph)
+        d->cu.GraphDestroy(v->graph);
+    if (v->dev) {
+        d->cu.StreamSynchronize(d->stream); /* nothing may still use the buffers */
+        for (int i = 0; i < v->nbufs; i++) {
+            const ic_buffer *b = ic_program_buffer(v->p, i);
+            if (!(b->kind == IC_BUF_TEMP && b->arena_offset >= 0))
+                ic_cuda_free(d, v->dev[i]);
+        }
+        ic_cuda_free(d, v->arena);
+    }
+    ic_cuda_module_unload(v->cm);
+    ic_ptx_module_destroy(v->pm);
+    ic_program_destroy(v->p);
+    ic_graph_destroy(v->sg);
+    ic__free(cc->c, v->dev);
+    ic__free(cc->c, v->kargs);
+    ic__free(cc->c, v->vals);
+    ic__free(cc->c, v);
+}
+
+/* Device memory for every buffer; params are uploaded. */
+static ic_status var_buffers(ic_cuda_compiled *cc, ic__cvar *v)
+{
+    ic_cuda *d = cc->d;
+    int nb = ic_program_num_buffers(v->p);
+    v->nbufs = nb;
+    v->dev = ic__calloc(cc->c, (size_t)nb + 1, sizeof *v->dev);
+    v->kargs = ic__calloc(cc->c, (size_t)nb + 1, sizeof *v->kargs);
+    if (!v->dev || !v->kargs)
+        return ic__error(cc->c, IC_ENOMEM, "cuda: out of memory");
+    int64_t arena = ic_program_arena_size(v->p);
+    ic_status s;
+    if (arena > 0 && (s = ic_cuda_alloc(d, (size_t)arena, &v->arena)))
+        return s;
+    for (int i = 0; i < nb; i++) {
+        const ic_buffer *b = ic_program_buffer(v->p, i);
+        size_t bytes = (size_t)b->numel * ic_dtype_size(b->dtype);
+        v->kargs[i] = &v->dev[i];
+        if (b->kind == IC_BUF_TEMP && b->arena_offset >= 0) {
+            v->dev[i] = v->arena + (uint64_t)b->arena_offset;
+            continue;
+        }
+        if ((s = ic_cuda_alloc(d, bytes ? bytes : 1, &v->dev[i])))
+            return s;
+        if (b->kind == IC_BUF_PARAM && bytes)
+            CU(cc, d->cu.MemcpyHtoDAsync(v->dev[i], b->data, bytes, d->stream), "uploading a param");
+    }
+    return IC_OK;
+}
+
+/* Graph -> loaded module for binding vals (NULL when g has no symbols). */
+static ic_status var_create(ic_cuda_compiled *cc, const int64_t *vals, ic__cvar **out)
+{
+    ic_ctx *c = cc->c;
+    *out = NULL;
+    ic__cvar *v = ic__calloc(c, 1, sizeof *v);
+    if (!v)
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    ic_status s = IC_OK;
+    double t0 = now_ms();
+    if (cc->nsyms) {
+        v->vals = ic__calloc(c, (size_t)cc->nsyms, sizeof *v->vals);
+        if (!v->vals) {
+            s = ic__error(c, IC_ENOMEM, "cuda: out of memory");
+            goto fail;
+        }
+        memcpy(v->vals, vals, sizeof *v->vals * (size_t)cc->nsyms);
+        if ((s = ic_graph_specialize(cc->g, vals, &v->sg)))
+            goto fail;
+    }
+    v->g = v->sg ? v->sg : cc->g;
+    ic_program *loops = NULL;
+    if ((s = ic_lower(c, v->g, &loops)))
+        goto fail;
+    ic_fuse_options fo;
+    ic_fuse_options_init(&fo);
+    fo.no_fusion = cc->o.no_fusion;
+    fo.prefix = "gpu_";
+    s = ic_fuse(c, loops, &fo, &v->p);
+    ic_program_destroy(loops);
+    if (s)
+        goto fail;
+    double t1 = now_ms();
+    const ic_ptx_params *params = NULL;
+    if (cc->params) {
+        if (cc->o.nparams != ic_program_num_kernels(v->p)) {
+            s = ic__error(c, IC_EINVAL, "cuda: %d launch params given for %d kernels of graph '%s'",
+                          cc->o.nparams, ic_program_num_kernels(v->p), ic_graph_name(cc->g));
+            goto fail;
+        }
+        params = cc->params;
+    }
+    ic_ptx_options po = { .sm = cc->d->sm, .num_sms = cc->d->nsms, .opt_level = cc->o.ptx_opt_level };
+    if ((s = ic_ptx_emit(c, v->p, &po, params, &v->pm)))
+        goto fail;
+    double t2 = now_ms();
+    if ((s = ic_cuda_module_load(cc->d, ic_ptx_module_text(v->pm), &v->cm)))
+        goto fail;
+    for (int i = 0; i < ic_ptx_module_num_kernels(v->pm) && !s; i++) {
+        CUfunction f;
+        s = ic__cuda_function(v->cm, ic_ptx_module_kernel(v->pm, i)->name, &f);
+    }
+    if (s)
+        goto fail;
+    double t3 = now_ms();
+    v->lower_ms = t1 - t0;
+    v->ptx_ms = t2 - t1;
+    v->load_ms = t3 - t2;
+    if ((s = var_buffers(cc, v)))
+        goto fail;
+    *out = v;
+    return IC_OK;
+fail:
+    var_destroy(cc, v);
+    return s;
+}
+
+ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
+                          ic_cuda_compiled **out)
+{
+    *out = NULL;
+    ic_ctx *c = d->c;
+    ic_status s = ic_graph_verify(g);
+    if (s)
+        return s;
+    ic_cuda_compiled *cc = ic__calloc(c, 1, sizeof *cc);
+    if (!cc)
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    cc->d = d;
+    cc->c = c;
+    cc->g = g;
+    if (o)
+        cc->o = *o;
+    if ((unsigned)cc->o.mode > IC_CUDA_REDUCE_OVERHEAD) {
+        ic__free(c, cc);
+        return ic__error(c, IC_EINVAL, "cuda: unknown mode %d", (int)cc->o.mode);
+    }
+    if (cc->o.params && cc->o.nparams > 0) {
+        cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params);
+        if (!cc->params) {
+            ic__free(c, cc);
+            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        }
+        memcpy(cc->params, cc->o.params, sizeof *cc->params * (size_t)cc->o.nparams);
+    }
+    cc->o.params = cc->params;
+    cc->nsyms = ic_graph_num_symbols(g);
+    if (!cc->nsyms) {
+        if ((s = var_create(cc, NULL, &cc->vars))) {
+            ic_cuda_compiled_destroy(cc);
+            return s;
+        }
+        cc->cur = cc->vars;
+    }
+    *out = cc;
+    return IC_OK;
+}
+
+void ic_cuda_compiled_destroy(ic_cuda_compiled *cc)
+{
+    if (!cc)
+        return;
+    for (ic__cvar *v = cc->vars, *n; v; v = n) {
+        n = v->next;
+        var_destroy(cc, v);
+    }
+    ic__free(cc->c, cc->params);
+    ic__free(cc->c, cc->staging);
+    ic__free(cc->c, cc);
+}
+
+/* The variant for the symbols the args fix (compiled on first sight). */
+static ic_status select_variant(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
+{
+    if (!cc->nsyms) {
+        cc->cur = cc->vars;
+        return IC_OK;
+    }
+    int64_t vals[64];
+    if (cc->nsyms > 64)
+        return ic__error(cc->c, IC_EUNSUPPORTED, "cuda: more than 64 symbols");
+    for (int i = 0; i < cc->nsyms; i++)
+        vals[i] = -1;
+    ic_status s = ic_runtime_bind_args(cc->g, nargs, args, vals);
+    if (s)
+        return s;
+    for (int i = 0; i < cc->nsyms; i++)
+        if (vals[i] < 0)
+            return ic__error(cc->c, IC_EINVAL, "graph '%s': symbol '%s' is not fixed by any argument",
+                             ic_graph_name(cc->g), ic_graph_symbol_name(cc->g, i));
+    for (ic__cvar *v = cc->vars; v; v = v->next)
+        if (!memcmp(v->vals, vals, sizeof *vals * (size_t)cc->nsyms)) {
+            cc->cur = v;
+            return IC_OK;
+        }
+    ic__cvar *v;
+    if ((s = var_create(cc, vals, &v)))
+        return s;
+    v->next = cc->vars;
+    cc->vars = cc->cur = v;
+    return IC_OK;
+}
+
+static ic_status check_arg(ic_cuda_compiled *cc, const ic_graph *g, int i, const ic_tensor *t)
+{
+    ic_node_info ni;
+    ic_graph_node(g, ic_graph_arg(g, i), &ni);
+    bool ok = t->dtype == ni.dtype && t->rank == ni.rank && (t->data || !ic_tensor_numel(t));
+    for (int d = 0; ok && d < ni.rank; d++)
+        ok = t->shape[d] == ni.shape[d].coef;
+    if (!ok)
+        return ic__error(cc->c, IC_EINVAL, "graph '%s': argument %d ('%s') must be %s of %d dims "
+                         "as the graph says", ic_graph_name(g), i, ni.name, ic_dtype_name(ni.dtype), ni.rank);
+    return IC_OK;
+}
+
+ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
+{
+    int want = ic_graph_num_args(cc->g);
+    if (nargs != want || (nargs && !args))
+        return ic__error(cc->c, IC_EINVAL, "graph '%s' takes %d arguments, got %d",
+                         ic_graph_name(cc->g), want, nargs);
+    ic_status s = select_variant(cc, nargs, args);
+    if (s)
+        return s;
+    ic__cvar *v = cc->cur;
+    ic_cuda *d = cc->d;
+    for (int i = 0; i < nargs; i++)
+        if ((s = check_arg(cc, v->g, i, &args[i])))
+            return s;
+    for (int b = 0; b < v->nbufs; b++) {
+        const ic_buffer *buf = ic_program_buffer(v->p, b);
+        if (buf->kind != IC_BUF_ARG)
+            continue;
+        const ic_tensor *t = &args[buf->index];
+        size_t es = ic_dtype_size(t->dtype), bytes = (size_t)buf->numel * es;
+        if (!bytes)
+            continue;
+        const void *src = t->data;
+        if (!ic_tensor_is_contiguous(t)) { /* pack into staging memory */
+            if (cc->staging_bytes < bytes) {
+                void *n = ic__realloc(cc->c, cc->staging, bytes);
+                if (!n)
+                    return ic__error(cc->c, IC_ENOMEM, "cuda: out of memory for staging");
+                cc->staging = n;
+                cc->staging_bytes = bytes;
+            }
+            /* the previous async copy may still read staging: wait for it */
+            CU(cc, d->cu.StreamSynchronize(d->stream), "cuStreamSynchronize");
+            for (int64_t e = 0; e < buf->numel; e++) {
+                int64_t off = 0, rem = e;
+                for (int k = t->rank - 1; k >= 0; k--) {
+                    off += (rem % t->shape[k]) * t->strides[k];
+                    rem /= t->shape[k];
+                }
+                memcpy((char *)cc->staging + (size_t)e * es, (const char *)t->data + off * (int64_t)es, es);
+            }
+            src = cc->staging;
+        }
+        CU(cc, d->cu.MemcpyHtoDAsync(v->dev[b], src, bytes, d->stream), "uploading an argument");
+    }
+    return IC_OK;
+}
+
+static ic_status launch_all(ic_cuda_compiled *cc, ic__cvar *v)
+{
+    for (int i = 0; i < ic_ptx_module_num_kernels(v->pm); i++) {
+        const ic_ptx_kernel *k = ic_ptx_module_kernel(v->pm, i);
+        ic_status s = ic_cuda_module_launch(v->cm, k->name, k->grid, k->block, v->kargs);
+        if (s)
+            return s;
+    }
+    return IC_OK;
+}
+
+static ic_status capture(ic_cuda_compiled *cc, ic__cvar *v)
+{
+    ic_cuda *d = cc->d;
+    CU(cc, d->cu.StreamBeginCapture(d->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    ic_status s = launch_all(cc, v);
+    CUgraph graph = NULL;
+    CUresult r = d->cu.StreamEndCapture(d->stream, &graph);
+    if (s) {
+        if (graph)
+            d->cu.GraphDestroy(graph);
+        return s;
+    }
+    if (r != CUDA_SUCCESS)
+        return ic__cuda_error(d, r, "cuStreamEndCapture");
+    r = d->cu.GraphInstantiate(&v->exec, graph, 0);
+    if (r != CUDA_SUCCESS) {
+        d->cu.GraphDestroy(graph);
+        v->exec = NULL;
+        return ic__cuda_error(d, r, "cuGraphInstantiate");
+    }
+    v->graph = graph;
+    return IC_OK;
+}
+
+ic_status ic_cuda_launch(ic_cuda_compiled *cc)
+{
+    ic__cvar *v = cc->cur;
+    if (!v)
+        return ic__error(cc->c, IC_EINVAL, "graph '%s': nothing uploaded yet (its shapes are not bound)",
+                         ic_graph_name(cc->g));
+    if (cc->o.mode != IC_CUDA_REDUCE_OVERHEAD)
+        return launch_all(cc, v);
+    if (!v->exec) {
+        ic_status s = capture(cc, v);
+        if (s)
+            return s;
+    }
+    CU(cc, cc->d->cu.GraphLaunch(v->exec, cc->d->stream), "cuGraphLaunch");
+    return IC_OK;
+}
+
+ic_status ic_cuda_download(ic_cuda_compiled *cc, int nouts, ic_tensor *outs)
+{
+    ic__cvar *v = cc->cur;
+    ic_cuda *d = cc->d;
+    if (!v)
+        return ic__error(cc->c, IC_EINVAL, "graph '%s': nothing was run", ic_graph_name(cc->g));
+    int want = ic_graph_num_outputs(v->g);
+    if (nouts != want || (nouts && !outs))
+        return ic__error(cc->c, IC_EINVAL, "graph '%s' has %d outputs, got %d", ic_graph_name(v->g), want, nouts);
+    CU(cc, d->cu.StreamSynchronize(d->stream), "running the kernels");
+    for (int b = 0; b < v->nbufs; b++) {
+        const ic_buffer *buf = ic_program_buffer(v->p, b);
+        if (buf->kind != IC_BUF_OUTPUT)
+            continue;
+        ic_tensor *t = &outs[buf->index];
+        ic_node_info ni;
+        ic_graph_node(v->g, ic_graph_output(v->g, buf->index), &ni);
+        int64_t shape[IC_MAX_RANK];
+        for (int k = 0; k < ni.rank; k++)
+            shape[k] = ni.shape[k].coef;
+        if (!t->data) {
+            ic_tensor_init(t, ni.dtype, ni.rank, shape, NULL);
+            ic_status s = ic_tensor_alloc(cc->c, t);
+            if (s)
+                return s;
+        } else {
+            bool ok = t->dtype == ni.dtype && t->rank == ni.rank && ic_tensor_is_contiguous(t);
+            for (int k = 0; ok && k < ni.rank; k++)
+                ok = t->shape[k] == shape[k];
+            if (!ok)
+                return ic__error(cc->c, IC_EINVAL, "graph '%s': output %d ('%s') must be a contiguous %s "
+                                 "tensor of its shape", ic_graph_name(v->g), buf->index, ni.name,
+                                 ic_dtype_name(ni.dtype));
+        }
+        size_t bytes = (size_t)buf->numel * ic_dtype_size(buf->dtype);
+        if (bytes)
+            CU(cc, d->cu.MemcpyDtoHAsync(t->data, v->dev[b], bytes, d->stream), "downloading an output");
+    }
+    CU(cc, d->cu.StreamSynchronize(d->stream), "downloading the outputs");
+    return IC_OK;
+}
+
+ic_status ic_cuda_run(ic_cuda_compiled *cc, int nargs, const ic_tensor *args, int nouts,
+                      ic_tensor *outs)
+{
+    ic_status s = ic_cuda_upload(cc, nargs, args);
+    if (!s)
+        s = ic_cuda_launch(cc);
+    if (!s)
+        s = ic_cuda_download(cc, nouts, outs);
+    return s;
+}
+
+ic_status ic_cuda_time(ic_cuda_compiled *cc, int iters, double *ms)
+{
+    *ms = 0;
+    ic_cuda *d = cc->d;
+    CUevent e0 = NULL, e1 = NULL;
+    ic_status s = ic_cuda_launch(cc); /* warm-up (and capture) */
+    CUresult r = CUDA_SUCCESS;
+    if (!s && (r = d->cu.EventCreate(&e0, CU_EVENT_DEFAULT)) == CUDA_SUCCESS &&
+        (r = d->cu.EventCreate(&e1, CU_EVENT_DEFAULT)) == CUDA_SUCCESS &&
+        (r = d->cu.EventRecord(e0, d->stream)) == CUDA_SUCCESS) {
+        for (int i = 0; i < iters && !s; i++)
+            s = ic_cuda_launch(cc);
+        float t = 0;
+        if (!s && (r = d->cu.EventRecord(e1, d->stream)) == CUDA_SUCCESS &&
+            (r = d->cu.EventSynchronize(e1)) == CUDA_SUCCESS &&
+            (r = d->cu.EventElapsedTime(&t, e0, e1)) == CUDA_SUCCESS)
+            *ms = iters > 0 ? t / iters : 0;
+    }
+    if (!s && r != CUDA_SUCCESS)
+        s = ic__cuda_error(d, r, "timing with events");
+    if (e0) d->cu.EventDestroy(e0);
+    if (e1) d->cu.EventDestroy(e1);
+    return s;
+}
+
+int ic_cuda_compiled_num_kernels(const ic_cuda_compiled *cc)
+{
+    return cc && cc->cur ? ic_ptx_module_num_kernels(cc->cur->pm) : 0;
+}
+
+const ic_ptx_kernel *ic_cuda_compiled_kernel(const ic_cuda_compiled *cc, int i)
+{
+    return cc && cc->cur ? ic_ptx_module_kernel(cc->cur->pm, i) : NULL;
+}
+
+void ic_cuda_compiled_times(const ic_cuda_compiled *cc, double *lower_ms, double *ptx_ms,
+                            double *load_ms)
+{
+    const ic__cvar *v = cc ? cc->cur : NULL;
+    if (lower_ms) *lower_ms = v ? v->lower_ms : 0;
+    if (ptx_ms) *ptx_ms = v ? v->ptx_ms : 0;
+    if (load_ms) *load_ms = v ? v->load_ms : 0;
+}
+
+const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc)
+{
+    return cc && cc->cur ? ic_ptx_module_text(cc->cur->pm) : NULL;
+}

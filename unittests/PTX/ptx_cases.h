@@ -1,0 +1,354 @@
+/* ptx_cases.h - the graphs every GPU test runs (shared by unittests/PTX/test_ptx.c, which
+ * emulates them, and unittests/Runtime/test_cuda.c, which runs them on a GPU): each op of
+ * the spec in several dtypes and shapes, and launch-geometry variants that reach every
+ * mapping and combine path. Graphs are JSON written with single quotes. Header-only. */
+#ifndef IC_PTX_CASES_H
+#define IC_PTX_CASES_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+#include "ic/ptx.h"
+
+enum { POS = 1, TIES = 2, SMALL = 4, NOFUSE = 8 };
+
+/* A graph from JSON written with single quotes. */
+static ic_graph *graph_json(ic_ctx *c, const char *text)
+{
+    char *buf = strdup(text);
+    cr_assert(buf);
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    ic_graph *g = NULL;
+    ic_status s = ic_graph_load_json_string(c, buf, ".", &g);
+    cr_assert_eq(s, IC_OK, "graph %s: %s", buf, ic_last_error(c));
+    free(buf);
+    return g;
+}
+
+#define IN(n, t, s) "{'name':'" n "','dtype':'" t "','shape':" s "}"
+#define GRAPH(ins, nodes, outs) "{'ic_graph':1,'name':'t','inputs':[" ins "],'nodes':[" nodes "],'outputs':[" outs "]}"
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void make_args(ic_ctx *c, const ic_graph *g, unsigned flags, ic_tensor *args, int *nargs)
+{
+    int n = ic_graph_num_args(g);
+    cr_assert(n <= 8);
+    uint64_t seed = 12345;
+    for (int i = 0; i < n; i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_arg(g, i), &ni);
+        int64_t sh[IC_MAX_RANK];
+        for (int d = 0; d < ni.rank; d++)
+            sh[d] = ni.shape[d].coef;
+        ic_tensor_init(&args[i], ni.dtype, ni.rank, sh, NULL);
+        cr_assert_eq(ic_tensor_alloc(c, &args[i]), IC_OK);
+        for (int64_t e = 0; e < ic_tensor_numel(&args[i]); e++) {
+            uint64_t x = mix(&seed);
+            double u = (double)(x >> 11) / 9007199254740992.0;
+            double v;
+            if (ni.dtype == IC_BOOL)
+                v = (double)(x >> 63);
+            else if (ni.dtype == IC_I32 || ni.dtype == IC_I64)
+                v = ni.has_range ? (double)(ni.range_lo + (int64_t)(x % (uint64_t)(ni.range_hi - ni.range_lo)))
+                                 : (double)((int64_t)(x % 19) - 9);
+            else if (flags & TIES)
+                v = floor(u * 5) - 2;
+            else if (flags & SMALL)
+                v = 0.9 + 0.2 * u;
+            else if (flags & POS)
+                v = 0.1 + 2.9 * u;
+            else
+                v = 4 * u - 2;
+            ic_tensor_set(&args[i], e, v);
+        }
+    }
+    *nargs = n;
+}
+
+
+/* What a test does with one case: name, graph JSON, data flags, launch params for every
+ * kernel (NULL = heuristic). */
+typedef void (*case_fn)(const char *name, const char *json, unsigned flags, const ic_ptx_params *params);
+
+typedef enum {
+    CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
+    CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE, CASES_COUNT
+} case_group;
+
+static void unary_case(case_fn f, const char *op, const char *dt, const char *attrs, unsigned flags)
+{
+    char json[2048], name[128];
+    snprintf(json, sizeof json,
+             "{'ic_graph':1,'name':'t','inputs':[{'name':'x','dtype':'%s','shape':[37,129]}],"
+             "'nodes':[{'name':'y','op':'%s','inputs':['x']%s%s%s}],'outputs':['y']}",
+             dt, op, attrs ? ",'attrs':{" : "", attrs ? attrs : "", attrs ? "}" : "");
+    snprintf(name, sizeof name, "%s %s%s%s", op, dt, attrs ? " " : "", attrs ? attrs : "");
+    f(name, json, flags, NULL);
+}
+
+static void binary_case(case_fn f, const char *op, const char *dta, const char *sha, const char *dtb,
+                        const char *shb, unsigned flags)
+{
+    char json[2048], name[160];
+    snprintf(json, sizeof json,
+             "{'ic_graph':1,'name':'t','inputs':[{'name':'a','dtype':'%s','shape':%s},"
+             "{'name':'b','dtype':'%s','shape':%s}],"
+             "'nodes':[{'name':'y','op':'%s','inputs':['a','b']}],'outputs':['y']}",
+             dta, sha, dtb, shb, op);
+    snprintf(name, sizeof name, "%s %s%s %s%s", op, dta, sha, dtb, shb);
+    f(name, json, flags, NULL);
+}
+
+static void reduce_case(case_fn f, const char *op, const char *dt, const char *shape, const char *attrs,
+                        unsigned flags)
+{
+    char json[2048], name[200];
+    snprintf(json, sizeof json,
+             "{'ic_graph':1,'name':'t','inputs':[{'name':'x','dtype':'%s','shape':%s}],"
+             "'nodes':[{'name':'y','op':'%s','inputs':['x'],'attrs':{%s}}],'outputs':['y']}",
+             dt, shape, op, attrs);
+    snprintf(name, sizeof name, "%s %s%s {%s}", op, dt, shape, attrs);
+    f(name, json, flags, NULL);
+}
+
+/* Calls f for every case of group g. */
+static void ptx_cases(case_group g, case_fn f)
+{
+    switch (g) {
+    case CASES_UNARY: {
+        static const char *ops[] = { "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "relu",
+                                     "silu", "erf", "floor", "ceil", "reciprocal" };
+        for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+            unary_case(f, ops[i], "f32", NULL, 0);
+        unary_case(f, "log", "f32", NULL, POS);
+        unary_case(f, "sqrt", "f32", NULL, POS);
+        unary_case(f, "rsqrt", "f32", NULL, POS);
+        unary_case(f, "gelu", "f32", NULL, 0);
+        unary_case(f, "gelu", "f32", "'approximate':'tanh'", 0);
+        unary_case(f, "clamp", "f32", "'min':-0.5,'max':0.75", 0);
+        unary_case(f, "clamp", "f32", "'min':0.25", 0);
+        unary_case(f, "logical_not", "bool", NULL, 0);
+        unary_case(f, "abs", "i32", NULL, 0);
+        unary_case(f, "neg", "i64", NULL, 0);
+        break;
+    }
+    case CASES_UNARY_DTYPES: {
+        static const char *dts[] = { "f64", "f16", "bf16" };
+        static const char *ops[] = { "exp", "tanh", "erf", "sigmoid", "sin", "cos", "gelu", "silu", "neg" };
+        for (size_t d = 0; d < 3; d++) {
+            for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+                unary_case(f, ops[i], dts[d], NULL, 0);
+            unary_case(f, "log", dts[d], NULL, POS);
+            unary_case(f, "rsqrt", dts[d], NULL, POS);
+        }
+        break;
+    }
+    case CASES_CASTS: {
+        static const char *dts[] = { "f32", "f64", "f16", "bf16", "i32", "i64", "bool" };
+        for (int a = 0; a < 7; a++)
+            for (int b = 0; b < 7; b++) {
+                if (a == b)
+                    continue;
+                char attrs[64];
+                snprintf(attrs, sizeof attrs, "'dtype':'%s'", dts[b]);
+                unary_case(f, "cast", dts[a], attrs, 0);
+            }
+        break;
+    }
+    case CASES_BINARY: {
+        static const char *ops[] = { "add", "sub", "mul", "div", "maximum", "minimum",
+                                     "eq", "ne", "lt", "le", "gt", "ge" };
+        for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+            binary_case(f, ops[i], "f32", "[37,129]", "f32", "[129]", TIES);
+        binary_case(f, "pow", "f32", "[37,129]", "f32", "[37,1]", POS);
+        binary_case(f, "add", "f32", "[5,1,33]", "f32", "[1,7,1]", 0);
+        binary_case(f, "add", "bf16", "[37,128]", "bf16", "[128]", 0);
+        binary_case(f, "mul", "f16", "[37,128]", "f16", "[37,128]", 0);
+        binary_case(f, "add", "f64", "[37,129]", "f32", "[129]", 0);
+        binary_case(f, "add", "i32", "[37,129]", "i64", "[129]", 0);
+        binary_case(f, "div", "i64", "[37,129]", "i64", "[37,129]", POS);
+        binary_case(f, "mul", "i32", "[37,129]", "f16", "[129]", 0);
+        binary_case(f, "logical_and", "bool", "[37,129]", "bool", "[129]", 0);
+        binary_case(f, "logical_or", "bool", "[37,129]", "f32", "[129]", 0);
+        binary_case(f, "maximum", "i64", "[37,129]", "i64", "[129]", 0);
+        f("add scalar, mul scalar",
+                    GRAPH(IN("x", "f32", "[1000,3]"),
+                          "{'name':'t','op':'add','inputs':['x',1.5]},{'name':'y','op':'mul','inputs':['t',-0.25]}",
+                          "'y'"), 0, NULL);
+        f("where",
+                    GRAPH(IN("c", "bool", "[37,129]") "," IN("a", "f32", "[37,129]") "," IN("b", "f32", "[1,129]"),
+                          "{'name':'y','op':'where','inputs':['c','a','b']}", "'y'"), 0, NULL);
+        break;
+    }
+    case CASES_REDUCE: {
+        static const char *ops[] = { "sum", "mean", "amax", "amin" };
+        for (size_t i = 0; i < 4; i++) {
+            reduce_case(f, ops[i], "f32", "[13,200]", "'dims':[-1]", 0);
+            reduce_case(f, ops[i], "f32", "[13,200]", "'dims':[0]", 0);
+            reduce_case(f, ops[i], "f32", "[13,200]", "", 0);
+            reduce_case(f, ops[i], "f32", "[6,50,7]", "'dims':[1],'keepdim':true", 0);
+            reduce_case(f, ops[i], "bf16", "[9,1000]", "'dims':[-1]", 0);
+        }
+        reduce_case(f, "prod", "f32", "[13,20]", "'dims':[-1]", SMALL);
+        reduce_case(f, "prod", "f32", "[40,6]", "'dims':[0]", SMALL);
+        reduce_case(f, "sum", "i32", "[13,200]", "'dims':[-1]", 0);
+        reduce_case(f, "sum", "f64", "[300,17]", "'dims':[0]", 0);
+        reduce_case(f, "amax", "i64", "[13,200]", "'dims':[0,1]", 0);
+        reduce_case(f, "amax", "bool", "[13,20]", "'dims':[1]", 0);
+        reduce_case(f, "sum", "f32", "[3,4,5,6]", "'dims':[0,2]", 0);
+        reduce_case(f, "sum", "f16", "[20000]", "", 0);
+        reduce_case(f, "argmax", "f32", "[13,200]", "'dim':1", TIES);
+        reduce_case(f, "argmax", "f32", "[200,13]", "'dim':0", TIES);
+        reduce_case(f, "argmax", "i32", "[6,50,7]", "'dim':1,'keepdim':true", 0);
+        reduce_case(f, "argmax", "bf16", "[7,1000]", "'dim':-1", 0);
+        break;
+    }
+    case CASES_NORM: {
+        f("softmax rows", GRAPH(IN("x", "f32", "[13,1000]"),
+                                          "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}}", "'y'"), 0, NULL);
+        f("softmax dim 0", GRAPH(IN("x", "f32", "[130,7]"),
+                                           "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':0}}", "'y'"), 0, NULL);
+        f("softmax bf16", GRAPH(IN("x", "bf16", "[9,4096]"),
+                                          "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}}", "'y'"), 0, NULL);
+        f("log_softmax f16", GRAPH(IN("x", "f16", "[9,333]"),
+                                             "{'name':'y','op':'log_softmax','inputs':['x'],'attrs':{'dim':1}}", "'y'"), 0, NULL);
+        f("log_softmax f64", GRAPH(IN("x", "f64", "[5,64]"),
+                                             "{'name':'y','op':'log_softmax','inputs':['x'],'attrs':{'dim':-1}}", "'y'"), 0, NULL);
+        f("layer_norm w b", GRAPH(IN("x", "f32", "[13,768]") "," IN("w", "f32", "[768]") "," IN("b", "f32", "[768]"),
+                                            "{'name':'y','op':'layer_norm','inputs':['x','w','b'],'attrs':{'normalized_shape':[768]}}", "'y'"), 0, NULL);
+        f("layer_norm 2 dims", GRAPH(IN("x", "f32", "[4,6,32]"),
+                                               "{'name':'y','op':'layer_norm','inputs':['x'],'attrs':{'normalized_shape':[6,32],'eps':0.001}}", "'y'"), 0, NULL);
+        f("layer_norm bf16", GRAPH(IN("x", "bf16", "[9,4096]") "," IN("w", "bf16", "[4096]") "," IN("b", "bf16", "[4096]"),
+                                             "{'name':'y','op':'layer_norm','inputs':['x','w','b'],'attrs':{'normalized_shape':[4096]}}", "'y'"), 0, NULL);
+        f("rms_norm", GRAPH(IN("x", "f32", "[13,96]") "," IN("w", "f32", "[96]"),
+                                      "{'name':'y','op':'rms_norm','inputs':['x','w'],'attrs':{'normalized_shape':[96]}}", "'y'"), 0, NULL);
+        f("softmax of a residual add", GRAPH(IN("x", "f32", "[13,512]") "," IN("r", "f32", "[13,512]"),
+                    "{'name':'t','op':'add','inputs':['x','r']},{'name':'y','op':'softmax','inputs':['t'],'attrs':{'dim':-1}},"
+                    "{'name':'z','op':'mul','inputs':['y',2.0]}", "'z','t'"), 0, NULL);
+        break;
+    }
+    case CASES_VIEW: {
+        f("transpose add", GRAPH(IN("x", "f32", "[33,65]") "," IN("y", "f32", "[65,33]"),
+                    "{'name':'t','op':'transpose','inputs':['x'],'attrs':{'dim0':0,'dim1':1}},{'name':'z','op':'add','inputs':['t','y']}", "'z'"), 0, NULL);
+        f("permute output", GRAPH(IN("x", "f32", "[3,4,5]"),
+                    "{'name':'z','op':'permute','inputs':['x'],'attrs':{'dims':[2,0,1]}}", "'z'"), 0, NULL);
+        f("expand", GRAPH(IN("x", "f32", "[5,1]"),
+                    "{'name':'e','op':'expand','inputs':['x'],'attrs':{'shape':[5,7]}},{'name':'z','op':'exp','inputs':['e']}", "'z'"), 0, NULL);
+        f("slice step", GRAPH(IN("x", "f32", "[10,40]"),
+                    "{'name':'s','op':'slice','inputs':['x'],'attrs':{'dim':1,'start':3,'end':37,'step':3}},{'name':'z','op':'neg','inputs':['s']}", "'z'"), 0, NULL);
+        f("reshape squeeze unsqueeze", GRAPH(IN("x", "f32", "[6,1,8]"),
+                    "{'name':'a','op':'squeeze','inputs':['x']},{'name':'b','op':'reshape','inputs':['a'],'attrs':{'shape':[4,-1]}},"
+                    "{'name':'c','op':'unsqueeze','inputs':['b'],'attrs':{'dim':0}},{'name':'z','op':'mul','inputs':['c',3]}", "'z'"), 0, NULL);
+        f("cat", GRAPH(IN("a", "f32", "[4,3]") "," IN("b", "f32", "[4,5]") "," IN("c", "f32", "[4,1]"),
+                    "{'name':'z','op':'cat','inputs':['a','b','c'],'attrs':{'dim':1}}", "'z'"), 0, NULL);
+        f("embedding", GRAPH(IN("w", "f32", "[50,16]") ",{'name':'ids','dtype':'i64','shape':[7,5],'range':[0,50]}",
+                    "{'name':'z','op':'embedding','inputs':['w','ids']}", "'z'"), 0, NULL);
+        f("full arange", "{'ic_graph':1,'name':'t','inputs':[{'name':'x','dtype':'f32','shape':[5]}],'nodes':["
+                    "{'name':'f','op':'full','attrs':{'value':2.5,'shape':[5],'dtype':'f32'}},"
+                    "{'name':'r','op':'arange','attrs':{'start':1,'end':11,'step':2,'dtype':'f32'}},"
+                    "{'name':'i','op':'arange','attrs':{'end':5}},"
+                    "{'name':'y','op':'add','inputs':['x','f']},{'name':'z','op':'mul','inputs':['y','r']}],"
+                    "'outputs':['z','i']}", 0);
+        check_graph("input and param as outputs (copies)", GRAPH(IN("x", "f32", "[3,7]"),
+                    "{'name':'t','op':'transpose','inputs':['x'],'attrs':{'dim0':0,'dim1':1}}", "'x','t'"), 0, NULL);
+        break;
+    }
+    case CASES_CONTRACT: {
+        f("matmul", GRAPH(IN("a", "f32", "[5,7]") "," IN("b", "f32", "[7,9]"),
+                    "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'"), 0, NULL);
+        f("matmul broadcast", GRAPH(IN("a", "f32", "[2,1,4,5]") "," IN("b", "f32", "[3,5,2]"),
+                    "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'"), 0, NULL);
+        f("linear gelu", GRAPH(IN("x", "f32", "[4,8]") "," IN("w", "f32", "[16,8]") "," IN("b", "f32", "[16]"),
+                    "{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'gelu','inputs':['h']}", "'y'"), 0, NULL);
+        f("bmm", GRAPH(IN("a", "f32", "[3,4,5]") "," IN("b", "f32", "[3,5,6]"),
+                    "{'name':'y','op':'bmm','inputs':['a','b']}", "'y'"), 0, NULL);
+        break;
+    }
+    case CASES_GEO_ROW: {
+        const char *sm = GRAPH(IN("x", "f32", "[13,1000]"), "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}}", "'y'");
+        const char *smb = GRAPH(IN("x", "bf16", "[5,1000]"), "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}}", "'y'");
+        const char *am = GRAPH(IN("x", "f32", "[13,300]"), "{'name':'y','op':'argmax','inputs':['x'],'attrs':{'dim':1}}", "'y'");
+        static const ic_ptx_params ps[] = {
+            { .mode = IC_PTX_ROW, .threads_per_row = 1 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 4, .vec = 2 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 32 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 64, .block = 64 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 256, .regs_elems = -1 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 1024, .block = 1024 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 128, .regs_elems = 4 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 16, .vec = 1, .block = 32 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 1 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 8, .block = 64 },
+        };
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "softmax params %zu", i);
+            f(name, sm, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "argmax params %zu", i);
+            f(name, am, NOFUSE | TIES, &ps[i]);
+            if (i % 3 == 0) {
+                snprintf(name, sizeof name, "bf16 softmax params %zu", i);
+                f(name, smb, NOFUSE, &ps[i]);
+            }
+        }
+        break;
+    }
+    case CASES_GEO_COLUMN: {
+        const char *cs = GRAPH(IN("x", "f32", "[1000,24]"), "{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[0]}}", "'y'");
+        const char *ca = GRAPH(IN("x", "f32", "[300,24]"), "{'name':'y','op':'argmax','inputs':['x'],'attrs':{'dim':0}}", "'y'");
+        const char *cm = GRAPH(IN("x", "f32", "[100,24]"), "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':0}}", "'y'");
+        static const ic_ptx_params ps[] = {
+            { 0 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 1 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 32, .vec = 4 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 16, .vec = 2, .regs_elems = -1 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 4, .vec = 8, .block = 32 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 64 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 1 },
+        };
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "column sum params %zu", i);
+            f(name, cs, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "column argmax params %zu", i);
+            f(name, ca, NOFUSE | TIES, &ps[i]);
+            snprintf(name, sizeof name, "column softmax params %zu", i);
+            f(name, cm, NOFUSE, &ps[i]);
+        }
+        break;
+    }
+    case CASES_GEO_POINTWISE: {
+        const char *pw = GRAPH(IN("x", "f32", "[1001]") "," IN("y", "f32", "[1001]"),
+                               "{'name':'z','op':'add','inputs':['x','y']}", "'z'");
+        const char *pwb = GRAPH(IN("x", "bf16", "[77,40]") "," IN("y", "bf16", "[40]"),
+                                "{'name':'z','op':'mul','inputs':['x','y']}", "'z'");
+        static const ic_ptx_params ps[] = {
+            { 0 }, { .vec = 1 }, { .vec = 2, .block = 64 }, { .vec = 8, .ept = 3, .block = 32 },
+            { .ept = 2 }, { .mode = IC_PTX_ROW, .threads_per_row = 1 },
+        };
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "pointwise tail params %zu", i);
+            f(name, pw, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "pointwise bf16 params %zu", i);
+            f(name, pwb, NOFUSE, &ps[i]);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+#endif

@@ -1,0 +1,551 @@
+/* test_ptx.c - the GPU backend without a GPU: every op of the spec (lowered, and fused) is
+ * emitted as PTX, assembled with `ptxas -arch=sm_90` when ptxas exists, and run through the
+ * host emulator of the generated kernels (same code as on the GPU except thread ids,
+ * shuffles, barriers and ex2), whose results must match the reference executor within the
+ * spec's tolerances. Also: launch-geometry variants (every mapping and combine path),
+ * special values and accuracy sweeps of the math functions against libm, hand-built
+ * kernels (integer floor division), malformed kernels and bad params. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "ic/lower.h"
+#include "ic/fuse.h"
+#include "ic/ptx.h"
+#include "ptx_cases.h"
+#include "../LLVMGen/kbuild.h"
+
+#define PTXAS_DEFAULT "/usr/local/cuda/bin/ptxas"
+
+
+static const char *ptxas_path(void)
+{
+    const char *e = getenv("IC_PTXAS");
+    if (e && *e)
+        return access(e, X_OK) == 0 ? e : NULL;
+    return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
+}
+
+/* ptxas -arch=sm_90 on the text; true when it accepts it. log receives its messages. */
+static bool assemble(const char *ptx, char *log, size_t n)
+{
+    const char *ptxas = ptxas_path();
+    log[0] = 0;
+    if (!ptxas)
+        return true;
+    const char *dir = ict_tmpdir();
+    char src[600], out[600], cmd[2000];
+    snprintf(src, sizeof src, "%s", ict_path(dir, "k.ptx"));
+    snprintf(out, sizeof out, "%s", ict_path(dir, "log.txt"));
+    ict_write_file(src, ptx, strlen(ptx));
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null > '%s' 2>&1", ptxas, src, out);
+    int rc = system(cmd);
+    size_t len = 0;
+    char *text = ict_read_file(out, &len);
+    if (text) {
+        snprintf(log, n, "%.*s", (int)(len < n - 1 ? len : n - 1), text);
+        free(text);
+    }
+    ict_rmtree(dir);
+    return rc == 0;
+}
+
+static void free_tensors(ic_ctx *c, ic_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        ic_tensor_free(c, &t[i]);
+}
+
+/* The program for g: one kernel per op, or fused (kernels named gpu_...). */
+static ic_program *program(ic_ctx *c, const ic_graph *g, bool fused)
+{
+    ic_program *p = NULL, *f = NULL;
+    ic_status s = ic_lower(c, g, &p);
+    cr_assert_eq(s, IC_OK, "ic_lower: %s", ic_last_error(c));
+    if (!fused)
+        return p;
+    ic_fuse_options fo;
+    ic_fuse_options_init(&fo);
+    fo.prefix = "gpu_";
+    s = ic_fuse(c, p, &fo, &f);
+    cr_assert_eq(s, IC_OK, "ic_fuse: %s", ic_last_error(c));
+    ic_program_destroy(p);
+    return f;
+}
+
+static int nchecked, nassembled;
+
+/* Emits p (sm_90), assembles it, emulates it and compares with ref. */
+static void check_program(ic_ctx *c, const char *name, const ic_program *p, const ic_ptx_params *params,
+                          const ic_tensor *args, int nargs, const ic_tensor *ref, int nouts)
+{
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    ic_status s = ic_ptx_emit(c, p, &o, params, &m);
+    cr_assert_eq(s, IC_OK, "%s: ic_ptx_emit: %s", name, ic_last_error(c));
+    cr_assert_eq(ic_ptx_module_num_kernels(m), ic_program_num_kernels(p), "%s: kernel count", name);
+    const char *text = ic_ptx_module_text(m);
+    for (int i = 0; i < ic_ptx_module_num_kernels(m); i++) {
+        const ic_ptx_kernel *k = ic_ptx_module_kernel(m, i);
+        char entry[300];
+        snprintf(entry, sizeof entry, ".entry %s(", k->name);
+        cr_assert(strstr(text, entry), "%s: no '%s' in the PTX", name, entry);
+        cr_assert(!strncmp(k->name, "gpu_", 4), "%s: kernel name '%s' lacks gpu_", name, k->name);
+    }
+    char log[4096];
+    cr_assert(assemble(text, log, sizeof log), "%s: ptxas refused the PTX:\n%s", name, log);
+    nassembled += ptxas_path() != NULL;
+    ic_ptx_module_destroy(m);
+
+    ic_tensor got[8];
+    for (int i = 0; i < nouts; i++) {
+        ic_tensor_init(&got[i], ref[i].dtype, ref[i].rank, ref[i].shape, NULL);
+        cr_assert_eq(ic_tensor_alloc(c, &got[i]), IC_OK);
+        memset(got[i].data, 0xcd, (size_t)ic_tensor_numel(&got[i]) * ic_dtype_size(got[i].dtype));
+    }
+    s = ic_ptx_emulate(c, p, params, args, nargs, got, nouts);
+    cr_assert_eq(s, IC_OK, "%s: ic_ptx_emulate: %s", name, ic_last_error(c));
+    for (int i = 0; i < nouts; i++) {
+        char msg[1024];
+        cr_assert(ict_allclose(&got[i], &ref[i], msg, sizeof msg), "%s: output %d: %s", name, i, msg);
+    }
+    free_tensors(c, got, nouts);
+    nchecked++;
+}
+
+/* Reference vs the GPU kernels of g, unfused and fused; params (one for every kernel) may
+ * be NULL. */
+static void check_graph_params(const char *name, const char *json, unsigned flags,
+                               const ic_ptx_params *params)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, json);
+    ic_tensor args[8], ref[8];
+    int nargs = 0, nouts = ic_graph_num_outputs(g);
+    make_args(c, g, flags, args, &nargs);
+    ic_status s = ic_ref_run(c, g, NULL, nargs, args, nouts, ref);
+    cr_assert_eq(s, IC_OK, "%s: ic_ref_run: %s", name, ic_last_error(c));
+    for (int fused = 0; fused < 2; fused++) {
+        if (fused && (flags & NOFUSE))
+            continue;
+        ic_program *p = program(c, g, fused);
+        int nk = ic_program_num_kernels(p);
+        ic_ptx_params *pp = NULL;
+        if (params) {
+            pp = calloc((size_t)nk + 1, sizeof *pp);
+            for (int i = 0; i < nk; i++)
+                pp[i] = *params;
+        }
+        char what[300];
+        snprintf(what, sizeof what, "%s (%s)", name, fused ? "fused" : "unfused");
+        check_program(c, what, p, pp, args, nargs, ref, nouts);
+        free(pp);
+        ic_program_destroy(p);
+    }
+    free_tensors(c, args, nargs);
+    free_tensors(c, ref, nouts);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+static void check_case(const char *name, const char *json, unsigned flags, const ic_ptx_params *params)
+{
+    check_graph_params(name, json, flags, params);
+}
+
+Test(ptx, ptxas_available)
+{
+    if (!ptxas_path())
+        cr_skip_test("ptxas not found (" PTXAS_DEFAULT " or $IC_PTXAS): PTX is emitted and emulated "
+                     "but not assembled");
+    char log[4096];
+    cr_assert(!assemble(".version 8.0\n.target sm_90\n.address_size 64\nthis is not ptx\n", log, sizeof log),
+              "ptxas accepted garbage, so its verdicts mean nothing");
+}
+
+/* ---- every op ---- */
+
+Test(ptx, unary_ops_f32)
+{
+    ptx_cases(CASES_UNARY, check_case);
+}
+
+Test(ptx, unary_ops_other_dtypes)
+{
+    ptx_cases(CASES_UNARY_DTYPES, check_case);
+}
+
+Test(ptx, casts_between_every_dtype)
+{
+    ptx_cases(CASES_CASTS, check_case);
+}
+
+Test(ptx, binary_ops_with_broadcasting)
+{
+    ptx_cases(CASES_BINARY, check_case);
+}
+
+Test(ptx, reductions_over_every_axis_kind)
+{
+    ptx_cases(CASES_REDUCE, check_case);
+}
+
+Test(ptx, normalisations)
+{
+    ptx_cases(CASES_NORM, check_case);
+}
+
+Test(ptx, views_cat_gather_creation)
+{
+    ptx_cases(CASES_VIEW, check_case);
+}
+
+Test(ptx, contractions)
+{
+    ptx_cases(CASES_CONTRACT, check_case);
+}
+
+/* ---- launch geometry: every mapping and combine path ---- */
+
+Test(ptx, geometry_variants_of_row_kernels)
+{
+    ptx_cases(CASES_GEO_ROW, check_case);
+}
+
+Test(ptx, geometry_variants_of_column_kernels)
+{
+    ptx_cases(CASES_GEO_COLUMN, check_case);
+}
+
+Test(ptx, geometry_variants_of_pointwise_kernels)
+{
+    ptx_cases(CASES_GEO_POINTWISE, check_case);
+}
+
+Test(ptx, heuristic_geometry)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("x", "f32", "[8192,4096]"),
+                                      "{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}},"
+                                      "{'name':'s','op':'sum','inputs':['x'],'attrs':{'dims':[0]}},"
+                                      "{'name':'e','op':'exp','inputs':['x']}", "'y','s','e'"));
+    ic_program *p = program(c, g, false);
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const ic_ptx_kernel *k0 = ic_ptx_module_kernel(m, 0), *k1 = ic_ptx_module_kernel(m, 1),
+                        *k2 = ic_ptx_module_kernel(m, 2);
+    cr_assert_eq(k0->mode, IC_PTX_ROW, "softmax rows map to ROW, got %d", k0->mode);
+    cr_assert_eq(k0->params.vec, 4, "16-byte accesses for f32 rows, got vec %d", k0->params.vec);
+    cr_assert(k0->in_registers, "a 4096-float row fits in the registers of its threads");
+    cr_assert_eq(k0->grid * k0->rows_per_block, 8192, "one group per row: %lld x %d",
+                 (long long)k0->grid, k0->rows_per_block);
+    cr_assert_eq(k1->mode, IC_PTX_COLUMN, "a sum over dim 0 maps to COLUMN, got %d", k1->mode);
+    cr_assert_eq(k2->mode, IC_PTX_POINTWISE, "exp is POINTWISE, got %d", k2->mode);
+    cr_assert_eq(k2->grid * k2->block * k2->params.vec, 8192LL * 4096, "grid %lld block %d vec %d",
+                 (long long)k2->grid, k2->block, k2->params.vec);
+    cr_assert(strstr(ic_ptx_module_text(m), "ld.global.nc.v4.f32"), "no 16-byte loads in the PTX");
+    cr_assert(strstr(ic_ptx_module_text(m), "st.global.v4.f32"), "no 16-byte stores in the PTX");
+    cr_assert(strstr(ic_ptx_module_text(m), "shfl.sync.bfly"), "no warp shuffles in the PTX");
+    ic_ptx_params r;
+    cr_assert_eq(ic_ptx_params_resolve(c, ic_program_kernel(p, 0), ic_program_num_buffers(p),
+                                       ic_program_buffer(p, 0), NULL, NULL, &r), IC_OK);
+    cr_assert(r.block == k0->block && r.threads_per_row == k0->params.threads_per_row,
+              "resolve agrees with emit: block %d/%d T %d/%d", r.block, k0->block,
+              r.threads_per_row, k0->params.threads_per_row);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(ptx, the_bundled_graphs)
+{
+    static const char *files[] = { "seed_pattern.json", "bert_ffn.json", "attention.json", "tiny_mlp.json" };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        ic_ctx *c = ict_ctx();
+        char path[1024];
+        snprintf(path, sizeof path, "%s/benchmarks/graphs/%s", IC_SOURCE_DIR, files[f]);
+        ic_graph *g = NULL, *sg = NULL;
+        cr_assert_eq(ic_graph_load_json(c, path, &g), IC_OK, "%s", ic_last_error(c));
+        int64_t vals[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+        cr_assert_eq(ic_graph_specialize(g, vals, &sg), IC_OK, "%s", ic_last_error(c));
+        for (int fused = 0; fused < 2; fused++) {
+            ic_program *p = program(c, sg, fused);
+            ic_ptx_module *m = NULL;
+            cr_assert_eq(ic_ptx_emit(c, p, NULL, NULL, &m), IC_OK, "%s: %s", files[f], ic_last_error(c));
+            char log[4096];
+            cr_assert(assemble(ic_ptx_module_text(m), log, sizeof log), "%s: ptxas:\n%s", files[f], log);
+            ic_ptx_module_destroy(m);
+            ic_program_destroy(p);
+        }
+        ic_graph_destroy(sg);
+        ic_graph_destroy(g);
+        ic_ctx_destroy(c);
+    }
+}
+
+/* ---- math: special values and accuracy against libm ---- */
+
+/* Runs y = op(x) over the given values (f32 or f64) on the emulated GPU and compares with
+ * libm in double, with the spec's tolerance of the dtype. */
+static void math_sweep(const char *op, ic_dtype dt, const double *xs, int64_t n, double (*ref)(double))
+{
+    ic_ctx *c = ict_ctx();
+    char json[512];
+    snprintf(json, sizeof json,
+             "{'ic_graph':1,'name':'m','inputs':[{'name':'x','dtype':'%s','shape':[%lld]}],"
+             "'nodes':[{'name':'y','op':'%s','inputs':['x']}],'outputs':['y']}",
+             ic_dtype_name(dt), (long long)n, op);
+    ic_graph *g = graph_json(c, json);
+    ic_tensor x, got, want;
+    ic_tensor_init(&x, dt, 1, &n, NULL);
+    ic_tensor_init(&got, dt, 1, &n, NULL);
+    ic_tensor_init(&want, IC_F64, 1, &n, NULL);
+    cr_assert(!ic_tensor_alloc(c, &x) && !ic_tensor_alloc(c, &got) && !ic_tensor_alloc(c, &want));
+    for (int64_t i = 0; i < n; i++) {
+        ic_tensor_set(&x, i, xs[i]);
+        double w = ref(ic_tensor_get(&x, i)); /* of the value as stored, rounded to dt */
+        ((double *)want.data)[i] = dt == IC_F32 ? (double)(float)w : w;
+    }
+    ic_program *p = program(c, g, false);
+    cr_assert_eq(ic_ptx_emulate(c, p, NULL, &x, 1, &got, 1), IC_OK, "%s", ic_last_error(c));
+    double rtol, atol;
+    ict_tol(dt, &rtol, &atol);
+    char msg[1024];
+    cr_assert(ict_allclose_tol(&got, &want, rtol, atol, msg, sizeof msg), "%s %s: %s", op,
+              ic_dtype_name(dt), msg);
+    ic_program_destroy(p);
+    ic_tensor_free(c, &x);
+    ic_tensor_free(c, &got);
+    ic_tensor_free(c, &want);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+static double d_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double d_rsqrt(double x) { return 1 / sqrt(x); }
+
+static void sweep(const char *op, double lo, double hi, bool geometric, double (*ref)(double))
+{
+    enum { N = 4099 };
+    static double xs[N];
+    for (int i = 0; i < N; i++) {
+        double t = (double)i / (N - 1);
+        xs[i] = geometric ? lo * pow(hi / lo, t) : lo + (hi - lo) * t;
+    }
+    math_sweep(op, IC_F32, xs, N, ref);
+    math_sweep(op, IC_F64, xs, N, ref);
+}
+
+Test(ptx, math_accuracy_sweeps)
+{
+    sweep("exp", -87, 88, false, exp);
+    sweep("exp", -0.01, 0.01, false, exp);
+    sweep("log", 1e-37, 3e38, true, log);
+    sweep("log", 0.5, 2, false, log);
+    sweep("sin", -1e4, 1e4, false, sin);
+    sweep("cos", -1e4, 1e4, false, cos);
+    sweep("sin", -4, 4, false, sin);
+    sweep("cos", -4, 4, false, cos);
+    sweep("tanh", -10, 10, false, tanh);
+    sweep("tanh", -0.7, 0.7, false, tanh);
+    sweep("erf", -5, 5, false, erf);
+    sweep("erf", -1.2, 1.2, false, erf);
+    sweep("sigmoid", -30, 30, false, d_sigmoid);
+    sweep("rsqrt", 1e-30, 1e30, true, d_rsqrt);
+}
+
+Test(ptx, math_special_values)
+{
+    static const double xs[] = { INFINITY, -INFINITY, NAN, 0.0, -0.0, 1e-40, -1e-40, 1.0, -1.0,
+                                 88.8, -104.0, 1e10, -1e10, 3.4e38, 0.5, -0.5, 1e-8, -1e-8 };
+    int n = sizeof xs / sizeof *xs;
+    math_sweep("exp", IC_F32, xs, n, exp);
+    math_sweep("tanh", IC_F32, xs, n, tanh);
+    math_sweep("erf", IC_F32, xs, n, erf);
+    math_sweep("sigmoid", IC_F32, xs, n, d_sigmoid);
+    math_sweep("exp", IC_F64, xs, n, exp);
+    math_sweep("tanh", IC_F64, xs, n, tanh);
+    math_sweep("erf", IC_F64, xs, n, erf);
+    static const double ls[] = { INFINITY, NAN, 0.0, -0.0, 1e-40, -1.0, 1.0, 3.4e38, 1e-45 };
+    math_sweep("log", IC_F32, ls, 9, log);
+    math_sweep("log", IC_F64, ls, 9, log);
+    math_sweep("rsqrt", IC_F32, ls, 9, d_rsqrt);
+    static const double ss[] = { INFINITY, -INFINITY, NAN, 0.0, -0.0, 1e-30, 3.14159265, 1e5, -1e5 };
+    math_sweep("sin", IC_F32, ss, 9, sin);
+    math_sweep("cos", IC_F32, ss, 9, cos);
+    math_sweep("sin", IC_F64, ss, 9, sin);
+    math_sweep("cos", IC_F64, ss, 9, cos);
+}
+
+Test(ptx, pow_special_cases)
+{
+    ic_ctx *c = ict_ctx();
+    static const double a[] = { 2, -2, -2, 0, 0, 1, -1, 4, NAN, NAN, -8, 1e-3, 10, -0.5 };
+    static const double b[] = { 10, 3, 0.5, 2, -1, NAN, 4, -0.5, 0, 1, 1.0 / 3, 2.5, 30, 2 };
+    int64_t n = sizeof a / sizeof *a;
+    ic_graph *g = graph_json(c, GRAPH(IN("a", "f32", "[14]") "," IN("b", "f32", "[14]"),
+                                      "{'name':'y','op':'pow','inputs':['a','b']}", "'y'"));
+    ic_tensor in[2], got, want;
+    for (int i = 0; i < 2; i++) {
+        ic_tensor_init(&in[i], IC_F32, 1, &n, NULL);
+        cr_assert(!ic_tensor_alloc(c, &in[i]));
+    }
+    ic_tensor_init(&got, IC_F32, 1, &n, NULL);
+    ic_tensor_init(&want, IC_F64, 1, &n, NULL);
+    cr_assert(!ic_tensor_alloc(c, &got) && !ic_tensor_alloc(c, &want));
+    for (int64_t i = 0; i < n; i++) {
+        ic_tensor_set(&in[0], i, a[i]);
+        ic_tensor_set(&in[1], i, b[i]);
+        ((double *)want.data)[i] = pow((float)a[i], (float)b[i]);
+    }
+    ic_program *p = program(c, g, false);
+    cr_assert_eq(ic_ptx_emulate(c, p, NULL, in, 2, &got, 1), IC_OK, "%s", ic_last_error(c));
+    char msg[1024];
+    cr_assert(ict_allclose_tol(&got, &want, 1e-4, 1e-5, msg, sizeof msg), "pow: %s", msg);
+    ic_program_destroy(p);
+    ic_tensor_free(c, &in[0]);
+    ic_tensor_free(c, &in[1]);
+    ic_tensor_free(c, &got);
+    ic_tensor_free(c, &want);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* ---- hand-built kernels ---- */
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+Test(ptx, integer_floor_division_and_modulo)
+{
+    ic_ctx *c = ict_ctx();
+    enum { N = 64 };
+    int64_t a[N], b[N], q[N], r[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (i * 37) % 101 - 50;
+        b[i] = (i % 2 ? 1 : -1) * (1 + i % 7);
+    }
+    kb_t *kb = kb_new("cpu_idiv", 1, (int64_t[]){ N }, 0, NULL);
+    kb_stage(kb, IC_STAGE_BODY);
+    int v = kb_var(kb, 0);
+    int x = kb_load(kb, 0, IC_I64, v), y = kb_load(kb, 1, IC_I64, v);
+    kb_store(kb, 2, v, kb_bin(kb, IC_L_IDIV, IC_I64, x, y));
+    kb_store(kb, 3, v, kb_bin(kb, IC_L_MOD, IC_I64, x, y));
+    int c7 = kb_consti(kb, IC_I64, 8);
+    kb_store(kb, 4, v, kb_bin(kb, IC_L_IDIV, IC_I64, x, c7)); /* power of two: shifts */
+    kb_store(kb, 5, v, kb_bin(kb, IC_L_MOD, IC_I64, x, c7));
+    ic_buffer bufs[6];
+    for (int i = 0; i < 6; i++)
+        bufs[i] = kb_buf(i < 2 ? IC_BUF_ARG : IC_BUF_OUTPUT, IC_I64, N, i);
+    int64_t q8[N], r8[N];
+    void *mem[6] = { a, b, q, r, q8, r8 };
+    cr_assert_eq(ic_ptx_emulate_kernels(c, 1, &kb->k, 6, bufs, NULL, mem), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < N; i++) {
+        int64_t wq = floordiv(a[i], b[i]), wr = a[i] - wq * b[i];
+        cr_assert(q[i] == wq && r[i] == wr, "%lld // %lld: got %lld rem %lld, want %lld rem %lld",
+                  (long long)a[i], (long long)b[i], (long long)q[i], (long long)r[i], (long long)wq, (long long)wr);
+        int64_t w8 = floordiv(a[i], 8);
+        cr_assert(q8[i] == w8 && r8[i] == a[i] - w8 * 8, "%lld // 8: got %lld rem %lld", (long long)a[i],
+                  (long long)q8[i], (long long)r8[i]);
+    }
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kb->k, 6, bufs, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert_str_eq(ic_ptx_module_kernel(m, 0)->name, "gpu_idiv");
+    char log[4096];
+    cr_assert(assemble(ic_ptx_module_text(m), log, sizeof log), "ptxas:\n%s", log);
+    ic_ptx_module_destroy(m);
+    free(kb);
+    ic_ctx_destroy(c);
+}
+
+Test(ptx, kernel_names)
+{
+    char buf[64];
+    ic_ptx_kernel_name("cpu_fused_add_mul_relu_3", buf, sizeof buf);
+    cr_assert_str_eq(buf, "gpu_fused_add_mul_relu_3");
+    ic_ptx_kernel_name("odd name-1.x", buf, sizeof buf);
+    cr_assert_str_eq(buf, "gpu_odd_name_1_x");
+    ic_ptx_kernel_name("cpu_abcdefghijklmnopqrstuvwxyz", buf, 10);
+    cr_assert_str_eq(buf, "gpu_abcde");
+    /* two kernels of one name get distinct entries */
+    ic_ctx *c = ict_ctx();
+    kb_t *k1 = kb_new("cpu_same", 1, (int64_t[]){ 4 }, 0, NULL), *k2 = kb_new("cpu_same", 1, (int64_t[]){ 4 }, 0, NULL);
+    kb_t *ks[2] = { k1, k2 };
+    for (int i = 0; i < 2; i++) {
+        kb_stage(ks[i], IC_STAGE_BODY);
+        int v = kb_var(ks[i], 0);
+        kb_store(ks[i], 1, v, kb_load(ks[i], 0, IC_F32, v));
+    }
+    ic_kernel kk[2] = { k1->k, k2->k };
+    ic_buffer bufs[2] = { kb_buf(IC_BUF_ARG, IC_F32, 4, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 4, 0) };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit_kernels(c, 2, kk, 2, bufs, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert_str_neq(ic_ptx_module_kernel(m, 0)->name, ic_ptx_module_kernel(m, 1)->name);
+    ic_ptx_module_destroy(m);
+    free(k1);
+    free(k2);
+    ic_ctx_destroy(c);
+}
+
+/* ---- errors ---- */
+
+Test(ptx, malformed_kernels_and_bad_params_are_refused)
+{
+    ic_ctx *c = ict_ctx();
+    ic_buffer bufs[2] = { kb_buf(IC_BUF_PARAM, IC_F32, 8, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 8, 0) };
+    ic_ptx_module *m = NULL;
+
+    kb_t *kb = kb_new("cpu_bad", 1, (int64_t[]){ 8 }, 0, NULL);
+    kb_stage(kb, IC_STAGE_BODY);
+    int v = kb_var(kb, 0);
+    int x = kb_load(kb, 0, IC_F32, v);
+    kb_store(kb, 1, v, x);
+    kb->ins[0][2].a = 7; /* operand from the future */
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, NULL, &m), IC_EINVAL,
+                     "cpu_bad", "operand");
+    cr_assert_null(m);
+    kb->ins[0][2].a = 0;
+    kb->ins[0][2].buf = 0; /* store into a param */
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, NULL, &m), IC_EINVAL,
+                     "cpu_bad", "param");
+    kb->ins[0][2].buf = 5; /* no such buffer */
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, NULL, &m), IC_EINVAL,
+                     "cpu_bad", "buffer");
+    kb->ins[0][2].buf = 1;
+    int a = kb_acc(kb, IC_F32, 0, 1); /* acc of a non-reduce */
+    (void)a;
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, NULL, &m), IC_EINVAL,
+                     "cpu_bad", "acc");
+    kb->st[0].ninstr--;
+
+    ic_ptx_params bad[] = { { .vec = 3 }, { .block = 48 }, { .block = 2048 }, { .ept = 99 },
+                            { .mode = IC_PTX_COLUMN }, { .mode = 7 } };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, &bad[i], &m), IC_EINVAL,
+                         "cpu_bad", "params");
+    cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kb->k, 2, bufs, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    ic_ptx_module_destroy(m);
+
+    kb_t *rk = kb_new("cpu_rows", 1, (int64_t[]){ 4 }, 1, (int64_t[]){ 64 });
+    kb_stage(rk, IC_STAGE_REDUCE);
+    int i0 = kb_var(rk, 0), i1 = kb_var(rk, 1);
+    int off = kb_off2(rk, i0, 64, i1);
+    int ld = kb_load(rk, 0, IC_F32, off);
+    kb_reduce(rk, IC_RED_SUM, IC_F32, ld, -1);
+    ic_buffer rb[2] = { kb_buf(IC_BUF_ARG, IC_F32, 256, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 4, 0) };
+    ic_ptx_params t3 = { .mode = IC_PTX_ROW, .threads_per_row = 3 };
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &rk->k, 2, rb, NULL, &t3, &m), IC_EINVAL, "cpu_rows", "threads_per_row");
+    ic_ptx_params t64 = { .mode = IC_PTX_ROW, .threads_per_row = 64, .block = 32 };
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &rk->k, 2, rb, NULL, &t64, &m), IC_EINVAL, "cpu_rows", "block");
+    ict_assert_error(c, ic_ptx_emulate_kernels(c, 1, &rk->k, 2, rb, &t3, (void *[]){ NULL, NULL }), IC_EINVAL,
+                     "cpu_rows");
+    free(rk);
+    free(kb);
+    ic_ctx_destroy(c);
+}
