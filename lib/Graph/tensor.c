@@ -28,6 +28,8 @@ int64_t ic_tensor_numel(const ic_tensor *t)
 
 bool ic_tensor_is_contiguous(const ic_tensor *t)
 {
+    if (ic_tensor_numel(t) == 0)
+        return true; /* no element to misplace, whatever the strides say */
     int64_t st = 1;
     for (int i = t->rank - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->strides[i] != st)

@@ -139,7 +139,7 @@ void ic_codegen_params_default(const ic_codegen_target *t, const ic_kernel *k,
     memset(out, 0, sizeof *out);
     int bits = t ? t->vector_bits : 256;
     out->vector_width = bits / 32;
-    out->unroll = getenv("IC_UNROLL") ? atoi(getenv("IC_UNROLL")) : 0;
+    out->unroll = 0;
     out->threads = 0;
     out->parallel_depth = 1;
     /* A fork/join of a warm libomp team costs a few microseconds: about the time to

@@ -726,7 +726,8 @@ def edge_cases(c):
     c.add("special_floor_ceil_half", [("x", "f64", [6], torch.tensor([-0.5, 0.5, 2.5, -2.5, 1e300, -1e-300],
                                                                     dtype=torch.float64))],
           [node("y", "floor", ["x"]), node("z", "ceil", ["x"])], ["y", "z"])
-    c.add("special_exp_overflow_f16", [("x", "f16", [3], torch.tensor([11.0, 12.0, -20.0], dtype=torch.float16))],
+    c.add("special_exp_overflow_f16",
+          [("x", "f16", [3], torch.tensor([11.0, 12.0, -20.0], dtype=torch.float16))],
           [node("y", "exp", ["x"])], ["y"])
     c.add("special_bf16_large_add", [("x", "bf16", [2], torch.tensor([3e38, -3e38], dtype=torch.bfloat16))],
           [node("y", "add", ["x", "x"])], ["y"])
@@ -786,7 +787,8 @@ def more_view_cases(c):
           [node("t", "transpose", ["a"], dim0=1, dim1=2),
            node("y", "layer_norm", ["t", "w"], normalized_shape=[5, 3])], ["y"])
     c.add("slice_then_rms_norm_bf16", [("a", "bf16", [3, 12], rand("bf16", [3, 12]))],
-          [node("s", "slice", ["a"], dim=1, start=1, step=2), node("y", "rms_norm", ["s"], normalized_shape=[6])],
+          [node("s", "slice", ["a"], dim=1, start=1, step=2),
+           node("y", "rms_norm", ["s"], normalized_shape=[6])],
           ["y"])
     c.add("slice_then_embedding", [("w", "f32", [10, 4], rand("f32", [10, 4])),
                                    ("i", "i64", [6], rand("i64", [6], lo=0, hi=10))],

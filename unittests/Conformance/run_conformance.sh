@@ -44,7 +44,7 @@ fi
 # One case: ic-run with the case's own args plus IC_CONFORMANCE_FLAGS; its
 # exit status and stderr are kept for compare.py.
 run_one() {
-	local name=$1 extra=$2 base=$work/$1 rc
+	local extra=$2 base=$work/$1 rc
 	local args=("$base.json" --save-outputs "$base.out.safetensors")
 	[ -f "$base.in.safetensors" ] && args+=(--inputs "$base.in.safetensors")
 	# shellcheck disable=SC2086  # word splitting of the flag lists is wanted
@@ -57,10 +57,18 @@ export -f run_one
 flags=${IC_CONFORMANCE_FLAGS---backend ref}
 export work ic_run flags
 
+# PyTorch's side runs alongside ic-run's.
+"$py" "$here/torch_oracle.py" --batch "$work/cases.tsv" "$work" &
+oracle=$!
+
 jobs=${IC_CONFORMANCE_JOBS:-$(nproc)}
+# shellcheck disable=SC2016  # $1 $2 belong to the inner bash
 cut -f1,3 "$work/cases.tsv" | tr '\t' '\n' |
 	xargs -d '\n' -n 2 -P "$jobs" bash -c 'run_one "$1" "$2"' _ ||
 	true
 
-"$py" "$here/torch_oracle.py" --batch "$work/cases.tsv" "$work" || exit 1
+if ! wait "$oracle"; then
+	echo "run_conformance: torch_oracle.py failed" >&2
+	exit 1
+fi
 "$py" "$here/compare.py" "$work"

@@ -300,12 +300,8 @@ def op_cast(x, attrs):
     return x.to(DTYPES[attrs["dtype"]])
 
 
-def sized(shape, sym):
-    return [sym[s] if isinstance(s, str) else int(s) for s in shape]
-
-
 def op_full(attrs, sym):
-    return torch.full(sized(attrs["shape"], sym), attrs["value"],
+    return torch.full(concrete(attrs["shape"], sym), attrs["value"],
                       dtype=DTYPES[attrs["dtype"]])
 
 
@@ -410,13 +406,13 @@ def run_node(node, args, sym):
     if op == "rms_norm":
         return op_rms_norm(args[0], args[1] if len(args) > 1 else None, attrs)
     if op == "reshape":
-        return torch.reshape(one(), sized(attrs["shape"], sym))
+        return torch.reshape(one(), concrete(attrs["shape"], sym))
     if op == "permute":
         return one().permute(list(attrs["dims"]))
     if op == "transpose":
         return torch.transpose(one(), attrs["dim0"], attrs["dim1"])
     if op == "expand":
-        return one().expand(*sized(attrs["shape"], sym))
+        return one().expand(*concrete(attrs["shape"], sym))
     if op == "unsqueeze":
         return torch.unsqueeze(one(), attrs["dim"])
     if op == "squeeze":

@@ -1,0 +1,276 @@
+/* bench_gpu.c - GPU benchmarks of the issue: pointwise (the seed pattern, scaled up),
+ * softmax, layer_norm and row sums in f32 and bf16 against the device-to-device copy
+ * bandwidth measured in the same run; host overhead per call of a 3-op graph on 1024 floats
+ * (reduce-overhead and default mode); graph -> loaded module time for the seed pattern.
+ * Prints a table, and one JSON object per result on lines starting with "RESULT " (read by
+ * benchmarks/gpu/compare.py).
+ *
+ *     bench_gpu [--iters N] [--quick]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ic/ic.h"
+#include "ic/ptx.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void die(ic_ctx *c, const char *what)
+{
+    fprintf(stderr, "bench_gpu: %s: %s\n", what, ic_last_error(c));
+    exit(1);
+}
+
+static ic_graph *load(ic_ctx *c, const char *json)
+{
+    char *buf = strdup(json);
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    ic_graph *g = NULL;
+    if (ic_graph_load_json_string(c, buf, ".", &g))
+        die(c, "graph");
+    free(buf);
+    return g;
+}
+
+/* Uniform values in [-1, 1) written straight into f32 / bf16 / f16 arrays. */
+static void fill(ic_tensor *t, uint64_t seed)
+{
+    int64_t n = ic_tensor_numel(t);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        float v = (float)((double)(s >> 40) / (double)(1 << 24) * 2 - 1);
+        if (t->dtype == IC_F32)
+            ((float *)t->data)[i] = v;
+        else if (t->dtype == IC_BF16)
+            ((uint16_t *)t->data)[i] = ic_f32_to_bf16(v);
+        else if (t->dtype == IC_F16)
+            ((uint16_t *)t->data)[i] = ic_f32_to_f16(v);
+        else
+            ic_tensor_set(t, i, v);
+    }
+}
+
+static int make_args(ic_ctx *c, const ic_graph *g, ic_tensor *args)
+{
+    int n = ic_graph_num_args(g);
+    for (int i = 0; i < n; i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_arg(g, i), &ni);
+        int64_t sh[IC_MAX_RANK];
+        for (int d = 0; d < ni.rank; d++)
+            sh[d] = ni.shape[d].coef;
+        ic_tensor_init(&args[i], ni.dtype, ni.rank, sh, NULL);
+        if (ic_tensor_alloc(c, &args[i]))
+            die(c, "host memory");
+        fill(&args[i], (uint64_t)i + 1);
+    }
+    return n;
+}
+
+static int64_t node_bytes(const ic_node_info *ni)
+{
+    int64_t n = (int64_t)ic_dtype_size(ni->dtype);
+    for (int d = 0; d < ni->rank; d++)
+        n *= ni->shape[d].coef;
+    return n;
+}
+
+/* Bytes a graph must move at least: every argument read once, every output written once. */
+static int64_t graph_bytes(const ic_graph *g)
+{
+    int64_t b = 0;
+    for (int i = 0; i < ic_graph_num_args(g); i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_arg(g, i), &ni);
+        b += node_bytes(&ni);
+    }
+    for (int i = 0; i < ic_graph_num_outputs(g); i++) {
+        ic_node_info ni;
+        ic_graph_node(g, ic_graph_output(g, i), &ni);
+        b += node_bytes(&ni);
+    }
+    return b;
+}
+
+typedef struct { const char *name; const char *json; } bench_graph;
+
+#define SEED(dt, R, C)                                                                        \
+    "{'ic_graph':1,'name':'pointwise','inputs':[{'name':'a','dtype':'" dt "','shape':[" R "," C "]},"  \
+    "{'name':'b1','dtype':'" dt "','shape':[1," C "]},{'name':'c','dtype':'" dt "','shape':[" R "," C "]}," \
+    "{'name':'b2','dtype':'" dt "','shape':[1," C "]},{'name':'b3','dtype':'" dt "','shape':[1," C "]}],"   \
+    "'nodes':[{'name':'t0','op':'add','inputs':['a','b1']},{'name':'t1','op':'add','inputs':['t0','c']},"  \
+    "{'name':'t2','op':'mul','inputs':['t1','b2']},{'name':'y','op':'add','inputs':['t2','b3']}],'outputs':['y']}"
+#define SOFTMAX(dt)                                                                           \
+    "{'ic_graph':1,'name':'softmax','inputs':[{'name':'x','dtype':'" dt "','shape':[8192,4096]}],"      \
+    "'nodes':[{'name':'y','op':'softmax','inputs':['x'],'attrs':{'dim':-1}}],'outputs':['y']}"
+#define LAYERNORM(dt)                                                                         \
+    "{'ic_graph':1,'name':'layer_norm','inputs':[{'name':'x','dtype':'" dt "','shape':[8192,4096]},"    \
+    "{'name':'w','dtype':'" dt "','shape':[4096]},{'name':'b','dtype':'" dt "','shape':[4096]}],"         \
+    "'nodes':[{'name':'y','op':'layer_norm','inputs':['x','w','b'],'attrs':{'normalized_shape':[4096]}}],'outputs':['y']}"
+#define ROWSUM(dt)                                                                            \
+    "{'ic_graph':1,'name':'row_sum','inputs':[{'name':'x','dtype':'" dt "','shape':[16384,4096]}],"     \
+    "'nodes':[{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[-1]}}],'outputs':['y']}"
+
+static const bench_graph graphs[] = {
+    { "pointwise_f32", SEED("f32", "65536", "1024") },  { "pointwise_bf16", SEED("bf16", "65536", "1024") },
+    { "softmax_f32", SOFTMAX("f32") },                   { "softmax_bf16", SOFTMAX("bf16") },
+    { "layer_norm_f32", LAYERNORM("f32") },              { "layer_norm_bf16", LAYERNORM("bf16") },
+    { "row_sum_f32", ROWSUM("f32") },                    { "row_sum_bf16", ROWSUM("bf16") },
+};
+
+static void bandwidth(ic_ctx *c, ic_cuda *d, const bench_graph *bg, int iters, double copy_gbps)
+{
+    ic_graph *g = load(c, bg->json);
+    ic_tensor args[8];
+    int n = make_args(c, g, args);
+    ic_cuda_compiled *cc = NULL;
+    double t0 = now_ms();
+    if (ic_cuda_compile(d, g, NULL, &cc))
+        die(c, bg->name);
+    double tc = now_ms() - t0;
+    double tu = now_ms();
+    if (ic_cuda_upload(cc, n, args))
+        die(c, "upload");
+    if (ic_cuda_synchronize(d))
+        die(c, "upload");
+    tu = now_ms() - tu;
+    double ms = 0;
+    if (ic_cuda_time(cc, iters, &ms))
+        die(c, "timing");
+    int64_t bytes = graph_bytes(g);
+    double gbps = (double)bytes / (ms * 1e-3) / 1e9;
+    const ic_ptx_kernel *k = ic_cuda_compiled_kernel(cc, 0);
+    printf("%-18s %3d kernel(s) %8.3f ms %8.1f GB/s %6.1f%% of copy   compile %6.1f ms  upload %6.1f ms  "
+           "[%s mode %d block %d vec %d T %d]\n",
+           bg->name, ic_cuda_compiled_num_kernels(cc), ms, gbps, 100 * gbps / copy_gbps, tc, tu,
+           k ? k->name : "-", k ? (int)k->mode : 0, k ? k->block : 0, k ? k->params.vec : 0,
+           k ? k->params.threads_per_row : 0);
+    printf("RESULT {\"bench\":\"%s\",\"ms\":%.6f,\"gbps\":%.3f,\"copy_gbps\":%.3f,\"bytes\":%lld,\"kernels\":%d}\n",
+           bg->name, ms, gbps, copy_gbps, (long long)bytes, ic_cuda_compiled_num_kernels(cc));
+    fflush(stdout);
+    ic_cuda_compiled_destroy(cc);
+    for (int i = 0; i < n; i++)
+        ic_tensor_free(c, &args[i]);
+    ic_graph_destroy(g);
+}
+
+/* Host time per ic_cuda_launch (enqueue only), and per launch + synchronize. */
+static void overhead(ic_ctx *c, ic_cuda *d, ic_cuda_mode mode, bool fused)
+{
+    ic_graph *g = load(c, "{'ic_graph':1,'name':'three_ops','inputs':[{'name':'x','dtype':'f32','shape':[1024]}],"
+                          "'nodes':[{'name':'a','op':'mul','inputs':['x',2.0]},{'name':'b','op':'add','inputs':['a',1.0]},"
+                          "{'name':'y','op':'relu','inputs':['b']}],'outputs':['y']}");
+    ic_tensor x;
+    make_args(c, g, &x);
+    ic_cuda_options o = { .mode = mode, .no_fusion = !fused };
+    ic_cuda_compiled *cc = NULL;
+    if (ic_cuda_compile(d, g, &o, &cc) || ic_cuda_upload(cc, 1, &x))
+        die(c, "three_ops");
+    for (int i = 0; i < 200; i++)
+        if (ic_cuda_launch(cc))
+            die(c, "launch");
+    ic_cuda_synchronize(d);
+    enum { N = 5000 };
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_ms();
+        for (int i = 0; i < N; i++)
+            ic_cuda_launch(cc);
+        double t1 = now_ms();
+        ic_cuda_synchronize(d);
+        double us = (t1 - t0) * 1e3 / N;
+        best = us < best ? us : best;
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < 1000; i++) {
+        ic_cuda_launch(cc);
+        ic_cuda_synchronize(d);
+    }
+    double sync_us = (now_ms() - t0);
+    const char *name = mode == IC_CUDA_REDUCE_OVERHEAD ? "overhead_reduce_overhead"
+                     : fused ? "overhead_default" : "overhead_default_unfused";
+    printf("%-26s %d kernel(s): host %.2f us per call (enqueue), %.2f us per call with synchronize\n",
+           name, ic_cuda_compiled_num_kernels(cc), best, sync_us);
+    printf("RESULT {\"bench\":\"%s\",\"host_us\":%.3f,\"sync_us\":%.3f,\"kernels\":%d}\n", name, best, sync_us,
+           ic_cuda_compiled_num_kernels(cc));
+    fflush(stdout);
+    ic_cuda_compiled_destroy(cc);
+    ic_tensor_free(c, &x);
+    ic_graph_destroy(g);
+}
+
+static void compile_time(ic_ctx *c, ic_cuda *d, const char *path)
+{
+    ic_graph *g = NULL;
+    if (ic_graph_load_json(c, path, &g))
+        die(c, path);
+    for (int rep = 0; rep < 2; rep++) {
+        ic_cuda_compiled *cc = NULL;
+        double t0 = now_ms();
+        if (ic_cuda_compile(d, g, NULL, &cc))
+            die(c, "compile");
+        double total = now_ms() - t0, lo, px, ld;
+        ic_cuda_compiled_times(cc, &lo, &px, &ld);
+        printf("compile seed_pattern #%d: %.1f ms to a loaded module (lower+fuse %.1f, PTX %.1f, "
+               "cuModuleLoadDataEx %.1f) %d kernel(s)\n", rep + 1, total, lo, px, ld,
+               ic_cuda_compiled_num_kernels(cc));
+        printf("RESULT {\"bench\":\"compile_seed_pattern_%d\",\"ms\":%.3f,\"lower_ms\":%.3f,\"ptx_ms\":%.3f,"
+               "\"load_ms\":%.3f}\n", rep + 1, total, lo, px, ld);
+        ic_cuda_compiled_destroy(cc);
+    }
+    ic_graph_destroy(g);
+}
+
+int main(int argc, char **argv)
+{
+    int iters = 50;
+    bool quick = false;
+    const char *seed = "benchmarks/graphs/seed_pattern.json";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--seed-graph") && i + 1 < argc)
+            seed = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--seed-graph PATH]\n");
+            return 1;
+        }
+    }
+    ic_ctx *c;
+    if (ic_ctx_create(NULL, &c))
+        return 1;
+    ic_cuda *d = NULL;
+    if (ic_cuda_open(c, 0, &d)) {
+        printf("bench_gpu: skipped: %s\n", ic_last_error(c));
+        ic_ctx_destroy(c);
+        return 0;
+    }
+    printf("device: %s, sm_%d, %d SMs\n", ic_cuda_device_name(d), ic_cuda_sm(d), ic_cuda_num_sms(d));
+    compile_time(c, d, seed); /* first: the driver's JIT is cold */
+    double copy = 0;
+    if (ic_cuda_copy_bandwidth(d, (size_t)512 << 20, 20, &copy))
+        die(c, "copy bandwidth");
+    printf("device-to-device copy: %.1f GB/s (read + write)\n", copy);
+    printf("RESULT {\"bench\":\"copy\",\"gbps\":%.3f}\n", copy);
+    int ng = (int)(sizeof graphs / sizeof *graphs);
+    for (int i = 0; i < ng; i++)
+        if (!quick || i % 2 == 0)
+            bandwidth(c, d, &graphs[i], iters, copy);
+    overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);
+    overhead(c, d, IC_CUDA_DEFAULT, true);
+    overhead(c, d, IC_CUDA_DEFAULT, false);
+    ic_cuda_close(d);
+    ic_ctx_destroy(c);
+    return 0;
+}
