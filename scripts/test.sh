@@ -20,6 +20,9 @@ summary() { # passed failed
     echo "$1 passed, $2 failed"
 }
 
+# The conformance tests run every spec op through real PyTorch (Debian's python3-torch, for
+# /usr/bin/python3) as an oracle that shares no code with ic-llvm; only the tests need it.
+IC_PACKAGES+=(python3 python3-torch python3-numpy)
 ic_install_deps || { echo "test: installing the dependencies failed" >&2; summary 0 0; exit 1; }
 
 build=${BUILD_DIR:-build-asan}

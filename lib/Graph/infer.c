@@ -215,10 +215,12 @@ static ic_status infer_unary(cx *x)
         break;
     case IC_OP_CLAMP: {
         const ic_attrs *at = &x->n->attrs;
-        if (t == IC_BOOL)
-            return FAIL(x, IC_EDTYPE, "does not take bool tensors");
-        if (!ic_dtype_is_float(t) && ((at->has_min && !at->min.is_int) || (at->has_max && !at->max.is_int)))
+        bool fbound = (at->has_min && !at->min.is_int) || (at->has_max && !at->max.is_int);
+        /* the bounds are numbers, promoted as PyTorch's wrapped numbers: bool -> i64 */
+        if (!ic_dtype_is_float(t) && fbound)
             out = IC_F32;
+        else if (t == IC_BOOL && (at->has_min || at->has_max))
+            out = IC_I64;
         break;
     }
     case IC_OP_CAST:
@@ -595,10 +597,12 @@ static ic_status infer_view(cx *x)
     case IC_OP_TRANSPOSE: {
         int64_t dims[IC_MAX_RANK];
         int d0, d1;
-        if (r == 0)
-            return FAIL(x, IC_EINVAL, "cannot transpose a 0-d tensor");
         if ((s = norm_dim(x, at->dim0, r, "dim0", &d0)) || (s = norm_dim(x, at->dim1, r, "dim1", &d1)))
             return s;
+        if (r == 0) { /* PyTorch lets a 0-d tensor name dim 0 / -1: the identity */
+            set_shape(n, 0, a->shape);
+            return IC_OK;
+        }
         for (int i = 0; i < r; i++)
             dims[i] = i == d0 ? d1 : i == d1 ? d0 : i;
         return infer_permute(x, a, dims, r);

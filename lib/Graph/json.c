@@ -157,6 +157,10 @@ static ic_status get_scalar(site *s, const json_t *j, const char *what, ic_scala
         *out = ic_scalar_f(json_real_value(j)).scalar;
         return IC_OK;
     }
+    if (json_is_boolean(j)) { /* full(value=true, dtype=bool): true is 1, as in Python */
+        *out = ic_scalar_i(json_is_true(j)).scalar;
+        return IC_OK;
+    }
     return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not %s", what, jtype(j));
 }
 

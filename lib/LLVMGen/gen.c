@@ -197,45 +197,59 @@ static ic_status emit_stages(ic__cg *g, const strip_t *sp)
 
 /* ---- the three loop arrangements, inside K.range(bufs.., lo, hi) ---- */
 
-static ic_status emit_pointwise(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
+/* What runs for one point of a segment loop: every stage (pointwise kernels) or one. */
+typedef ic_status (*seg_body)(ic__cg *g, int stage);
+
+static ic_status all_stages(ic__cg *g, int stage)
 {
-    const ic_kernel *k = g->k;
-    int n = k->nouter;
+    (void)stage;
+    return emit_stages(g, NULL);
+}
+
+/* Runs body over the flattened points [lo, hi) of dims[0..n-1] (loop variables varbase..):
+ * segments, each a run of the innermost dim inside [lo, hi), vectorised. */
+static ic_status emit_segments(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi, const int64_t *dims,
+                               int n, int varbase, seg_body body, int stage)
+{
     if (n == 0) {
         loop_t L;
         loop_open(g, &L, lo, hi, "item");
-        ic_status r = emit_stages(g, NULL);
+        ic_status r = body(g, stage);
         loop_close(g, &L, false);
         return r;
     }
-    /* Segments: a run of the innermost dim inside [lo, hi), vectorised. */
     LLVMValueRef idx[IC_MAX_RANK], pos = entry_alloca(g, g->t_i64, NULL, "pos");
     for (int d = 0; d < n; d++)
         idx[d] = entry_alloca(g, g->t_i64, NULL, "o");
-    decompose(g, lo, k->outer, n, idx);
+    decompose(g, lo, dims, n, idx);
     st(g, lo, pos);
-    LLVMBasicBlockRef head = block(g, "seg.head"), body = block(g, "seg.body"), exit = block(g, "seg.exit");
+    LLVMBasicBlockRef head = block(g, "seg.head"), sbody = block(g, "seg.body"), exit = block(g, "seg.exit");
     LLVMBuildBr(g->b, head);
     LLVMPositionBuilderAtEnd(g->b, head);
     LLVMValueRef i = ld(g, pos);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi, ""), body, exit);
-    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi, ""), sbody, exit);
+    LLVMPositionBuilderAtEnd(g->b, sbody);
     LLVMValueRef j0 = ld(g, idx[n - 1]);
     LLVMValueRef len = smin(g, LLVMBuildSub(g->b, hi, i, ""),
-                            LLVMBuildSub(g->b, ic__gen_i64(g, k->outer[n - 1]), j0, ""));
+                            LLVMBuildSub(g->b, ic__gen_i64(g, dims[n - 1]), j0, ""));
     for (int d = 0; d < n - 1; d++)
-        g->vars[d] = ld(g, idx[d]);
+        g->vars[varbase + d] = ld(g, idx[d]);
     loop_t L;
     loop_open(g, &L, j0, LLVMBuildNSWAdd(g->b, j0, len, ""), "x");
-    g->vars[n - 1] = L.iv;
-    ic_status r = emit_stages(g, NULL);
+    g->vars[varbase + n - 1] = L.iv;
+    ic_status r = body(g, stage);
     loop_close(g, &L, true);
     st(g, LLVMBuildNSWAdd(g->b, i, len, ""), pos);
     st(g, ic__gen_i64(g, 0), idx[n - 1]);
-    odometer_inc(g, k->outer, n - 1, idx);
+    odometer_inc(g, dims, n - 1, idx);
     LLVMBuildBr(g->b, head);
     LLVMPositionBuilderAtEnd(g->b, exit);
     return r;
+}
+
+static ic_status emit_pointwise(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
+{
+    return emit_segments(g, lo, hi, g->k->outer, g->k->nouter, 0, all_stages, -1);
 }
 
 static ic_status emit_row(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
@@ -301,12 +315,25 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
 }
 
+static void add_noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
+{
+    unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
+    LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
+}
+
 static LLVMValueRef omp_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
                              int n, bool vararg, LLVMTypeRef *fty)
 {
     *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
     return f ? f : LLVMAddFunction(g->mod, name, *fty);
+}
+
+static LLVMValueRef omp_call_i64(ic__cg *g, const char *name)
+{
+    LLVMTypeRef fty;
+    LLVMValueRef f = omp_decl(g, name, g->t_i32, NULL, 0, false, &fty);
+    return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
 }
 
 /* The ident_t every __kmpc call takes: {reserved, flags = KMP_IDENT_KMPC, reserved x2, psource}. */
@@ -331,158 +358,126 @@ static LLVMValueRef omp_ident(ic__cg *g)
     return id;
 }
 
-/* Loads the used buffer pointers from bufs and calls K.range(ptrs.., lo, hi). */
-static void call_range(ic__cg *g, LLVMValueRef range, LLVMTypeRef rty, LLVMValueRef bufs,
+/* A range function <sym><suffix>(used buffer ptrs.., extra ptrs [nextra], i64 lo, i64 hi):
+ * buffers and extras are noalias. Leaves the builder in its body; *start is the block the
+ * entry (allocas only) branches to in range_end. */
+typedef struct { LLVMValueRef fn; LLVMTypeRef ty; LLVMBasicBlockRef start; int nused, nextra; } range_t;
+
+static void range_begin(ic__cg *g, range_t *R, const char *suffix, int nextra)
+{
+    char name[512];
+    LLVMTypeRef ps[IC__MAX_KBUFS + 4];
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++)
+        if (g->used[i])
+            ps[n++] = g->t_ptr;
+    R->nused = n;
+    R->nextra = nextra;
+    for (int i = 0; i < nextra; i++)
+        ps[n++] = g->t_ptr;
+    ps[n++] = g->t_i64;
+    ps[n++] = g->t_i64;
+    R->ty = LLVMFunctionType(g->t_void, ps, (unsigned)n, 0);
+    snprintf(name, sizeof name, "%s%s", g->sym, suffix);
+    R->fn = LLVMAddFunction(g->mod, name, R->ty);
+    LLVMSetLinkage(R->fn, LLVMInternalLinkage);
+    fn_attrs(g, R->fn);
+    for (int i = 0, a = 0; i < g->nbufs; i++)
+        g->bufptr[i] = g->used[i] ? LLVMGetParam(R->fn, (unsigned)a++) : NULL;
+    for (int i = 0; i < R->nused + nextra; i++)
+        add_noalias(g, R->fn, (unsigned)i);
+    g->fn = R->fn;
+    g->entry = block(g, "entry");
+    R->start = block(g, "start");
+    LLVMPositionBuilderAtEnd(g->b, R->start);
+}
+
+static LLVMValueRef range_param(const range_t *R, int i) /* extras, then lo (nextra), hi */
+{
+    return LLVMGetParam(R->fn, (unsigned)(R->nused + i));
+}
+
+static void range_end(ic__cg *g, const range_t *R)
+{
+    LLVMBuildRetVoid(g->b);
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    LLVMBuildBr(g->b, R->start);
+}
+
+/* Loads the used buffer pointers from bufs and calls R(ptrs.., extra.., lo, hi). */
+static void call_range(ic__cg *g, const range_t *R, LLVMValueRef bufs, LLVMValueRef *extra,
                        LLVMValueRef lo, LLVMValueRef hi)
 {
-    LLVMValueRef args[IC_MAX_INPUTS * 4 + 2];
+    LLVMValueRef args[IC__MAX_KBUFS + 4];
     int n = 0;
     for (int i = 0; i < g->nbufs; i++) {
-        if (!g->bufptr[i])
+        if (!g->used[i])
             continue;
         LLVMValueRef off = ic__gen_i64(g, i);
         LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, "");
         args[n++] = LLVMBuildLoad2(g->b, g->t_ptr, p, "");
     }
+    for (int i = 0; i < R->nextra; i++)
+        args[n++] = extra[i];
     args[n++] = lo;
     args[n++] = hi;
-    LLVMBuildCall2(g->b, rty, range, args, (unsigned)n, "");
+    LLVMBuildCall2(g->b, R->ty, R->fn, args, (unsigned)n, "");
 }
 
-static ic_status gen_kernel(ic__cg *g)
+/* The microtask <sym><suffix>(gtid, btid, bufs, extra..): this thread's contiguous share of
+ * [0, items), a multiple of grain, passed to R. With stride > 0 the last extra pointer is
+ * advanced by tid * stride bytes (per-thread partial results). */
+static LLVMValueRef omp_task(ic__cg *g, const char *suffix, const range_t *R, int64_t items,
+                             int64_t grain, int64_t stride)
 {
-    const ic_kernel *k = g->k;
     char name[512];
-    ic_status r = IC_OK;
-    g->mode = ic_kernel_mode_of(k);
-    g->strip = g->p->strip > 0 ? g->p->strip : 64;
-    /* work items: outer points, segments' elements, or (outer rows x strips) */
-    int64_t items = prod(k->nouter, k->outer);
-    if (g->mode == IC_KMODE_COLUMN)
-        items = prod(k->nouter - 1, k->outer) * ((k->outer[k->nouter - 1] + g->strip - 1) / g->strip);
-    int64_t elems = prod(k->nouter, k->outer) * prod(k->ninner, k->inner);
-    bool parallel = g->p->parallel_depth > 0 && g->p->threads != 1 && items >= 2 &&
-                    elems >= g->p->serial_threshold;
-    int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;
-
-    /* K.range: only the buffers the kernel touches, each noalias */
-    int nused = 0;
-    LLVMTypeRef ps[IC_MAX_INPUTS * 4 + 2];
-    memset(g->bufptr, 0, sizeof(LLVMValueRef) * (size_t)g->nbufs);
-    bool *used = calloc((size_t)g->nbufs + 1, 1);
-    if (!used)
-        return ic__error(g->c, IC_ENOMEM, "codegen: out of memory");
-    for (int s = 0; s < k->nstages; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            const ic_linstr *in = &k->stages[s].instr[i];
-            if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
-                used[in->buf] = true;
-        }
-    for (int i = 0; i < g->nbufs; i++)
-        nused += used[i];
-    if (nused > IC_MAX_INPUTS * 4) {
-        free(used);
-        return ic__error(g->c, IC_EUNSUPPORTED, "codegen: kernel '%s' touches %d buffers (at most %d)",
-                         k->name, nused, IC_MAX_INPUTS * 4);
-    }
-    for (int i = 0; i < nused; i++)
-        ps[i] = g->t_ptr;
-    ps[nused] = ps[nused + 1] = g->t_i64;
-    LLVMTypeRef rty = LLVMFunctionType(g->t_void, ps, (unsigned)nused + 2, 0);
-    snprintf(name, sizeof name, "%s.range", g->sym);
-    LLVMValueRef range = LLVMAddFunction(g->mod, name, rty);
-    LLVMSetLinkage(range, LLVMInternalLinkage);
-    fn_attrs(g, range);
-    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-    for (int i = 0, a = 0; i < g->nbufs; i++) {
-        if (!used[i])
-            continue;
-        g->bufptr[i] = LLVMGetParam(range, (unsigned)a);
-        LLVMAddAttributeAtIndex(range, (unsigned)a + 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
-        a++;
-    }
-    free(used);
-    g->fn = range;
-    g->entry = block(g, "entry");
-    LLVMBasicBlockRef start = block(g, "start");
-    LLVMPositionBuilderAtEnd(g->b, start);
-    /* accumulators: a scalar (row) or a strip-long array (column) per REDUCE */
-    for (int s = 0; s < k->nstages; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            const ic_linstr *in = &k->stages[s].instr[i];
-            g->acc[s][i] = g->acc_idx[s][i] = NULL;
-            if (in->op != IC_L_REDUCE)
-                continue;
-            ic_dtype vt = in->pred == IC_RED_ARGMAX ? k->stages[s].instr[in->a].type : in->type;
-            LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
-            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, vt), cnt, "acc");
-            if (in->pred == IC_RED_ARGMAX)
-                g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
-        }
-    LLVMValueRef lo = LLVMGetParam(range, (unsigned)nused), hi = LLVMGetParam(range, (unsigned)nused + 1);
-    switch (g->mode) {
-    case IC_KMODE_POINTWISE: r = emit_pointwise(g, lo, hi); break;
-    case IC_KMODE_ROW: r = emit_row(g, lo, hi); break;
-    case IC_KMODE_COLUMN: r = emit_column(g, lo, hi); break;
-    }
-    LLVMBuildRetVoid(g->b);
-    LLVMPositionBuilderAtEnd(g->b, g->entry);
-    LLVMBuildBr(g->b, start);
-    if (r)
-        return r;
-
-    /* K(bufs) */
-    LLVMTypeRef kty = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
-    LLVMValueRef kf = LLVMAddFunction(g->mod, g->sym, kty);
-    fn_attrs(g, kf);
-    g->fn = kf;
-    LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
-    LLVMValueRef bufs = LLVMGetParam(kf, 0);
-    if (items == 0) {
-        LLVMBuildRetVoid(g->b);
-        return IC_OK;
-    }
-    if (!parallel) {
-        call_range(g, range, rty, bufs, ic__gen_i64(g, 0), ic__gen_i64(g, items));
-        LLVMBuildRetVoid(g->b);
-        return IC_OK;
-    }
-    /* K.omp(gtid, btid, bufs): this thread's contiguous share, a multiple of grain */
-    LLVMTypeRef mps[3] = { g->t_ptr, g->t_ptr, g->t_ptr };
-    LLVMTypeRef mty = LLVMFunctionType(g->t_void, mps, 3, 0);
-    snprintf(name, sizeof name, "%s.omp", g->sym);
-    LLVMValueRef mt = LLVMAddFunction(g->mod, name, mty);
+    LLVMTypeRef ps[6] = { g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr };
+    LLVMTypeRef ty = LLVMFunctionType(g->t_void, ps, 3 + (unsigned)R->nextra, 0);
+    snprintf(name, sizeof name, "%s%s", g->sym, suffix);
+    LLVMValueRef mt = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(mt, LLVMInternalLinkage);
     fn_attrs(g, mt);
-    LLVMAddAttributeAtIndex(mt, 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
-    LLVMAddAttributeAtIndex(mt, 2, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
-    LLVMBuilderRef kb = g->b;
+    add_noalias(g, mt, 0);
+    add_noalias(g, mt, 1);
+    LLVMBuilderRef saved = g->b;
+    LLVMValueRef saved_fn = g->fn;
     g->b = LLVMCreateBuilderInContext(g->ctx);
     g->fn = mt;
     LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
-    LLVMTypeRef fty;
-    LLVMValueRef f_tid = omp_decl(g, "omp_get_thread_num", g->t_i32, NULL, 0, false, &fty);
-    LLVMValueRef tid = LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f_tid, NULL, 0, "tid"), g->t_i64, "");
-    LLVMValueRef f_nth = omp_decl(g, "omp_get_num_threads", g->t_i32, NULL, 0, false, &fty);
-    LLVMValueRef nth = LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f_nth, NULL, 0, "nth"), g->t_i64, "");
+    LLVMValueRef tid = omp_call_i64(g, "omp_get_thread_num");
+    LLVMValueRef nth = omp_call_i64(g, "omp_get_num_threads");
     int64_t chunks = (items + grain - 1) / grain;
     LLVMValueRef per = LLVMBuildUDiv(g->b, LLVMBuildAdd(g->b, ic__gen_i64(g, chunks),
                                                         LLVMBuildSub(g->b, nth, ic__gen_i64(g, 1), ""), ""),
                                      nth, "");
     per = LLVMBuildMul(g->b, per, ic__gen_i64(g, grain), "per");
-    LLVMValueRef mlo = smin(g, LLVMBuildMul(g->b, tid, per, ""), ic__gen_i64(g, items));
-    LLVMValueRef mhi = smin(g, LLVMBuildAdd(g->b, mlo, per, ""), ic__gen_i64(g, items));
+    LLVMValueRef lo = smin(g, LLVMBuildMul(g->b, tid, per, ""), ic__gen_i64(g, items));
+    LLVMValueRef hi = smin(g, LLVMBuildAdd(g->b, lo, per, ""), ic__gen_i64(g, items));
+    LLVMValueRef extra[4];
+    for (int i = 0; i < R->nextra; i++)
+        extra[i] = LLVMGetParam(mt, 3 + (unsigned)i);
+    if (stride > 0) {
+        LLVMValueRef off = LLVMBuildMul(g->b, tid, ic__gen_i64(g, stride), "");
+        extra[R->nextra - 1] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, extra[R->nextra - 1], &off, 1, "");
+    }
     LLVMBasicBlockRef run = block(g, "run"), done = block(g, "done");
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, mlo, mhi, ""), run, done);
+    /* partial results are written even by threads without work (an empty range) */
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLE, lo, hi, ""), run, done);
     LLVMPositionBuilderAtEnd(g->b, run);
-    call_range(g, range, rty, LLVMGetParam(mt, 2), mlo, mhi);
+    call_range(g, R, LLVMGetParam(mt, 2), extra, lo, hi);
     LLVMBuildBr(g->b, done);
     LLVMPositionBuilderAtEnd(g->b, done);
     LLVMBuildRetVoid(g->b);
     LLVMDisposeBuilder(g->b);
-    g->b = kb;
-    g->fn = kf;
+    g->b = saved;
+    g->fn = saved_fn;
+    return mt;
+}
 
+/* Forks a team on microtask mt(bufs, extra..) (team size from params, else libomp's). */
+static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra)
+{
+    LLVMTypeRef fty;
     LLVMValueRef ident = omp_ident(g);
     if (g->p->threads > 1) {
         LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
@@ -494,8 +489,282 @@ static ic_status gen_kernel(ic__cg *g)
     }
     LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
     LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
-    LLVMValueRef fa[4] = { ident, LLVMConstInt(g->t_i32, 1, 0), mt, bufs };
-    LLVMBuildCall2(g->b, fty, f_fork, fa, 4, "");
+    LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
+    for (int i = 0; i < nextra; i++)
+        fa[4 + i] = extra[i];
+    LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
+}
+
+/* Starts the exported kernel K(bufs); returns bufs. */
+static LLVMValueRef kernel_begin(ic__cg *g)
+{
+    LLVMTypeRef kty = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
+    LLVMValueRef kf = LLVMAddFunction(g->mod, g->sym, kty);
+    fn_attrs(g, kf);
+    g->fn = kf;
+    g->entry = block(g, "entry");
+    LLVMPositionBuilderAtEnd(g->b, g->entry);
+    return LLVMGetParam(kf, 0);
+}
+
+/* ---- split reductions: a kernel without outer loops, its stages one by one ----
+ * Each REDUCE stage forks: every thread folds its share of the (flattened) inner points
+ * into private accumulators and writes them to its partial record; the partials are then
+ * combined in thread order (first-index ARGMAX and a fixed float order). INNER stages fork
+ * over the same space; BODY stages run in K. Accumulators live in one block of 16-byte
+ * slots (value, then the ARGMAX index). */
+
+static int acc_slot(const ic_kernel *k, int s, int i, int *nslots)
+{
+    int n = 0, slot = -1;
+    for (int a = 0; a < k->nstages; a++)
+        for (int b = 0; b < k->stages[a].ninstr; b++)
+            if (k->stages[a].instr[b].op == IC_L_REDUCE) {
+                if (a == s && b == i)
+                    slot = n;
+                n++;
+            }
+    if (nslots)
+        *nslots = n;
+    return slot;
+}
+
+static ic_dtype acc_vtype(const ic_stage *st, const ic_linstr *in)
+{
+    return in->pred == IC_RED_ARGMAX ? st->instr[in->a].type : in->type;
+}
+
+/* Points the accumulators of stages [0, upto) at their slots in block. */
+static void accs_in_block(ic__cg *g, LLVMValueRef block_, int upto)
+{
+    const ic_kernel *k = g->k;
+    for (int s = 0; s < upto; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            if (k->stages[s].instr[i].op != IC_L_REDUCE)
+                continue;
+            LLVMValueRef off = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL));
+            g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, block_, &off, 1, "");
+            LLVMValueRef off8 = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL) + 8);
+            g->acc_idx[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, block_, &off8, 1, "");
+        }
+}
+
+/* Stores the reduction identities of stage s into the slots of record rec. */
+static void init_slots(ic__cg *g, int s, LLVMValueRef rec)
+{
+    const ic_stage *st = &g->k->stages[s];
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        int slot = acc_slot(g->k, s, i, NULL);
+        LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
+        ic_dtype vt = acc_vtype(st, in);
+        LLVMBuildStore(g->b, ic__gen_reduce_init(g, (ic_red)in->pred, vt),
+                               LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off, 1, ""));
+        LLVMBuildStore(g->b, ic__gen_i64(g, -1), LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off8, 1, ""));
+    }
+}
+
+static ic_status split_stage_body(ic__cg *g, int s)
+{
+    return ic__gen_stage(g, s);
+}
+
+/* The range function of stage s: (bufs.., accblock, partial, lo, hi). */
+static ic_status split_range(ic__cg *g, int s, range_t *R)
+{
+    const ic_kernel *k = g->k;
+    const ic_stage *stg = &k->stages[s];
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".s%d", s);
+    range_begin(g, R, suffix, 2);
+    accs_in_block(g, range_param(R, 0), s);
+    if (stg->kind == IC_STAGE_REDUCE)
+        for (int i = 0; i < stg->ninstr; i++) {
+            const ic_linstr *in = &stg->instr[i];
+            if (in->op != IC_L_REDUCE)
+                continue;
+            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(stg, in)), NULL, "acc");
+            g->acc_idx[s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
+            st(g, ic__gen_reduce_init(g, (ic_red)in->pred, acc_vtype(stg, in)), g->acc[s][i]);
+            st(g, ic__gen_i64(g, -1), g->acc_idx[s][i]);
+        }
+    ic_status r = emit_segments(g, range_param(R, 2), range_param(R, 3), k->inner, k->ninner,
+                                k->nouter, split_stage_body, s);
+    if (stg->kind == IC_STAGE_REDUCE) /* this thread's partials */
+        for (int i = 0; i < stg->ninstr; i++) {
+            const ic_linstr *in = &stg->instr[i];
+            if (in->op != IC_L_REDUCE)
+                continue;
+            int slot = acc_slot(k, s, i, NULL);
+            LLVMTypeRef vty = ic__gen_type(g, acc_vtype(stg, in));
+            LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
+            LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, vty, g->acc[s][i], ""),
+                           LLVMBuildInBoundsGEP2(g->b, g->t_i8, range_param(R, 1), &off, 1, ""));
+            LLVMBuildStore(g->b, LLVMBuildLoad2(g->b, g->t_i64, g->acc_idx[s][i], ""),
+                           LLVMBuildInBoundsGEP2(g->b, g->t_i8, range_param(R, 1), &off8, 1, ""));
+        }
+    range_end(g, R);
+    return r;
+}
+
+/* Combines the partial records [0, nrec) of stage s into accblock, in order. */
+static void split_combine(ic__cg *g, int s, LLVMValueRef accblock, LLVMValueRef partials,
+                          LLVMValueRef nrec, int64_t recsize)
+{
+    const ic_stage *st = &g->k->stages[s];
+    init_slots(g, s, accblock);
+    accs_in_block(g, accblock, s + 1);
+    loop_t L;
+    loop_open(g, &L, ic__gen_i64(g, 0), nrec, "part");
+    LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
+    LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, partials, &roff, 1, "");
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        int slot = acc_slot(g->k, s, i, NULL);
+        ic_dtype vt = acc_vtype(st, in);
+        LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
+        LLVMValueRef v = LLVMBuildLoad2(g->b, ic__gen_type(g, vt),
+                                        LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off, 1, ""), "");
+        LLVMValueRef ix = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off8, 1, ""), "");
+        ic__gen_combine(g, (ic_red)in->pred, vt, g->acc[s][i],
+                        in->pred == IC_RED_ARGMAX ? g->acc_idx[s][i] : NULL, v, ix);
+    }
+    loop_close(g, &L, false);
+}
+
+static ic_status gen_split(ic__cg *g, int64_t items)
+{
+    const ic_kernel *k = g->k;
+    int nslots;
+    acc_slot(k, -1, -1, &nslots);
+    int64_t recsize = 16 * (int64_t)(nslots ? nslots : 1);
+    range_t R[64];
+    if (k->nstages > 64)
+        return ic__error(g->c, IC_EUNSUPPORTED, "codegen: kernel '%s' has %d stages (at most 64)",
+                         k->name, k->nstages);
+    LLVMValueRef tasks[64] = { 0 };
+    for (int s = 0; s < k->nstages; s++) {
+        if (k->stages[s].kind == IC_STAGE_BODY)
+            continue;
+        ic_status r = split_range(g, s, &R[s]);
+        if (r)
+            return r;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".s%d.omp", s);
+        tasks[s] = omp_task(g, suffix, &R[s], items, g->p->grain > 0 ? g->p->grain : 64,
+                            k->stages[s].kind == IC_STAGE_REDUCE ? recsize : 0);
+    }
+    LLVMValueRef bufs = kernel_begin(g);
+    for (int i = 0; i < g->nbufs; i++) { /* for the BODY stages, run here */
+        LLVMValueRef off = ic__gen_i64(g, i);
+        g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
+    }
+    LLVMValueRef nrec = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef accblock = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
+    LLVMValueRef partials = LLVMBuildArrayAlloca(g->b, g->t_i8, LLVMBuildMul(g->b, nrec, ic__gen_i64(g, recsize), ""), "partials");
+    LLVMSetAlignment(partials, 64);
+    for (int s = 0; s < k->nstages; s++) {
+        LLVMValueRef extra[2] = { accblock, partials };
+        switch (k->stages[s].kind) {
+        case IC_STAGE_BODY: {
+            accs_in_block(g, accblock, s);
+            ic_status r = ic__gen_stage(g, s);
+            if (r)
+                return r;
+            break;
+        }
+        case IC_STAGE_REDUCE: {
+            loop_t L; /* threads that do not run leave the identity behind */
+            loop_open(g, &L, ic__gen_i64(g, 0), nrec, "init");
+            LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
+            init_slots(g, s, LLVMBuildInBoundsGEP2(g->b, g->t_i8, partials, &roff, 1, ""));
+            loop_close(g, &L, false);
+            omp_fork(g, tasks[s], bufs, extra, 2);
+            split_combine(g, s, accblock, partials, nrec, recsize);
+            break;
+        }
+        case IC_STAGE_INNER:
+            omp_fork(g, tasks[s], bufs, extra, 2);
+            break;
+        }
+    }
+    LLVMBuildRetVoid(g->b);
+    return IC_OK;
+}
+
+/* ---- one kernel ---- */
+
+static ic_status mark_used_buffers(ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    int n = 0;
+    memset(g->used, 0, (size_t)g->nbufs);
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            if ((in->op == IC_L_LOAD || in->op == IC_L_STORE) && !g->used[in->buf])
+                g->used[in->buf] = true, n++;
+        }
+    if (n > IC__MAX_KBUFS)
+        return ic__error(g->c, IC_EUNSUPPORTED, "codegen: kernel '%s' touches %d buffers (at most %d)",
+                         k->name, n, IC__MAX_KBUFS);
+    return IC_OK;
+}
+
+static ic_status gen_kernel(ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    ic_status r;
+    if ((r = mark_used_buffers(g)))
+        return r;
+    g->mode = ic_kernel_mode_of(k);
+    g->strip = g->p->strip > 0 ? g->p->strip : 64;
+    /* work items: outer points, segments' elements, or (outer rows x strips) */
+    int64_t items = prod(k->nouter, k->outer);
+    if (g->mode == IC_KMODE_COLUMN)
+        items = prod(k->nouter - 1, k->outer) * ((k->outer[k->nouter - 1] + g->strip - 1) / g->strip);
+    int64_t elems = prod(k->nouter, k->outer) * prod(k->ninner, k->inner);
+    bool threads_ok = g->p->parallel_depth > 0 && g->p->threads != 1 && elems >= g->p->serial_threshold;
+    if (g->mode == IC_KMODE_ROW && k->nouter == 0 && k->ninner > 0 && threads_ok)
+        return gen_split(g, prod(k->ninner, k->inner));
+    bool parallel = threads_ok && items >= 2;
+    int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;
+
+    range_t R;
+    range_begin(g, &R, ".range", 0);
+    /* accumulators: a scalar (row) or a strip-long array (column) per REDUCE */
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            g->acc[s][i] = g->acc_idx[s][i] = NULL;
+            if (in->op != IC_L_REDUCE)
+                continue;
+            LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
+            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(&k->stages[s], in)), cnt, "acc");
+            if (in->pred == IC_RED_ARGMAX)
+                g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
+        }
+    LLVMValueRef lo = range_param(&R, 0), hi = range_param(&R, 1);
+    switch (g->mode) {
+    case IC_KMODE_POINTWISE: r = emit_pointwise(g, lo, hi); break;
+    case IC_KMODE_ROW: r = emit_row(g, lo, hi); break;
+    case IC_KMODE_COLUMN: r = emit_column(g, lo, hi); break;
+    }
+    range_end(g, &R);
+    if (r)
+        return r;
+    LLVMValueRef mt = parallel && items > 0 ? omp_task(g, ".omp", &R, items, grain, 0) : NULL;
+    LLVMValueRef bufs = kernel_begin(g);
+    if (items > 0) {
+        if (mt)
+            omp_fork(g, mt, bufs, NULL, 0);
+        else
+            call_range(g, &R, bufs, NULL, ic__gen_i64(g, 0), ic__gen_i64(g, items));
+    }
     LLVMBuildRetVoid(g->b);
     return IC_OK;
 }
@@ -620,8 +889,10 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     LLVMDisposeTargetData(td);
     m->syms = ic__calloc(c, (size_t)nkernels + 1, sizeof(char *));
     LLVMValueRef *bufptr = ic__calloc(c, (size_t)nbufs + 1, sizeof(LLVMValueRef));
-    if (!m->syms || !bufptr) {
+    bool *used = ic__calloc(c, (size_t)nbufs + 1, sizeof(bool));
+    if (!m->syms || !bufptr || !used) {
         ic__free(c, bufptr);
+        ic__free(c, used);
         ic_llvm_module_destroy(m);
         return ic__error(c, IC_ENOMEM, "codegen: out of memory");
     }
@@ -630,6 +901,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     g.bufs = bufs;
     g.nbufs = nbufs;
     g.bufptr = bufptr;
+    g.used = used;
     ic_status r = IC_OK;
     for (int i = 0; i < nkernels && !r; i++) {
         const ic_kernel *k = &kernels[i];
@@ -652,6 +924,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     }
     LLVMDisposeBuilder(g.b);
     ic__free(c, bufptr);
+    ic__free(c, used);
     if (!r)
         r = ic_llvm_module_verify(m);
     if (r) {

@@ -287,41 +287,36 @@ static void set_reassoc(LLVMValueRef v)
         LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
 }
 
-static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
+/* Folds value v (index idx for ARGMAX) into the accumulator at pv (pi) with reduction red;
+ * vt is v's type. Returns the new accumulator (the index for ARGMAX). Shared by the
+ * accumulating loops and the combine of per-thread partials. */
+LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv, LLVMValueRef pi,
+                             LLVMValueRef v, LLVMValueRef idx)
 {
-    const ic_linstr *in = &g->k->stages[s].instr[i];
-    const ic_linstr *vin = &g->k->stages[s].instr[in->a];
     LLVMBuilderRef b = g->b;
-    LLVMValueRef v = g->vals[in->a];
-    if (in->pred == IC_RED_ARGMAX) {
-        LLVMTypeRef vty = ic__gen_type(g, vin->type);
-        LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], vty);
-        LLVMValueRef pi = ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64);
-        LLVMValueRef cv = LLVMBuildLoad2(b, vty, pv, "");
+    LLVMTypeRef ty = ic__gen_type(g, vt);
+    LLVMValueRef cur = LLVMBuildLoad2(b, ty, pv, "");
+    bool fp = is_fp(vt), bl = vt == IC_BOOL;
+    if (red == IC_RED_ARGMAX) {
         LLVMValueRef ci = LLVMBuildLoad2(b, g->t_i64, pi, "");
-        LLVMValueRef idx = build_cast(g, g->vals[in->b], g->k->stages[s].instr[in->b].type, IC_I64);
         /* first index of the max; the first NaN wins and stays */
         LLVMValueRef upd = LLVMBuildICmp(b, LLVMIntSLT, ci, ic__gen_i64(g, 0), "");
-        if (is_fp(vin->type)) {
-            LLVMValueRef gt = LLVMBuildFCmp(b, LLVMRealOGT, v, cv, "");
+        if (fp) {
+            LLVMValueRef gt = LLVMBuildFCmp(b, LLVMRealOGT, v, cur, "");
             LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
-            LLVMValueRef cn = LLVMBuildFCmp(b, LLVMRealORD, cv, cv, "");
+            LLVMValueRef cn = LLVMBuildFCmp(b, LLVMRealORD, cur, cur, "");
             upd = LLVMBuildOr(b, upd, LLVMBuildOr(b, gt, LLVMBuildAnd(b, vn, cn, ""), ""), "");
         } else {
-            LLVMIntPredicate p = vin->type == IC_BOOL ? LLVMIntUGT : LLVMIntSGT;
-            upd = LLVMBuildOr(b, upd, LLVMBuildICmp(b, p, v, cv, ""), "");
+            LLVMIntPredicate p = bl ? LLVMIntUGT : LLVMIntSGT;
+            upd = LLVMBuildOr(b, upd, LLVMBuildICmp(b, p, v, cur, ""), "");
         }
-        LLVMBuildStore(b, LLVMBuildSelect(b, upd, v, cv, ""), pv);
+        LLVMBuildStore(b, LLVMBuildSelect(b, upd, v, cur, ""), pv);
         LLVMValueRef ni = LLVMBuildSelect(b, upd, idx, ci, "");
         LLVMBuildStore(b, ni, pi);
-        return build_cast(g, ni, IC_I64, in->type);
+        return ni;
     }
-    LLVMTypeRef ty = ic__gen_type(g, in->type);
-    LLVMValueRef p = ic__gen_acc_ptr(g, g->acc[s][i], ty);
-    LLVMValueRef cur = LLVMBuildLoad2(b, ty, p, "");
     LLVMValueRef r;
-    bool fp = is_fp(in->type), bl = in->type == IC_BOOL;
-    switch ((ic_red)in->pred) {
+    switch (red) {
     case IC_RED_SUM:
         r = fp ? LLVMBuildFAdd(b, cur, v, "") : bl ? LLVMBuildOr(b, cur, v, "") : LLVMBuildAdd(b, cur, v, "");
         break;
@@ -337,8 +332,23 @@ static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
     }
     if (fp) /* vector accumulators need reassociation */
         set_reassoc(r);
-    LLVMBuildStore(b, r, p);
+    LLVMBuildStore(b, r, pv);
     return r;
+}
+
+static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
+{
+    const ic_linstr *in = &g->k->stages[s].instr[i];
+    const ic_linstr *vin = &g->k->stages[s].instr[in->a];
+    ic_dtype vt = in->pred == IC_RED_ARGMAX ? vin->type : in->type;
+    LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], ic__gen_type(g, vt));
+    LLVMValueRef pi = NULL, idx = NULL;
+    if (in->pred == IC_RED_ARGMAX) {
+        pi = ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64);
+        idx = build_cast(g, g->vals[in->b], g->k->stages[s].instr[in->b].type, IC_I64);
+    }
+    LLVMValueRef r = ic__gen_combine(g, (ic_red)in->pred, vt, pv, pi, g->vals[in->a], idx);
+    return in->pred == IC_RED_ARGMAX ? build_cast(g, r, IC_I64, in->type) : r;
 }
 
 static LLVMValueRef emit_acc(ic__cg *g, const ic_linstr *in)

@@ -41,6 +41,8 @@ IC_HIDDEN LLVMOrcThreadSafeModuleRef ic__llvm_module_take(ic_llvm_module *m);
 
 /* ---- the generator ---- */
 
+#define IC__MAX_KBUFS 256  /* buffers one kernel may touch (function arguments) */
+
 typedef struct ic__cg {
     ic_ctx *c;
     const ic_codegen_target *t;
@@ -60,6 +62,7 @@ typedef struct ic__cg {
     LLVMValueRef fn;                      /* the .range function being filled */
     LLVMBasicBlockRef entry;              /* its entry block: allocas go here */
     LLVMValueRef *bufptr;                 /* [nbufs]: pointer argument, NULL if unused */
+    bool *used;                           /* [nbufs]: the kernel loads or stores it */
     LLVMValueRef vars[2 * IC_MAX_RANK];   /* loop variables (i64) at the insert point */
     LLVMValueRef lane;                    /* COLUMN mode: position in the strip (i64) */
     LLVMValueRef **acc, **acc_idx;        /* [stage][instr]: accumulator storage */
@@ -77,6 +80,9 @@ IC_HIDDEN LLVMValueRef ic__gen_reduce_init(ic__cg *g, ic_red red, ic_dtype t);
 IC_HIDDEN const char *ic__lop_name(ic_lop op);
 /* Storage for the accumulators of REDUCE instr i of stage s (row: scalar, column: array). */
 IC_HIDDEN LLVMValueRef ic__gen_acc_ptr(ic__cg *g, LLVMValueRef slot, LLVMTypeRef ty);
+/* Folds v (and idx for ARGMAX) into the accumulator at pv (pi); see instr.c. */
+IC_HIDDEN LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv,
+                                       LLVMValueRef pi, LLVMValueRef v, LLVMValueRef idx);
 /* Emits stage s's instructions for one iteration at the builder's position. */
 IC_HIDDEN ic_status ic__gen_stage(ic__cg *g, int s);
 /* Static validation of a kernel (operand order and types) before any IR is built. */

@@ -300,3 +300,22 @@ Test(llvmgen, matmul_vectorises_along_columns)
     gen_free(&G);
     free(kb);
 }
+
+/* a full reduction (no outer loops) above the threshold forks and combines partials */
+Test(llvmgen, full_reduction_is_split_across_threads)
+{
+    int64_t n = 1 << 22;
+    kb_t *kb = kb_new("full_sum", 0, NULL, 1, (int64_t[]){ n });
+    kb_stage(kb, IC_STAGE_REDUCE);
+    int r = kb_reduce(kb, IC_RED_SUM, IC_F32, kb_load(kb, 0, IC_F32, kb_var(kb, 0)), -1);
+    kb_stage(kb, IC_STAGE_BODY);
+    kb_store(kb, 1, kb_consti(kb, IC_I64, 0), kb_acc(kb, IC_F32, 0, r));
+    ic_buffer bufs[2] = { kb_buf(IC_BUF_ARG, IC_F32, n, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 1, 0) };
+    gen_t G;
+    gen(&G, kb, 2, bufs, NULL);
+    cr_assert(strstr(G.ir, "@__kmpc_fork_call") != NULL, "a 4M-element sum runs on one thread");
+    cr_assert(strstr(G.ir, "omp_get_max_threads") != NULL);
+    assert_vector_code(&G, "split sum");
+    gen_free(&G);
+    free(kb);
+}

@@ -29,6 +29,14 @@ static ic_graph *graph_json(ic_ctx *c, const char *text)
     return g;
 }
 
+/* The source tree (benchmarks/graphs): $IC_SOURCE_DIR when set (binaries run elsewhere,
+ * e.g. on the GPU machine), else where this build came from. */
+static const char *source_dir(void)
+{
+    const char *e = getenv("IC_SOURCE_DIR");
+    return e && *e ? e : IC_SOURCE_DIR;
+}
+
 #define IN(n, t, s) "{'name':'" n "','dtype':'" t "','shape':" s "}"
 #define GRAPH(ins, nodes, outs) "{'ic_graph':1,'name':'t','inputs':[" ins "],'nodes':[" nodes "],'outputs':[" outs "]}"
 

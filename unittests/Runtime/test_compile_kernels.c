@@ -712,3 +712,89 @@ Test(compile_kernels, out_of_memory_in_codegen_is_an_error)
     free(kb);
     ic_ctx_destroy(c);
 }
+
+/* A kernel without outer loops (a full reduction) splits its inner space across threads
+ * and combines per-thread partials: sums, NaN-propagating max, argmax ties and NaNs that
+ * straddle the threads' shares, then a softmax over everything (REDUCE, REDUCE, INNER). */
+static void run_split(int64_t n, int threads, int nan_at, int tie_at)
+{
+    ic_ctx *c = ict_ctx();
+    kb_t *kb = kb_new("split", 0, NULL, 2, (int64_t[]){ 1, n });
+    int s0 = kb_stage(kb, IC_STAGE_REDUCE);
+    int j = kb_var(kb, 1);
+    int x = kb_load(kb, 0, IC_F32, j);
+    int rs = kb_reduce(kb, IC_RED_SUM, IC_F64, kb_cast(kb, IC_F64, x), -1);
+    int rmax = kb_reduce(kb, IC_RED_MAX, IC_F32, x, -1);
+    int ram = kb_reduce(kb, IC_RED_ARGMAX, IC_I64, x, j);
+    int s1 = kb_stage(kb, IC_STAGE_REDUCE);
+    j = kb_var(kb, 1);
+    int e = kb_un(kb, IC_L_EXP, IC_F32, kb_bin(kb, IC_L_SUB, IC_F32, kb_load(kb, 0, IC_F32, j), kb_acc(kb, IC_F32, s0, rmax)));
+    int se = kb_reduce(kb, IC_RED_SUM, IC_F32, e, -1);
+    kb_stage(kb, IC_STAGE_INNER);
+    j = kb_var(kb, 1);
+    e = kb_un(kb, IC_L_EXP, IC_F32, kb_bin(kb, IC_L_SUB, IC_F32, kb_load(kb, 0, IC_F32, j), kb_acc(kb, IC_F32, s0, rmax)));
+    kb_store(kb, 4, j, kb_bin(kb, IC_L_DIV, IC_F32, e, kb_acc(kb, IC_F32, s1, se)));
+    kb_stage(kb, IC_STAGE_BODY);
+    int z = kb_consti(kb, IC_I64, 0);
+    kb_store(kb, 1, z, kb_cast(kb, IC_F32, kb_acc(kb, IC_F64, s0, rs)));
+    kb_store(kb, 2, z, kb_acc(kb, IC_F32, s0, rmax));
+    kb_store(kb, 3, z, kb_acc(kb, IC_I64, s0, ram));
+    ic_buffer bufs[5] = { kb_buf(IC_BUF_ARG, IC_F32, n, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 1, 0),
+                          kb_buf(IC_BUF_OUTPUT, IC_F32, 1, 1), kb_buf(IC_BUF_OUTPUT, IC_I64, 1, 2),
+                          kb_buf(IC_BUF_OUTPUT, IC_F32, n, 3) };
+    ic_codegen_params p;
+    ic_codegen_params_default(NULL, &kb->k, bufs, &p);
+    p.threads = threads;
+    p.serial_threshold = 1;
+    ic__jit *jit;
+    ic__kernel_fn fn = jit1(c, kb, 5, bufs, &p, &jit);
+    float *X = malloc(sizeof(float) * (size_t)n), *Y = malloc(sizeof(float) * (size_t)n);
+    unsigned st = 21;
+    for (int64_t k = 0; k < n; k++)
+        X[k] = frand(&st, -4, 4);
+    if (tie_at >= 0) /* the max twice: in both threads' shares */
+        X[tie_at] = X[n - 1 - tie_at] = 9.0f;
+    if (nan_at >= 0)
+        X[nan_at] = X[n - 1] = NAN;
+    float sum, mx;
+    int64_t am;
+    void *ptrs[5] = { X, &sum, &mx, &am, Y };
+    fn(ptrs);
+    double ws = 0, wm = -INFINITY;
+    int64_t wam = 0;
+    bool nan = false;
+    for (int64_t k = 0; k < n; k++) {
+        ws += X[k];
+        if (isnan(X[k]) && !nan)
+            nan = true, wam = k;
+        if (!nan && X[k] > X[wam])
+            wam = k;
+        wm = X[k] > wm ? X[k] : wm;
+    }
+    cr_assert_eq(am, wam, "n=%ld threads=%d argmax: got %ld, want %ld", (long)n, threads, (long)am, (long)wam);
+    if (nan) {
+        cr_assert(isnan(sum) && isnan(mx), "NaN lost: sum %g max %g", sum, mx);
+    } else {
+        cr_assert(fabs(sum - ws) <= 1e-4 * (1 + fabs(ws)), "sum: got %.9g, want %.9g", sum, ws);
+        cr_assert_eq(mx, (float)wm, "max: got %g, want %g", mx, wm);
+        double se_ = 0;
+        for (int64_t k = 0; k < n; k++)
+            se_ += exp((double)X[k] - wm);
+        for (int64_t k = 0; k < n; k += 997) {
+            double want = exp((double)X[k] - wm) / se_;
+            cr_assert(fabs(Y[k] - want) <= 1e-5 * want + 1e-12, "softmax[%ld]: got %g, want %g", (long)k, Y[k], want);
+        }
+    }
+    free(X), free(Y), free(kb);
+    ic__jit_destroy(jit);
+    ic_ctx_destroy(c);
+}
+
+Test(compile_kernels, split_full_reductions)
+{
+    run_split(1000003, 2, -1, 1000);
+    run_split(1000003, 2, 700001, 10);
+    run_split(1000003, 3, -1, 333335);
+    run_split(5, 4, -1, 1);      /* more threads than work */
+    run_split(130, 0, 64, -1);
+}

@@ -153,7 +153,7 @@ Test(cuda, bundled_graphs)
     ic_cuda *d = open_or_skip(c);
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/benchmarks/graphs/%s", IC_SOURCE_DIR, files[f]);
+        snprintf(path, sizeof path, "%s/benchmarks/graphs/%s", source_dir(), files[f]);
         ic_graph *g = NULL, *sg = NULL;
         cr_assert_eq(ic_graph_load_json(c, path, &g), IC_OK, "%s", ic_last_error(c));
         int64_t vals[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };

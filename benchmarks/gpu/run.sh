@@ -1,0 +1,30 @@
+#!/bin/sh
+# One command on the GPU machine: the GPU tests, the benchmarks, the same graphs through
+# torch.compile, and the comparison table. Build first on the dev machine:
+#     cmake -S . -B build-gpu && make -C build-gpu && sh benchmarks/gpu/build.sh build-gpu
+# then on the GPU machine (after the runtime prefix of shared/device/README.md):
+#     sh benchmarks/gpu/run.sh [BUILD_DIR]        (outputs also go to $OUT when it is set)
+B=${1:-build-gpu}
+[ $# -gt 0 ] && shift
+cd "$(dirname "$0")/../.."
+O=${OUT:-/tmp/ic-gpu}
+mkdir -p "$O"
+export CUDA_CACHE_PATH="$O/jit-cache"   # a cold driver JIT cache for the compile times
+export IC_SOURCE_DIR="$PWD"
+rc=0
+echo "== GPU tests =="
+for t in "$B/Runtime_test_cuda"; do
+    [ -x "$t" ] || { echo "missing $t"; rc=1; continue; }
+    "$t" --jobs 4 2>&1 | tee "$O/tests.txt" | grep -E "FAIL|Synthesis|Assertion|SKIP" | head -60
+    [ "$(grep -c '\[FAIL\]' "$O/tests.txt")" = 0 ] || rc=1
+done
+echo "== ic benchmarks =="
+if [ -x "$B/bench_gpu" ]; then
+    "$B/bench_gpu" "$@" 2>&1 | tee "$O/ic.txt" | grep -v '^RESULT'
+else
+    echo "missing $B/bench_gpu (sh benchmarks/gpu/build.sh $B)"; rc=1
+fi
+echo "== torch.compile =="
+PYTHONUNBUFFERED=1 timeout 400 python3 benchmarks/gpu/torch_bench.py 2>&1 | tee "$O/torch.txt" | grep -v '^RESULT' | tail -30
+python3 benchmarks/gpu/compare.py "$O/ic.txt" "$O/torch.txt" | tee "$O/compare.txt"
+exit $rc

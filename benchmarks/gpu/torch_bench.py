@@ -1,0 +1,134 @@
+"""The GPU benchmark graphs through torch.compile (default mode) on the same machine, for the
+ratios printed by compare.py: bandwidth of pointwise / softmax / layer_norm / row sums in f32
+and bf16, device-to-device copy bandwidth, host overhead per call of the 3-op graph on 1024
+floats (eager and mode="reduce-overhead"), and the seed pattern's compile time.
+Prints one JSON object per result on lines starting with "RESULT ".
+
+    python3 benchmarks/gpu/torch_bench.py [--iters N] [--quick]
+"""
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ITERS = int(sys.argv[sys.argv.index("--iters") + 1]) if "--iters" in sys.argv else 50
+QUICK = "--quick" in sys.argv
+dev = "cuda"
+
+
+def emit(**kw):
+    print("RESULT " + json.dumps(kw), flush=True)
+
+
+def time_ms(fn, args, iters=ITERS):
+    for _ in range(3):
+        fn(*args)
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(iters):
+        fn(*args)
+    e1.record()
+    e1.synchronize()
+    return e0.elapsed_time(e1) / iters
+
+
+def nbytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def seed(a, b1, c, b2, b3):
+    return ((a + b1) + c) * b2 + b3
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+
+def row_sum(x):
+    return x.sum(dim=-1)
+
+
+def rnd(shape, dt):
+    return (torch.rand(shape, device=dev, dtype=torch.float32) * 2 - 1).to(dt)
+
+
+def cases(dt):
+    return [
+        ("pointwise", seed, [rnd((65536, 1024), dt), rnd((1, 1024), dt), rnd((65536, 1024), dt),
+                             rnd((1, 1024), dt), rnd((1, 1024), dt)]),
+        ("softmax", softmax, [rnd((8192, 4096), dt)]),
+        ("layer_norm", layer_norm, [rnd((8192, 4096), dt), rnd((4096,), dt), rnd((4096,), dt)]),
+        ("row_sum", row_sum, [rnd((16384, 4096), dt)]),
+    ]
+
+
+def main():
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}", flush=True)
+    # compile time of the seed pattern (the first compile of this process)
+    args = [rnd((16384, 512), torch.float32), rnd((1, 512), torch.float32), rnd((16384, 512), torch.float32),
+            rnd((1, 512), torch.float32), rnd((1, 512), torch.float32)]
+    torch._dynamo.reset()
+    t0 = time.perf_counter()
+    f = torch.compile(seed)
+    f(*args)
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1e3
+    print(f"torch.compile seed_pattern: {ms:.0f} ms to the first result", flush=True)
+    emit(bench="compile_seed_pattern", ms=ms)
+
+    x = torch.empty(512 << 20 >> 2, device=dev)
+    y = torch.empty_like(x)
+    ms = time_ms(lambda: y.copy_(x), [], 20)
+    copy = 2 * x.numel() * 4 / (ms * 1e-3) / 1e9
+    print(f"torch copy_: {copy:.1f} GB/s", flush=True)
+    emit(bench="copy", gbps=copy)
+    del x, y
+
+    for dt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        if QUICK and dt == torch.bfloat16:
+            continue
+        for name, fn, a in cases(dt):
+            torch._dynamo.reset()
+            cf = torch.compile(fn)
+            out = cf(*a)
+            ms = time_ms(cf, a)
+            gb = nbytes(a) + nbytes([out])
+            gbps = gb / (ms * 1e-3) / 1e9
+            print(f"torch.compile {name}_{tag}: {ms:.3f} ms {gbps:.1f} GB/s", flush=True)
+            emit(bench=f"{name}_{tag}", ms=ms, gbps=gbps, copy_gbps=copy)
+            del a, out
+            torch.cuda.empty_cache()
+
+    # host overhead per call, 3 ops on 1024 floats
+    def three(x):
+        return torch.relu(x * 2.0 + 1.0)
+
+    x = rnd((1024,), torch.float32)
+    for mode, fn in (("eager", three),
+                     ("compile_default", torch.compile(three)),
+                     ("compile_reduce_overhead", torch.compile(three, mode="reduce-overhead"))):
+        for _ in range(50):
+            fn(x)
+        torch.cuda.synchronize()
+        best = 1e30
+        for _ in range(5):
+            n = 2000
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(x)
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            best = min(best, (t1 - t0) * 1e6 / n)
+        print(f"torch {mode}: host {best:.2f} us per call", flush=True)
+        emit(bench=f"overhead_{mode}", host_us=best)
+
+
+if __name__ == "__main__":
+    main()
