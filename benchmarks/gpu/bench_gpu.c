@@ -5,7 +5,10 @@
  * Prints a table, and one JSON object per result on lines starting with "RESULT " (read by
  * benchmarks/gpu/compare.py).
  *
- *     bench_gpu [--iters N] [--quick]
+ *     bench_gpu [--iters N] [--quick] [--tune]
+ *
+ * --tune also times each graph's kernel under a sweep of launch params (block, threads per
+ * row, elements per thread), the search an autotuner would make, and prints the best.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +130,70 @@ static const bench_graph graphs[] = {
     { "row_sum_f32", ROWSUM("f32") },                    { "row_sum_bf16", ROWSUM("bf16") },
 };
 
-static void bandwidth(ic_ctx *c, ic_cuda *d, const bench_graph *bg, int iters, double copy_gbps)
+/* ms per run of g with params p on its single kernel (NULL = heuristic); -1 on failure. */
+static double time_params(ic_ctx *c, ic_cuda *d, const ic_graph *g, const ic_tensor *args, int n,
+                          const ic_ptx_params *p, int iters, ic_ptx_kernel *used)
+{
+    ic_cuda_options o = { .params = p, .nparams = p ? 1 : 0 };
+    ic_cuda_compiled *cc = NULL;
+    double ms = -1;
+    if (ic_cuda_compile(d, g, &o, &cc) == IC_OK && ic_cuda_upload(cc, n, args) == IC_OK &&
+        ic_cuda_time(cc, iters, &ms) == IC_OK && used)
+        *used = *ic_cuda_compiled_kernel(cc, 0);
+    else if (ms < 0)
+        fprintf(stderr, "  (params refused: %s)\n", ic_last_error(c));
+    ic_cuda_compiled_destroy(cc);
+    return ms;
+}
+
+static void tune(ic_ctx *c, ic_cuda *d, const bench_graph *bg, const ic_graph *g, const ic_tensor *args,
+                 int n, int iters, double base_ms, double copy_gbps)
+{
+    ic_ptx_params ps[40];
+    int np = 0;
+    if (!strncmp(bg->name, "pointwise", 9)) {
+        static const int blocks[] = { 128, 256, 512, 1024 }, epts[] = { 1, 2, 4 };
+        for (int b = 0; b < 4; b++)
+            for (int e = 0; e < 3; e++)
+                ps[np++] = (ic_ptx_params){ .block = blocks[b], .ept = epts[e] };
+    } else {
+        static const int Ts[] = { 32, 64, 128, 256, 512 };
+        for (int t = 0; t < 5; t++) {
+            ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = Ts[t] };
+            if (Ts[t] < 256)
+                ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = Ts[t], .block = 256 };
+            if (Ts[t] < 512)
+                ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = Ts[t], .block = 512 };
+        }
+        ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 32, .regs_elems = 128 };
+        ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 64, .regs_elems = 128 };
+        ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 256, .regs_elems = -1 };
+        ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 128, .vec = 4 };
+        ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 256, .vec = 4 };
+    }
+    int64_t bytes = graph_bytes(g);
+    double best = base_ms;
+    int bi = -1;
+    for (int i = 0; i < np; i++) {
+        ic_ptx_kernel k;
+        double ms = time_params(c, d, g, args, n, &ps[i], iters, &k);
+        if (ms <= 0)
+            continue;
+        printf("  tune %-16s block %4d vec %d ept %d T %4d regs %2d: %8.4f ms %7.1f GB/s %5.1f%%\n", bg->name,
+               k.block, k.params.vec, k.params.ept, k.params.threads_per_row, k.params.regs_elems, ms,
+               (double)bytes / (ms * 1e-3) / 1e9, 100 * (double)bytes / (ms * 1e-3) / 1e9 / copy_gbps);
+        if (ms < best) {
+            best = ms;
+            bi = i;
+        }
+    }
+    printf("  tune %-16s best %.4f ms (%s), heuristic %.4f ms\n", bg->name, best, bi < 0 ? "the heuristic" : "a sweep point", base_ms);
+    printf("RESULT {\"bench\":\"tuned_%s\",\"ms\":%.6f,\"gbps\":%.3f,\"copy_gbps\":%.3f}\n", bg->name, best,
+           (double)bytes / (best * 1e-3) / 1e9, copy_gbps);
+    fflush(stdout);
+}
+
+static void bandwidth(ic_ctx *c, ic_cuda *d, const bench_graph *bg, int iters, double copy_gbps, bool tuning)
 {
     ic_graph *g = load(c, bg->json);
     ic_tensor args[8];
@@ -158,6 +224,8 @@ static void bandwidth(ic_ctx *c, ic_cuda *d, const bench_graph *bg, int iters, d
            bg->name, ms, gbps, copy_gbps, (long long)bytes, ic_cuda_compiled_num_kernels(cc));
     fflush(stdout);
     ic_cuda_compiled_destroy(cc);
+    if (tuning)
+        tune(c, d, bg, g, args, n, iters, ms, copy_gbps);
     for (int i = 0; i < n; i++)
         ic_tensor_free(c, &args[i]);
     ic_graph_destroy(g);
@@ -213,6 +281,8 @@ static void compile_time(ic_ctx *c, ic_cuda *d, const char *path)
     ic_graph *g = NULL;
     if (ic_graph_load_json(c, path, &g))
         die(c, path);
+    ic_tensor args[8];
+    int n = make_args(c, g, args);
     for (int rep = 0; rep < 2; rep++) {
         ic_cuda_compiled *cc = NULL;
         double t0 = now_ms();
@@ -220,30 +290,40 @@ static void compile_time(ic_ctx *c, ic_cuda *d, const char *path)
             die(c, "compile");
         double total = now_ms() - t0, lo, px, ld;
         ic_cuda_compiled_times(cc, &lo, &px, &ld);
+        if (ic_cuda_upload(cc, n, args) || ic_cuda_synchronize(d))
+            die(c, "upload");
+        double t1 = now_ms();
+        if (ic_cuda_launch(cc) || ic_cuda_synchronize(d))
+            die(c, "first launch");
+        double first = now_ms() - t1;
         printf("compile seed_pattern #%d: %.1f ms to a loaded module (lower+fuse %.1f, PTX %.1f, "
-               "cuModuleLoadDataEx %.1f) %d kernel(s)\n", rep + 1, total, lo, px, ld,
-               ic_cuda_compiled_num_kernels(cc));
+               "cuModuleLoadDataEx %.1f) %d kernel(s); first launch + sync %.2f ms\n", rep + 1, total, lo, px,
+               ld, ic_cuda_compiled_num_kernels(cc), first);
         printf("RESULT {\"bench\":\"compile_seed_pattern_%d\",\"ms\":%.3f,\"lower_ms\":%.3f,\"ptx_ms\":%.3f,"
-               "\"load_ms\":%.3f}\n", rep + 1, total, lo, px, ld);
+               "\"load_ms\":%.3f,\"first_launch_ms\":%.3f}\n", rep + 1, total, lo, px, ld, first);
         ic_cuda_compiled_destroy(cc);
     }
+    for (int i = 0; i < n; i++)
+        ic_tensor_free(c, &args[i]);
     ic_graph_destroy(g);
 }
 
 int main(int argc, char **argv)
 {
     int iters = 50;
-    bool quick = false;
+    bool quick = false, tuning = false;
     const char *seed = "benchmarks/graphs/seed_pattern.json";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--tune"))
+            tuning = true;
         else if (!strcmp(argv[i], "--seed-graph") && i + 1 < argc)
             seed = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--seed-graph PATH]\n");
+            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--seed-graph PATH]\n");
             return 1;
         }
     }
@@ -266,7 +346,7 @@ int main(int argc, char **argv)
     int ng = (int)(sizeof graphs / sizeof *graphs);
     for (int i = 0; i < ng; i++)
         if (!quick || i % 2 == 0)
-            bandwidth(c, d, &graphs[i], iters, copy);
+            bandwidth(c, d, &graphs[i], iters, copy, tuning);
     overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);
     overhead(c, d, IC_CUDA_DEFAULT, true);
     overhead(c, d, IC_CUDA_DEFAULT, false);

@@ -34,6 +34,11 @@ for name in ("pointwise_f32", "pointwise_bf16", "softmax_f32", "softmax_bf16", "
     if b:
         pb = 100 * b["gbps"] / b["copy_gbps"]
         line += f" {b['gbps']:11.1f} {pb:11.1f}% {b['ms'] / a['ms']:14.2f}x"
+    t = ic.get("tuned_" + name)
+    if t:
+        line += f"   tuned: {100 * t['gbps'] / t['copy_gbps']:.1f}%"
+        if b:
+            line += f" {b['ms'] / t['ms']:.2f}x"
     print(line)
 print("\n== host overhead per call, 3-op graph on 1024 floats (us) ==")
 for k in ("overhead_reduce_overhead", "overhead_default", "overhead_default_unfused"):
@@ -47,6 +52,6 @@ for k in ("compile_seed_pattern_1", "compile_seed_pattern_2"):
     if k in ic:
         r = ic[k]
         print(f"ic #{k[-1]}: {r['ms']:.1f} (lower+fuse {r['lower_ms']:.1f}, PTX {r['ptx_ms']:.1f}, "
-              f"cuModuleLoadDataEx {r['load_ms']:.1f})")
+              f"cuModuleLoadDataEx {r['load_ms']:.1f}); first launch + sync {r.get('first_launch_ms', 0):.2f}")
 if "compile_seed_pattern" in th:
     print(f"torch.compile (first call): {th['compile_seed_pattern']['ms']:.0f}")

@@ -52,8 +52,9 @@ typedef struct ic_ptx_params {
     int ept;                /* pointwise: vector groups per thread */
     int threads_per_row;    /* ROW/COLUMN: threads sharing one outer point (a power of two) */
     int regs_elems;         /* ROW/COLUMN: keep a thread's share of the row in registers across
-                             * stages when it holds at most this many elements (0 = 32; -1 =
-                             * never: every stage re-reads memory) */
+                             * stages when it holds at most this many elements (0 = 128 bytes
+                             * of the narrowest dtype: 32 f32, 64 bf16; -1 = never: every stage
+                             * re-reads memory) */
 } ic_ptx_params;
 
 typedef struct ic_ptx_options {

@@ -44,6 +44,8 @@ typedef struct ic_compile_options {
     const char *debug_dir;    /* parent of the debug folders; NULL = "./ic_debug" */
     int vector_width;         /* 0 = heuristic, 1 = scalar code, else lanes */
     int64_t serial_threshold; /* 0 = heuristic; kernels smaller than this run on one thread */
+    int freezing;             /* 1: params with data are compile-time constants: matmul weights
+                               * are packed once at compile time (ic_gemm_params.prepack) */
 } ic_compile_options;
 
 typedef struct ic_compiled ic_compiled;

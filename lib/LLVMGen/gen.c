@@ -5,12 +5,15 @@
  *   K(bufs)                     exported; forks K.omp on a team, or calls K.range serially
  *   K.omp(gtid, btid, bufs)     the microtask: this thread's static share [lo, hi)
  *   K.range(b0.., lo, hi)       the loops over work items lo..hi-1; buffers are noalias
+ * A reduction with a single outer point (a full reduction) is split instead: per stage a
+ * K.s<i> range function and microtask, and K combines the threads' partial accumulators.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
 #include "llvmgen-impl.h"
+#include "gemm-impl.h" /* gemm: ic__gemm_try */
 
 /* ---- small helpers ---- */
 
@@ -507,7 +510,7 @@ static LLVMValueRef kernel_begin(ic__cg *g)
     return LLVMGetParam(kf, 0);
 }
 
-/* ---- split reductions: a kernel without outer loops, its stages one by one ----
+/* ---- split reductions: a kernel with a single outer point, its stages one by one ----
  * Each REDUCE stage forks: every thread folds its share of the (flattened) inner points
  * into private accumulators and writes them to its partial record; the partials are then
  * combined in thread order (first-index ARGMAX and a fixed float order). INNER stages fork
@@ -579,6 +582,8 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".s%d", s);
     range_begin(g, R, suffix, 2);
+    for (int d = 0; d < k->nouter; d++) /* a single outer point */
+        g->vars[d] = ic__gen_i64(g, 0);
     accs_in_block(g, range_param(R, 0), s);
     if (stg->kind == IC_STAGE_REDUCE)
         for (int i = 0; i < stg->ninstr; i++) {
@@ -659,6 +664,8 @@ static ic_status gen_split(ic__cg *g, int64_t items)
                             k->stages[s].kind == IC_STAGE_REDUCE ? recsize : 0);
     }
     LLVMValueRef bufs = kernel_begin(g);
+    for (int d = 0; d < k->nouter; d++)
+        g->vars[d] = ic__gen_i64(g, 0);
     for (int i = 0; i < g->nbufs; i++) { /* for the BODY stages, run here */
         LLVMValueRef off = ic__gen_i64(g, i);
         g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
@@ -721,6 +728,9 @@ static ic_status gen_kernel(ic__cg *g)
     ic_status r;
     if ((r = mark_used_buffers(g)))
         return r;
+    bool gemm; /* gemm: contractions go through the packed GEMM path (gemm.c) */
+    if ((r = ic__gemm_try(g, &gemm)) || gemm)
+        return r;
     g->mode = ic_kernel_mode_of(k);
     g->strip = g->p->strip > 0 ? g->p->strip : 64;
     /* work items: outer points, segments' elements, or (outer rows x strips) */
@@ -729,7 +739,7 @@ static ic_status gen_kernel(ic__cg *g)
         items = prod(k->nouter - 1, k->outer) * ((k->outer[k->nouter - 1] + g->strip - 1) / g->strip);
     int64_t elems = prod(k->nouter, k->outer) * prod(k->ninner, k->inner);
     bool threads_ok = g->p->parallel_depth > 0 && g->p->threads != 1 && elems >= g->p->serial_threshold;
-    if (g->mode == IC_KMODE_ROW && k->nouter == 0 && k->ninner > 0 && threads_ok)
+    if (g->mode == IC_KMODE_ROW && items == 1 && k->ninner > 0 && threads_ok)
         return gen_split(g, prod(k->ninner, k->inner));
     bool parallel = threads_ok && items >= 2;
     int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;

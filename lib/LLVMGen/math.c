@@ -41,6 +41,13 @@ static LLVMValueRef bin(M *m, const char *name, LLVMValueRef a, LLVMValueRef b)
     return call_intr(m, name, x, 2);
 }
 static LLVMValueRef isnan_(M *m, LLVMValueRef x) { return fcmp(m, LLVMRealUNO, x, x); }
+/* x clamped to [lo, hi]; NaN becomes lo. A compare and a select each, which x86 turns into
+ * one MAXPS/MINPS (minnum/maxnum would add NaN fix-ups); callers restore NaN at the end. */
+static LLVMValueRef clamp(M *m, LLVMValueRef x, double lo, double hi)
+{
+    x = sel(m, fcmp(m, LLVMRealOGT, x, K(m, lo)), x, K(m, lo));
+    return sel(m, fcmp(m, LLVMRealOLT, x, K(m, hi)), x, K(m, hi));
+}
 static LLVMValueRef copysign_(M *m, LLVMValueRef mag, LLVMValueRef sgn) { return bin(m, "llvm.copysign", mag, sgn); }
 
 /* Horner: c[0] * x^(n-1) + ... + c[n-1] */
@@ -68,7 +75,7 @@ static LLVMValueRef m_exp(M *m, LLVMValueRef x)
 {
     static const double P[] = { 1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                                 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1 };
-    LLVMValueRef xc = bin(m, "llvm.minnum", bin(m, "llvm.maxnum", x, K(m, -104.0)), K(m, 89.0));
+    LLVMValueRef xc = clamp(m, x, -104.0, 89.0);
     LLVMValueRef n = un(m, "llvm.rint", mul(m, xc, K(m, 1.44269504088896341)));
     LLVMValueRef r = fma3(m, n, K(m, -0.693359375), xc);
     r = fma3(m, n, K(m, 2.12194440e-4), r);
@@ -125,7 +132,7 @@ static LLVMValueRef m_sincos(M *m, LLVMValueRef x, bool want_cos)
     LLVMValueRef r = fma3(m, j, K(m, -1.5707963705062866), x);
     r = fma3(m, j, K(m, 4.371138828673793e-08), r);
     r = fma3(m, j, K(m, 1.7151245100058819e-15), r);
-    LLVMValueRef jc = bin(m, "llvm.minnum", bin(m, "llvm.maxnum", j, K(m, -1073741824.0)), K(m, 1073741824.0));
+    LLVMValueRef jc = clamp(m, j, -1073741824.0, 1073741824.0);
     LLVMValueRef q = LLVMBuildFPToSI(b, jc, m->g->t_i32, "");
     if (want_cos)
         q = LLVMBuildAdd(b, q, KI(m, 1), "");

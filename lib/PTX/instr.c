@@ -539,9 +539,17 @@ void ic__pg_instr(ic__pg *G, int s, int i)
     bool uni = A->uni && (!B || B->uni) && (!C || C->uni);
     int nl = uni ? 1 : G->nl;
     ic_dtype ot = st->instr[in->a].type;
+    LLVMValueRef rcp = NULL;
+    if (in->op == IC_L_DIV && isf(in->type) && !A->uni && B->uni) {
+        /* one division per thread for a divisor shared by the lanes (softmax's row sum):
+         * a * (1/b) is within 1.5 ulp of a / b */
+        rcp = LLVMBuildFDiv(G->b, LLVMConstReal(ic__pg_type(G, in->type), 1.0), B->v[0], "");
+    }
     for (int l = 0; l < nl; l++) {
         LLVMValueRef r;
-        if (in->op == IC_L_SELECT)
+        if (rcp)
+            r = LLVMBuildFMul(G->b, lane(A, l), rcp, "");
+        else if (in->op == IC_L_SELECT)
             r = LLVMBuildSelect(G->b, lane(A, l), lane(B, l), lane(C, l), "");
         else if (n == 2)
             r = binop(G, in, lane(A, l), lane(B, l), ot);

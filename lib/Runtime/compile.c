@@ -192,6 +192,7 @@ static ic_codegen_params *kernel_params(ic_ctx *c, const ic_program *p, const ic
             ps[i].vector_width = o->vector_width;
         if (o->serial_threshold)
             ps[i].serial_threshold = o->serial_threshold;
+        ps[i].gemm.prepack = o->freezing; /* gemm: freezing packs weights at compile time */
     }
     return ps;
 }
@@ -309,8 +310,6 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         goto oom;
     if ((s = ic__jit_create(c, t, &v->jit)) || (s = ic__jit_add(v->jit, m)))
         goto done;
-    double t_jc = now_ms();
-    ic__logf(c, 1, "ic: jit create+add %.1f ms", t_jc - t_opt);
     for (int i = 0; i < v->nkernels && !s; i++)
         s = ic__jit_lookup(v->jit, ic_llvm_module_kernel_symbol(m, i), (void **)&v->fns[i]);
     if (s)

@@ -85,10 +85,14 @@ static int kernels_of(ic_ctx *c, const ic_graph *g)
     return n;
 }
 
+/* One device per test process: opening a primary context costs a few hundred ms. */
+static ic_ctx *case_ctx;
+static ic_cuda *case_dev;
+
 static void gpu_case(const char *name, const char *json, unsigned flags, const ic_ptx_params *params)
 {
-    ic_ctx *c = ict_ctx();
-    ic_cuda *d = open_or_skip(c);
+    ic_ctx *c = case_ctx;
+    ic_cuda *d = case_dev;
     ic_graph *g = graph_json(c, json);
     ic_tensor args[8], ref[8];
     int nargs = 0, nouts = ic_graph_num_outputs(g);
@@ -121,17 +125,16 @@ static void gpu_case(const char *name, const char *json, unsigned flags, const i
     for (int i = 0; i < nouts; i++)
         ic_tensor_free(c, &ref[i]);
     ic_graph_destroy(g);
-    ic_cuda_close(d);
-    ic_ctx_destroy(c);
 }
 
 #define GPU_GROUP(name, group)                                                             \
     Test(cuda, name)                                                                       \
     {                                                                                      \
-        ic_ctx *c0 = ict_ctx();                                                            \
-        ic_cuda_close(open_or_skip(c0));                                                   \
-        ic_ctx_destroy(c0);                                                                \
+        case_ctx = ict_ctx();                                                              \
+        case_dev = open_or_skip(case_ctx);                                                 \
         ptx_cases(group, gpu_case);                                                        \
+        ic_cuda_close(case_dev);                                                           \
+        ic_ctx_destroy(case_ctx);                                                          \
     }
 
 GPU_GROUP(unary_ops_f32, CASES_UNARY)

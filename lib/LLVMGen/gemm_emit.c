@@ -1,0 +1,798 @@
+/* gemm_emit.c - LLVM IR of a recognised contraction (gemm-impl.h), BLIS style:
+ *
+ *   K(bufs)                    scratch (stack, the kernel's own block, or malloc when another
+ *                              run holds it), then forks K.gemm.omp on a team or calls work
+ *   K.gemm.work(bufs.., scratch, tid, nth)
+ *     rows (batch x row panels) or column panels split across the team; per thread:
+ *     for batch: for jc (nc columns): pack Y[:, jc..] (all of K) unless prepacked
+ *       for ic (mc rows): for pc (kc deep): pack X[ic.., pc..] (or read it in place)
+ *         for jr (nr): for ir (mr): micro-kernel -> accumulator tile; after the last pc the
+ *           epilogue (the kernel's later stages) runs over the tile: bias, activation,
+ *           residual, casts, stores -- never a separate pass over C
+ *   K.gemm.micro.RxV(A, B, kc, C, first)   R x V vectors of f32 accumulators in registers,
+ *                              llvm.fma of a broadcast A element and a row of B vectors
+ *   K.gemm.packA / K.gemm.packB             panels, zero padded, converted to f32
+ * Edges: rows past M and columns past N are zero in the panels; the last row panel and the
+ * last column panel use micro-kernels of fewer rows / vectors; the epilogue covers exactly
+ * the valid part of each tile. */
+#include <stdio.h>
+#include <string.h>
+#include <llvm-c/DebugInfo.h>
+#include "gemm-impl.h"
+
+typedef struct {
+    ic__cg *g;
+    ic__gemm *m;
+    LLVMTypeRef vty;            /* <vl x float> */
+    unsigned valign;            /* alignment of tile and panel vectors */
+    LLVMTypeRef micro_ty, packa_ty, packb_ty, work_ty;
+    LLVMValueRef micro[2][2];   /* [rows: full / edge][columns: full / edge] */
+    int mre, nve;               /* edge rows (M % mr, 0 = none), vectors of the last column panel */
+    LLVMValueRef packa, packb, work, panels;
+} em_t;
+
+/* ---- small builders ---- */
+
+static LLVMValueRef I(ic__cg *g, int64_t v) { return ic__gen_i64(g, v); }
+static LLVMValueRef add(ic__cg *g, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(g->b, a, b, ""); }
+static LLVMValueRef sub(ic__cg *g, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWSub(g->b, a, b, ""); }
+static LLVMValueRef mul(ic__cg *g, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWMul(g->b, a, b, ""); }
+static LLVMValueRef muli(ic__cg *g, LLVMValueRef a, int64_t b) { return mul(g, a, I(g, b)); }
+static LLVMValueRef sdiv(ic__cg *g, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSDiv(g->b, a, b, ""); }
+static LLVMValueRef icmp(ic__cg *g, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(g->b, p, a, b, ""); }
+
+static LLVMValueRef smin(ic__cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x[2] = { a, b };
+    return ic__gen_intrinsic(g, "llvm.smin", &g->t_i64, 1, x, 2);
+}
+
+static LLVMValueRef smax(ic__cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x[2] = { a, b };
+    return ic__gen_intrinsic(g, "llvm.smax", &g->t_i64, 1, x, 2);
+}
+
+static LLVMValueRef gep(ic__cg *g, LLVMTypeRef ty, LLVMValueRef p, LLVMValueRef idx)
+{
+    return LLVMBuildGEP2(g->b, ty, p, &idx, 1, "");
+}
+
+static LLVMBasicBlockRef blk(ic__cg *g, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
+}
+
+static LLVMMetadataRef md_pair(ic__cg *g, const char *name, LLVMValueRef v)
+{
+    LLVMMetadataRef ops[2] = { LLVMMDStringInContext2(g->ctx, name, strlen(name)), v ? LLVMValueAsMetadata(v) : NULL };
+    return LLVMMDNodeInContext2(g->ctx, ops, v ? 2 : 1);
+}
+
+/* llvm.loop metadata: no vectorisation (the code is vector already), unrolled `unroll` times. */
+static LLVMValueRef md_scalar_loop(ic__cg *g, int unroll)
+{
+    LLVMMetadataRef ops[3];
+    int n = 0;
+    LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    ops[n++] = self;
+    ops[n++] = md_pair(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0));
+    if (unroll > 1)
+        ops[n++] = md_pair(g, "llvm.loop.unroll.count", LLVMConstInt(g->t_i32, (unsigned)unroll, 0));
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->ctx, ops, (size_t)n);
+    LLVMMetadataReplaceAllUsesWith(self, node);
+    return LLVMMetadataAsValue(g->ctx, node);
+}
+
+/* A top-tested counted loop with an i64 induction variable. */
+typedef struct { LLVMBasicBlockRef head, body, exit; LLVMValueRef iv; int64_t step; } lp_t;
+
+static LLVMValueRef lp_open(ic__cg *g, lp_t *L, LLVMValueRef lo, LLVMValueRef hi, int64_t step,
+                            const char *name)
+{
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+    L->head = blk(g, name);
+    L->body = blk(g, name);
+    L->exit = blk(g, name);
+    L->step = step;
+    LLVMBuildBr(g->b, L->head);
+    LLVMPositionBuilderAtEnd(g->b, L->head);
+    L->iv = LLVMBuildPhi(g->b, g->t_i64, name);
+    LLVMAddIncoming(L->iv, &lo, &pre, 1);
+    LLVMBuildCondBr(g->b, icmp(g, LLVMIntSLT, L->iv, hi), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(g->b, L->body);
+    return L->iv;
+}
+
+static void lp_close(ic__cg *g, lp_t *L, LLVMValueRef md)
+{
+    LLVMValueRef next = add(g, L->iv, I(g, L->step));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+    LLVMValueRef br = LLVMBuildBr(g->b, L->head);
+    if (md)
+        LLVMSetMetadata(br, g->md_loop, md);
+    LLVMAddIncoming(L->iv, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(g->b, L->exit);
+}
+
+/* if (c) { then } : returns the join block; the builder is left in `then`. */
+static LLVMBasicBlockRef if_open(ic__cg *g, LLVMValueRef c, const char *name)
+{
+    LLVMBasicBlockRef then = blk(g, name), join = blk(g, name);
+    LLVMBuildCondBr(g->b, c, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    return join;
+}
+
+static void if_close(ic__cg *g, LLVMBasicBlockRef join)
+{
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+}
+
+static void fn_attrs(ic__cg *g, LLVMValueRef fn, bool noinline)
+{
+    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
+                                                   (unsigned)strlen(g->t->cpu));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
+                                  (unsigned)strlen(g->t->features));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    char w[16];
+    snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits > 0 ? g->p->prefer_vector_bits : g->t->vector_bits);
+    a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    const char *kinds[2] = { "nounwind", "noinline" };
+    for (int i = 0; i < (noinline ? 2 : 1); i++) {
+        unsigned id = LLVMGetEnumAttributeKindForName(kinds[i], strlen(kinds[i]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, id, 0));
+    }
+}
+
+static void noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
+{
+    unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
+    LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
+}
+
+/* A new internal function sym + suffix, its entry block current. */
+static LLVMValueRef new_fn(ic__cg *g, const char *suffix, LLVMTypeRef ty, bool noinline_)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", g->sym, suffix);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    fn_attrs(g, fn, noinline_);
+    g->fn = fn;
+    LLVMPositionBuilderAtEnd(g->b, blk(g, "entry"));
+    return fn;
+}
+
+static LLVMValueRef decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps, int n,
+                         bool vararg, LLVMTypeRef *fty)
+{
+    *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    return f ? f : LLVMAddFunction(g->mod, name, *fty);
+}
+
+static LLVMValueRef call0_i64(ic__cg *g, const char *name)
+{
+    LLVMTypeRef fty;
+    LLVMValueRef f = decl(g, name, g->t_i32, NULL, 0, false, &fty);
+    return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
+}
+
+/* The ident_t every __kmpc call takes (the same global as gen.c's, if it made one). */
+static LLVMValueRef omp_ident(ic__cg *g)
+{
+    LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
+    if (id)
+        return id;
+    const char *src = ";ic-llvm;kernel;0;0;;";
+    LLVMValueRef str = LLVMAddGlobal(g->mod, LLVMArrayType2(g->t_i8, strlen(src) + 1), "ic.omp.src");
+    LLVMSetInitializer(str, LLVMConstStringInContext2(g->ctx, src, strlen(src), 0));
+    LLVMSetGlobalConstant(str, 1);
+    LLVMSetLinkage(str, LLVMPrivateLinkage);
+    LLVMTypeRef fields[5] = { g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr };
+    LLVMTypeRef ty = LLVMStructTypeInContext(g->ctx, fields, 5, 0);
+    LLVMValueRef vals[5] = { LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0),
+                             LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 0, 0), str };
+    id = LLVMAddGlobal(g->mod, ty, "ic.omp.ident");
+    LLVMSetInitializer(id, LLVMConstNamedStruct(ty, vals, 5));
+    LLVMSetGlobalConstant(id, 1);
+    LLVMSetLinkage(id, LLVMPrivateLinkage);
+    return id;
+}
+
+/* An element of dtype dt at p, as f32. */
+static LLVMValueRef load_f32(ic__cg *g, ic_dtype dt, LLVMValueRef p)
+{
+    LLVMTypeRef mt = ic__gen_mem_type(g, dt);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, p, "");
+    LLVMSetAlignment(v, (unsigned)ic_dtype_size(dt));
+    switch (dt) {
+    case IC_F16:
+        return LLVMBuildFPExt(g->b, v, g->t_f32, "");
+    case IC_BF16: { /* the bits are the top half of an f32 */
+        LLVMValueRef w = LLVMBuildZExt(g->b, v, g->t_i32, "");
+        w = LLVMBuildShl(g->b, w, LLVMConstInt(g->t_i32, 16, 0), "");
+        return LLVMBuildBitCast(g->b, w, g->t_f32, "");
+    }
+    default:
+        return v;
+    }
+}
+
+static void store_f32(ic__cg *g, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx)
+{
+    LLVMValueRef s = LLVMBuildStore(g->b, v, gep(g, g->t_f32, base, idx));
+    LLVMSetAlignment(s, 4);
+}
+
+/* ---- the micro-kernel ---- */
+
+/* C[rows x nvec vectors] (+)= A[rows x kc] * B[kc x nvec vectors]: A element (i, k) at
+ * A[i * ars + k * aks], B row k at B[k * nr], C row i at C[i * ldt]. `first` (only read when
+ * K takes several passes): start from zero instead of C. */
+static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, ".gemm.micro.%dx%d", rows, nvec);
+    LLVMValueRef fn = new_fn(g, suffix, E->micro_ty, true);
+    for (unsigned i = 0; i < 4; i++)
+        if (i != 2)
+            noalias(g, fn, i);
+    LLVMValueRef A = LLVMGetParam(fn, 0), B = LLVMGetParam(fn, 1), kc = LLVMGetParam(fn, 2);
+    LLVMValueRef C = LLVMGetParam(fn, 3), first = LLVMGetParam(fn, 4);
+    int64_t ars = m->pack_a ? 1 : m->x.s_i, aks = m->pack_a ? m->p.mr : m->x.s_k;
+    int vl = m->vl, n = rows * nvec;
+    LLVMValueRef init[16 * 8], acc[16 * 8], next[16 * 8];
+    LLVMValueRef zero = LLVMConstNull(E->vty);
+    for (int i = 0; i < rows; i++)
+        for (int v = 0; v < nvec; v++) {
+            LLVMValueRef x = zero;
+            if (m->npc > 1) {
+                LLVMValueRef p = gep(g, g->t_f32, C, I(g, i * m->ldt + v * vl));
+                LLVMValueRef ld = LLVMBuildLoad2(g->b, E->vty, p, "");
+                LLVMSetAlignment(ld, E->valign);
+                x = LLVMBuildSelect(g->b, first, zero, ld, "");
+            }
+            init[i * nvec + v] = x;
+        }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b), head = blk(g, "k"), body = blk(g, "k.body"),
+                      exit = blk(g, "k.exit");
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, head);
+    LLVMValueRef k = LLVMBuildPhi(g->b, g->t_i64, "k");
+    LLVMValueRef i0 = I(g, 0);
+    LLVMAddIncoming(k, &i0, &pre, 1);
+    for (int i = 0; i < n; i++) {
+        acc[i] = LLVMBuildPhi(g->b, E->vty, "acc");
+        LLVMAddIncoming(acc[i], &init[i], &pre, 1);
+    }
+    LLVMBuildCondBr(g->b, icmp(g, LLVMIntSLT, k, kc), body, exit);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef brow = gep(g, g->t_f32, B, muli(g, k, m->p.nr)), bv[8];
+    for (int v = 0; v < nvec; v++) {
+        bv[v] = LLVMBuildLoad2(g->b, E->vty, gep(g, g->t_f32, brow, I(g, v * vl)), "b");
+        LLVMSetAlignment(bv[v], E->valign);
+    }
+    LLVMValueRef acol = gep(g, g->t_f32, A, muli(g, k, aks));
+    LLVMTypeRef mask_ty = LLVMVectorType(g->t_i32, (unsigned)vl);
+    for (int i = 0; i < rows; i++) {
+        LLVMValueRef a = LLVMBuildLoad2(g->b, g->t_f32, gep(g, g->t_f32, acol, I(g, i * ars)), "a");
+        LLVMSetAlignment(a, 4);
+        LLVMValueRef ins = LLVMBuildInsertElement(g->b, LLVMGetPoison(E->vty), a, LLVMConstInt(g->t_i32, 0, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(g->b, ins, LLVMGetPoison(E->vty), LLVMConstNull(mask_ty), "");
+        for (int v = 0; v < nvec; v++) {
+            LLVMValueRef args[3] = { splat, bv[v], acc[i * nvec + v] };
+            next[i * nvec + v] = ic__gen_intrinsic(g, "llvm.fma", &E->vty, 1, args, 3);
+        }
+    }
+    LLVMValueRef k1 = add(g, k, I(g, 1));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+    LLVMValueRef br = LLVMBuildBr(g->b, head);
+    LLVMSetMetadata(br, g->md_loop, md_scalar_loop(g, m->p.unroll));
+    LLVMAddIncoming(k, &k1, &latch, 1);
+    for (int i = 0; i < n; i++)
+        LLVMAddIncoming(acc[i], &next[i], &latch, 1);
+    LLVMPositionBuilderAtEnd(g->b, exit);
+    for (int i = 0; i < rows; i++)
+        for (int v = 0; v < nvec; v++) {
+            LLVMValueRef p = gep(g, g->t_f32, C, I(g, i * m->ldt + v * vl));
+            LLVMValueRef s = LLVMBuildStore(g->b, acc[i * nvec + v], p);
+            LLVMSetAlignment(s, E->valign);
+        }
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* ---- packing ---- */
+
+/* packA(src, i0, mi, k0, kc, dst): rows i0.. i0+mi-1, depth k0.. k0+kc-1 of X into panels of
+ * mr rows: panel p, depth k, row r at dst[p * mr * kc + k * mr + r]; rows past mi are zero. */
+static LLVMValueRef emit_packa(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    const ic__gemm_opnd *x = &m->x;
+    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, false);
+    noalias(g, fn, 0);
+    noalias(g, fn, 5);
+    LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
+    LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
+    LLVMTypeRef et = ic__gen_mem_type(g, x->dt);
+    int64_t mr = m->p.mr;
+    bool along_k = (x->s_k < 0 ? -x->s_k : x->s_k) <= (x->s_i < 0 ? -x->s_i : x->s_i);
+    lp_t P, L1, L2;
+    LLVMValueRef np = sdiv(g, add(g, mi, I(g, mr - 1)), I(g, mr));
+    LLVMValueRef p = lp_open(g, &P, I(g, 0), np, 1, "p");
+    LLVMValueRef r0 = add(g, i0, muli(g, p, mr));
+    LLVMValueRef rv = smin(g, I(g, mr), sub(g, add(g, i0, mi), r0));
+    LLVMValueRef d = gep(g, g->t_f32, dst, mul(g, muli(g, p, mr), kc));
+    LLVMValueRef base = add(g, muli(g, r0, x->s_i), muli(g, k0, x->s_k));
+    if (along_k) {
+        LLVMValueRef i = lp_open(g, &L1, I(g, 0), rv, 1, "i");
+        LLVMValueRef rb = add(g, base, muli(g, i, x->s_i));
+        LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "k");
+        LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, rb, muli(g, k, x->s_k))));
+        store_f32(g, v, d, add(g, muli(g, k, mr), i));
+        lp_close(g, &L2, NULL);
+        lp_close(g, &L1, NULL);
+    } else {
+        LLVMValueRef k = lp_open(g, &L1, I(g, 0), kc, 1, "k");
+        LLVMValueRef kb = add(g, base, muli(g, k, x->s_k));
+        LLVMValueRef i = lp_open(g, &L2, I(g, 0), rv, 1, "i");
+        LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, kb, muli(g, i, x->s_i))));
+        store_f32(g, v, d, add(g, muli(g, k, mr), i));
+        lp_close(g, &L2, NULL);
+        lp_close(g, &L1, NULL);
+    }
+    if (m->M % mr) { /* the padding rows of the last panel */
+        LLVMValueRef i = lp_open(g, &L1, rv, I(g, mr), 1, "z");
+        LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "zk");
+        store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, mr), i));
+        lp_close(g, &L2, NULL);
+        lp_close(g, &L1, NULL);
+    }
+    lp_close(g, &P, NULL);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* packB(src, j0, nj, dst): columns j0.. j0+nj-1, all of K, of Y into panels of nr columns:
+ * panel q, depth k, column c at dst[q * K * nr + k * nr + c]; columns past nj are zero. */
+static LLVMValueRef emit_packb(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    const ic__gemm_opnd *y = &m->y;
+    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, false);
+    noalias(g, fn, 0);
+    noalias(g, fn, 3);
+    LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
+    LLVMValueRef dst = LLVMGetParam(fn, 3);
+    LLVMTypeRef et = ic__gen_mem_type(g, y->dt);
+    int64_t nr = m->p.nr, K = m->K;
+    bool along_j = (y->s_i < 0 ? -y->s_i : y->s_i) <= (y->s_k < 0 ? -y->s_k : y->s_k);
+    lp_t Q, L1, L2;
+    LLVMValueRef nq = sdiv(g, add(g, nj, I(g, nr - 1)), I(g, nr));
+    LLVMValueRef q = lp_open(g, &Q, I(g, 0), nq, 1, "q");
+    LLVMValueRef c0 = add(g, j0, muli(g, q, nr));
+    LLVMValueRef cv = smin(g, I(g, nr), sub(g, add(g, j0, nj), c0));
+    LLVMValueRef d = gep(g, g->t_f32, dst, muli(g, q, K * nr));
+    LLVMValueRef base = muli(g, c0, y->s_i);
+    if (along_j) {
+        LLVMValueRef k = lp_open(g, &L1, I(g, 0), I(g, K), 1, "k");
+        LLVMValueRef kb = add(g, base, muli(g, k, y->s_k));
+        LLVMValueRef drow = gep(g, g->t_f32, d, muli(g, k, nr));
+        LLVMValueRef j = lp_open(g, &L2, I(g, 0), cv, 1, "j");
+        store_f32(g, load_f32(g, y->dt, gep(g, et, src, add(g, kb, muli(g, j, y->s_i)))), drow, j);
+        lp_close(g, &L2, NULL);
+        if (m->N % nr) {
+            j = lp_open(g, &L2, cv, I(g, nr), 1, "z");
+            store_f32(g, LLVMConstReal(g->t_f32, 0), drow, j);
+            lp_close(g, &L2, NULL);
+        }
+        lp_close(g, &L1, NULL);
+    } else {
+        LLVMValueRef j = lp_open(g, &L1, I(g, 0), cv, 1, "j");
+        LLVMValueRef jb = add(g, base, muli(g, j, y->s_i));
+        LLVMValueRef k = lp_open(g, &L2, I(g, 0), I(g, K), 1, "k");
+        store_f32(g, load_f32(g, y->dt, gep(g, et, src, add(g, jb, muli(g, k, y->s_k)))), d,
+                  add(g, muli(g, k, nr), j));
+        lp_close(g, &L2, NULL);
+        lp_close(g, &L1, NULL);
+        if (m->N % nr) {
+            j = lp_open(g, &L1, cv, I(g, nr), 1, "z");
+            k = lp_open(g, &L2, I(g, 0), I(g, K), 1, "zk");
+            store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, nr), j));
+            lp_close(g, &L2, NULL);
+            lp_close(g, &L1, NULL);
+        }
+    }
+    lp_close(g, &Q, NULL);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* ---- the epilogue ---- */
+
+/* The kernel's later stages over the valid rows x cols of an accumulator tile whose (0, 0)
+ * is C[r0, c0]: the REDUCE's ACC reads the tile. The column loop is vectorised by LLVM. */
+static ic_status emit_epilogue(em_t *E, LLVMValueRef tile, LLVMValueRef r0, LLVMValueRef rows,
+                               LLVMValueRef c0, LLVMValueRef cols)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    lp_t Li, Lj;
+    LLVMValueRef i = lp_open(g, &Li, I(g, 0), rows, 1, "ei");
+    if (m->rowvar >= 0)
+        g->vars[m->rowvar] = add(g, r0, i);
+    LLVMValueRef trow = gep(g, g->t_f32, tile, muli(g, i, m->ldt));
+    LLVMValueRef j = lp_open(g, &Lj, I(g, 0), cols, 1, "ej");
+    if (m->colvar >= 0)
+        g->vars[m->colvar] = add(g, c0, j);
+    g->acc[0][m->red] = gep(g, g->t_f32, trow, j);
+    ic_status s = IC_OK;
+    for (int st = 1; st < g->k->nstages && !s; st++)
+        s = ic__gen_stage(g, st);
+    lp_close(g, &Lj, ic__gen_loop_md(g));
+    lp_close(g, &Li, NULL);
+    return s;
+}
+
+/* ---- the work of one thread ---- */
+
+static void call_micro(em_t *E, LLVMValueRef rows, LLVMValueRef cols, LLVMValueRef *args)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    bool redge = E->mre > 0, cedge = E->nve > 0 && E->nve < m->nv;
+    LLVMValueRef rfull = redge ? icmp(g, LLVMIntEQ, rows, I(g, m->p.mr)) : NULL;
+    LLVMValueRef cfull = cedge ? icmp(g, LLVMIntSGT, cols, I(g, (int64_t)E->nve * m->vl)) : NULL;
+    for (int r = 0; r < (redge ? 2 : 1); r++) {
+        LLVMBasicBlockRef rjoin = NULL;
+        if (redge)
+            rjoin = if_open(g, r == 0 ? rfull : LLVMBuildNot(g->b, rfull, ""), "rows");
+        for (int c = 0; c < (cedge ? 2 : 1); c++) {
+            LLVMBasicBlockRef cjoin = NULL;
+            if (cedge)
+                cjoin = if_open(g, c == 0 ? cfull : LLVMBuildNot(g->b, cfull, ""), "cols");
+            LLVMBuildCall2(g->b, E->micro_ty, E->micro[r][c], args, 5, "");
+            if (cedge)
+                if_close(g, cjoin);
+        }
+        if (redge)
+            if_close(g, rjoin);
+    }
+}
+
+static ic_status emit_work(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    LLVMValueRef fn = E->work = new_fn(g, ".gemm.work", E->work_ty, false);
+    int a = 0;
+    for (int i = 0; i < g->nbufs; i++) {
+        g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
+        if (g->used[i])
+            noalias(g, fn, (unsigned)a++);
+    }
+    noalias(g, fn, (unsigned)a);
+    LLVMValueRef scratch = LLVMGetParam(fn, (unsigned)a), tid = LLVMGetParam(fn, (unsigned)a + 1);
+    LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2);
+    LLVMValueRef last_key = LLVMBuildAlloca(g->b, g->t_i64, "bkey");
+    LLVMBuildStore(g->b, I(g, -1), last_key);
+    int64_t mr = m->p.mr, nr = m->p.nr, mc = m->p.mc, nc = m->p.nc, K = m->K, kc = m->kc;
+    LLVMValueRef slot = gep(g, g->t_i8, scratch, muli(g, tid, m->slot_bytes));
+    int64_t aoff = ((m->a_floats + 15) / 16 * 16) * 4, boff = aoff + ((m->b_floats + 15) / 16 * 16) * 4;
+    LLVMValueRef Ap = slot, Bp = gep(g, g->t_i8, slot, I(g, aoff)), Ct = gep(g, g->t_i8, slot, I(g, boff));
+
+    /* this thread's share: row panels (over the batch) or column panels */
+    int64_t R = m->batch * m->pm, PN = m->pn;
+    LLVMValueRef rsplit = LLVMBuildOr(g->b, icmp(g, LLVMIntSGE, I(g, R), muli(g, nth, 2)),
+                                      icmp(g, LLVMIntSGE, I(g, R), I(g, PN)), "rsplit");
+    LLVMValueRef t1 = add(g, tid, I(g, 1));
+    LLVMValueRef r0 = LLVMBuildSelect(g->b, rsplit, sdiv(g, muli(g, tid, R), nth), I(g, 0), "r0");
+    LLVMValueRef r1 = LLVMBuildSelect(g->b, rsplit, sdiv(g, muli(g, t1, R), nth), I(g, R), "r1");
+    LLVMValueRef q0 = LLVMBuildSelect(g->b, rsplit, I(g, 0), sdiv(g, muli(g, tid, PN), nth), "q0");
+    LLVMValueRef q1 = LLVMBuildSelect(g->b, rsplit, I(g, PN), sdiv(g, muli(g, t1, PN), nth), "q1");
+    LLVMValueRef any = LLVMBuildAnd(g->b, icmp(g, LLVMIntSLT, r0, r1), icmp(g, LLVMIntSLT, q0, q1), "");
+    LLVMBasicBlockRef done = if_open(g, any, "share");
+    LLVMValueRef nlo = muli(g, q0, nr), nhi = smin(g, muli(g, q1, nr), I(g, m->N));
+    LLVMValueRef bfirst = sdiv(g, r0, I(g, m->pm)), bend = add(g, sdiv(g, sub(g, r1, I(g, 1)), I(g, m->pm)), I(g, 1));
+
+    lp_t Lb, Ljc, Lic, Lpc, Ljr, Lir;
+    LLVMValueRef b = lp_open(g, &Lb, bfirst, bend, 1, "batch");
+    LLVMValueRef bpm = muli(g, b, m->pm);
+    LLVMValueRef plo = sub(g, smax(g, r0, bpm), bpm), phi = sub(g, smin(g, r1, add(g, bpm, I(g, m->pm))), bpm);
+    LLVMValueRef mlo = muli(g, plo, mr), mhi = smin(g, muli(g, phi, mr), I(g, m->M));
+    LLVMValueRef xoff = I(g, m->x.c0), yoff = I(g, m->y.c0), rest = b;
+    for (int d = m->nb - 1; d >= 0; d--) {
+        LLVMValueRef idx = LLVMBuildURem(g->b, rest, I(g, m->bdim[d]), "");
+        rest = LLVMBuildUDiv(g->b, rest, I(g, m->bdim[d]), "");
+        g->vars[m->bvar[d]] = idx;
+        xoff = add(g, xoff, muli(g, idx, m->x.sb[d]));
+        yoff = add(g, yoff, muli(g, idx, m->y.sb[d]));
+    }
+    LLVMValueRef xsrc = LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->x.dt), g->bufptr[m->x.buf], &xoff, 1, "x");
+    LLVMValueRef ysrc = E->panels ? NULL
+                        : LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->y.dt), g->bufptr[m->y.buf], &yoff, 1, "y");
+
+    LLVMValueRef jc = lp_open(g, &Ljc, nlo, nhi, nc, "jc");
+    LLVMValueRef ncur = smin(g, I(g, nc), sub(g, nhi, jc));
+    LLVMValueRef bblk;
+    if (E->panels) {
+        LLVMValueRef panel = add(g, muli(g, m->y.batched ? b : I(g, 0), m->pn), sdiv(g, jc, I(g, nr)));
+        bblk = gep(g, g->t_f32, E->panels, muli(g, panel, K * nr));
+    } else {
+        /* repack only when the block differs from the one packed last */
+        LLVMValueRef key = add(g, muli(g, m->y.batched ? b : I(g, 0), m->N + 1), jc);
+        LLVMValueRef stale = icmp(g, LLVMIntNE, LLVMBuildLoad2(g->b, g->t_i64, last_key, ""), key);
+        LLVMBasicBlockRef join = if_open(g, stale, "packb");
+        LLVMValueRef pa[4] = { ysrc, jc, ncur, Bp };
+        LLVMBuildCall2(g->b, E->packb_ty, E->packb, pa, 4, "");
+        LLVMBuildStore(g->b, key, last_key);
+        if_close(g, join);
+        bblk = Bp;
+    }
+    LLVMValueRef ic = lp_open(g, &Lic, mlo, mhi, mc, "ic");
+    LLVMValueRef mcur = smin(g, I(g, mc), sub(g, mhi, ic));
+    LLVMValueRef pc = m->npc > 1 ? lp_open(g, &Lpc, I(g, 0), I(g, K), kc, "pc") : I(g, 0);
+    LLVMValueRef kcur = m->npc > 1 ? smin(g, I(g, kc), sub(g, I(g, K), pc)) : I(g, K);
+    if (m->pack_a) {
+        LLVMValueRef pa[6] = { xsrc, ic, mcur, pc, kcur, Ap };
+        LLVMBuildCall2(g->b, E->packa_ty, E->packa, pa, 6, "");
+    }
+    LLVMValueRef first = icmp(g, LLVMIntEQ, pc, I(g, 0));
+    LLVMValueRef lastp = icmp(g, LLVMIntEQ, add(g, pc, kcur), I(g, K));
+    LLVMValueRef jr = lp_open(g, &Ljr, I(g, 0), ncur, nr, "jr");
+    LLVMValueRef cols = smin(g, I(g, nr), sub(g, ncur, jr));
+    LLVMValueRef bptr = gep(g, g->t_f32, bblk, add(g, muli(g, sdiv(g, jr, I(g, nr)), K * nr), muli(g, pc, nr)));
+    LLVMValueRef ir = lp_open(g, &Lir, I(g, 0), mcur, mr, "ir");
+    LLVMValueRef rows = smin(g, I(g, mr), sub(g, mcur, ir));
+    LLVMValueRef aptr = m->pack_a ? gep(g, g->t_f32, Ap, mul(g, ir, kcur))
+                        : gep(g, g->t_f32, xsrc, add(g, muli(g, add(g, ic, ir), m->x.s_i), muli(g, pc, m->x.s_k)));
+    LLVMValueRef tile = m->npc > 1 ? gep(g, g->t_f32, Ct, add(g, muli(g, ir, m->ldt), jr)) : Ct;
+    LLVMValueRef margs[5] = { aptr, bptr, kcur, tile, first };
+    call_micro(E, rows, cols, margs);
+    LLVMBasicBlockRef ejoin = m->npc > 1 ? if_open(g, lastp, "epi") : NULL;
+    ic_status s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
+    if (ejoin)
+        if_close(g, ejoin);
+    lp_close(g, &Lir, NULL);
+    lp_close(g, &Ljr, NULL);
+    if (m->npc > 1)
+        lp_close(g, &Lpc, NULL);
+    lp_close(g, &Lic, NULL);
+    lp_close(g, &Ljc, NULL);
+    lp_close(g, &Lb, NULL);
+    if_close(g, done);
+    LLVMBuildRetVoid(g->b);
+    return s;
+}
+
+/* ---- the exported kernel and its microtask ---- */
+
+/* Loads the used buffer pointers from the table bufs into args; returns their count. */
+static int load_bufs(ic__cg *g, LLVMValueRef bufs, LLVMValueRef *args)
+{
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++) {
+        if (!g->used[i])
+            continue;
+        LLVMValueRef p = gep(g, g->t_ptr, bufs, I(g, i));
+        args[n++] = LLVMBuildLoad2(g->b, g->t_ptr, p, "");
+    }
+    return n;
+}
+
+/* K.gemm.omp(gtid, btid, bufs, scratch): work(.., scratch, omp thread, team size). */
+static LLVMValueRef emit_omp_task(em_t *E)
+{
+    ic__cg *g = E->g;
+    LLVMTypeRef ps[4] = { g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr };
+    LLVMValueRef fn = new_fn(g, ".gemm.omp", LLVMFunctionType(g->t_void, ps, 4, 0), false);
+    noalias(g, fn, 0);
+    noalias(g, fn, 1);
+    LLVMValueRef args[IC__MAX_KBUFS + 4];
+    int n = load_bufs(g, LLVMGetParam(fn, 2), args);
+    args[n++] = LLVMGetParam(fn, 3);
+    args[n++] = call0_i64(g, "omp_get_thread_num");
+    args[n++] = call0_i64(g, "omp_get_num_threads");
+    LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* Scratch of the run: on the stack when small; else the kernel's own block, or (while another
+ * run holds that block) malloc'd memory, or, if even that fails, the block once it is free. */
+typedef struct { LLVMValueRef ptr, lock, own, raw; } scratch_t;
+
+static void scratch_acquire(em_t *E, scratch_t *S, int64_t bytes)
+{
+    ic__cg *g = E->g;
+    char name[512];
+    S->lock = S->own = S->raw = NULL;
+    if (bytes <= 65536) {
+        LLVMValueRef a = LLVMBuildArrayAlloca(g->b, g->t_i8, I(g, bytes), "scratch");
+        LLVMSetAlignment(a, 64);
+        S->ptr = a;
+        return;
+    }
+    LLVMTypeRef aty = LLVMArrayType2(g->t_i8, (uint64_t)bytes);
+    snprintf(name, sizeof name, "%s.gemm.scratch", g->sym);
+    LLVMValueRef blkv = LLVMAddGlobal(g->mod, aty, name);
+    LLVMSetInitializer(blkv, LLVMConstNull(aty));
+    LLVMSetLinkage(blkv, LLVMInternalLinkage);
+    LLVMSetAlignment(blkv, 64);
+    snprintf(name, sizeof name, "%s.gemm.lock", g->sym);
+    S->lock = LLVMAddGlobal(g->mod, g->t_i32, name);
+    LLVMSetInitializer(S->lock, LLVMConstInt(g->t_i32, 0, 0));
+    LLVMSetLinkage(S->lock, LLVMInternalLinkage);
+    LLVMSetAlignment(S->lock, 4);
+    S->own = LLVMBuildAlloca(g->b, g->t_i1, "own");
+    S->raw = LLVMBuildAlloca(g->b, g->t_ptr, "raw");
+    LLVMValueRef ptr = LLVMBuildAlloca(g->b, g->t_ptr, "sp");
+    LLVMValueRef cx = LLVMBuildAtomicCmpXchg(g->b, S->lock, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
+                                             LLVMAtomicOrderingAcquire, LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef got = LLVMBuildExtractValue(g->b, cx, 1, "got");
+    LLVMBuildStore(g->b, got, S->own);
+    LLVMBuildStore(g->b, blkv, ptr);
+    LLVMBuildStore(g->b, LLVMConstNull(g->t_ptr), S->raw);
+    LLVMBasicBlockRef join = if_open(g, LLVMBuildNot(g->b, got, ""), "busy");
+    LLVMTypeRef fty;
+    LLVMValueRef f_malloc = decl(g, "malloc", g->t_ptr, &g->t_i64, 1, false, &fty);
+    LLVMValueRef sz = I(g, bytes + 64);
+    LLVMValueRef raw = LLVMBuildCall2(g->b, fty, f_malloc, &sz, 1, "");
+    LLVMBuildStore(g->b, raw, S->raw);
+    LLVMValueRef isnull = LLVMBuildIsNull(g->b, raw, "");
+    LLVMBasicBlockRef spin = blk(g, "spin"), ok = blk(g, "malloced"), after = blk(g, "scratch");
+    LLVMBuildCondBr(g->b, isnull, spin, ok);
+    LLVMPositionBuilderAtEnd(g->b, ok);
+    LLVMValueRef ri = LLVMBuildPtrToInt(g->b, raw, g->t_i64, "");
+    ri = LLVMBuildAnd(g->b, add(g, ri, I(g, 63)), I(g, ~(int64_t)63), "");
+    LLVMBuildStore(g->b, LLVMBuildIntToPtr(g->b, ri, g->t_ptr, ""), ptr);
+    LLVMBuildBr(g->b, after);
+    /* out of memory: wait for the block */
+    LLVMPositionBuilderAtEnd(g->b, spin);
+    LLVMValueRef f_yield = decl(g, "sched_yield", g->t_i32, NULL, 0, false, &fty);
+    LLVMBuildCall2(g->b, fty, f_yield, NULL, 0, "");
+    cx = LLVMBuildAtomicCmpXchg(g->b, S->lock, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
+                                LLVMAtomicOrderingAcquire, LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef got2 = LLVMBuildExtractValue(g->b, cx, 1, "");
+    LLVMBuildStore(g->b, got2, S->own);
+    LLVMBuildCondBr(g->b, got2, after, spin);
+    LLVMPositionBuilderAtEnd(g->b, after);
+    if_close(g, join);
+    S->ptr = LLVMBuildLoad2(g->b, g->t_ptr, ptr, "scratch");
+}
+
+static void scratch_release(em_t *E, scratch_t *S)
+{
+    ic__cg *g = E->g;
+    if (!S->lock)
+        return;
+    LLVMValueRef own = LLVMBuildLoad2(g->b, g->t_i1, S->own, "");
+    LLVMBasicBlockRef rel = blk(g, "unlock"), fr = blk(g, "free"), join = blk(g, "released");
+    LLVMBuildCondBr(g->b, own, rel, fr);
+    LLVMPositionBuilderAtEnd(g->b, rel);
+    LLVMValueRef st = LLVMBuildStore(g->b, LLVMConstInt(g->t_i32, 0, 0), S->lock);
+    LLVMSetOrdering(st, LLVMAtomicOrderingRelease);
+    LLVMSetAlignment(st, 4);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, fr);
+    LLVMTypeRef fty;
+    LLVMValueRef f_free = decl(g, "free", g->t_void, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef raw = LLVMBuildLoad2(g->b, g->t_ptr, S->raw, "");
+    LLVMBuildCall2(g->b, fty, f_free, &raw, 1, "");
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+}
+
+static void emit_kernel(em_t *E, LLVMValueRef task)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    LLVMTypeRef kty = LLVMFunctionType(g->t_void, &g->t_ptr, 1, 0);
+    LLVMValueRef kf = LLVMAddFunction(g->mod, g->sym, kty);
+    fn_attrs(g, kf, false);
+    g->fn = kf;
+    LLVMPositionBuilderAtEnd(g->b, blk(g, "entry"));
+    LLVMValueRef bufs = LLVMGetParam(kf, 0);
+    scratch_t S;
+    scratch_acquire(E, &S, (int64_t)m->tmax * m->slot_bytes);
+    if (task) {
+        LLVMTypeRef fty;
+        LLVMValueRef ident = omp_ident(g);
+        LLVMValueRef T = smin(g, call0_i64(g, "omp_get_max_threads"), I(g, m->tmax));
+        T = smax(g, T, I(g, 1));
+        LLVMValueRef f_gt = decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
+        LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
+        LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
+        LLVMValueRef f_push = decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
+        LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, T, g->t_i32, "") };
+        LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
+        LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
+        LLVMValueRef f_fork = decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
+        LLVMValueRef fa[5] = { ident, LLVMConstInt(g->t_i32, 2, 0), task, bufs, S.ptr };
+        LLVMBuildCall2(g->b, fty, f_fork, fa, 5, "");
+    } else {
+        LLVMValueRef args[IC__MAX_KBUFS + 4];
+        int n = load_bufs(g, bufs, args);
+        args[n++] = S.ptr;
+        args[n++] = I(g, 0);
+        args[n++] = I(g, 1);
+        LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
+    }
+    scratch_release(E, &S);
+    LLVMBuildRetVoid(g->b);
+}
+
+/* The prepacked panels of Y as a constant global. */
+static LLVMValueRef emit_panels(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    char name[512];
+    size_t bytes = sizeof(float) * (size_t)m->prepacked_floats;
+    LLVMValueRef init = LLVMConstStringInContext2(g->ctx, (const char *)m->prepacked, bytes, 1);
+    snprintf(name, sizeof name, "%s.gemm.panels", g->sym);
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 64);
+    return gv;
+}
+
+ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
+{
+    em_t E;
+    memset(&E, 0, sizeof E);
+    E.g = g;
+    E.m = m;
+    E.vty = LLVMVectorType(g->t_f32, (unsigned)m->vl);
+    E.valign = (unsigned)(m->vl * 4 > 64 ? 64 : m->vl * 4);
+    g->mode = IC_KMODE_ROW;
+    LLVMTypeRef mps[5] = { g->t_ptr, g->t_ptr, g->t_i64, g->t_ptr, g->t_i1 };
+    E.micro_ty = LLVMFunctionType(g->t_void, mps, 5, 0);
+    LLVMTypeRef aps[6] = { g->t_ptr, g->t_i64, g->t_i64, g->t_i64, g->t_i64, g->t_ptr };
+    E.packa_ty = LLVMFunctionType(g->t_void, aps, 6, 0);
+    LLVMTypeRef bps[4] = { g->t_ptr, g->t_i64, g->t_i64, g->t_ptr };
+    E.packb_ty = LLVMFunctionType(g->t_void, bps, 4, 0);
+    LLVMTypeRef wps[IC__MAX_KBUFS + 4];
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++)
+        if (g->used[i])
+            wps[n++] = g->t_ptr;
+    wps[n++] = g->t_ptr;
+    wps[n++] = g->t_i64;
+    wps[n++] = g->t_i64;
+    E.work_ty = LLVMFunctionType(g->t_void, wps, (unsigned)n, 0);
+
+    E.mre = (int)(m->M % m->p.mr);
+    int64_t nrem = m->N % m->p.nr;
+    E.nve = nrem ? (int)((nrem + m->vl - 1) / m->vl) : 0;
+    int rv[2] = { m->p.mr, E.mre }, cv[2] = { m->nv, E.nve && E.nve < m->nv ? E.nve : m->nv };
+    for (int r = 0; r < (E.mre ? 2 : 1); r++)
+        for (int c = 0; c < (E.nve && E.nve < m->nv ? 2 : 1); c++)
+            E.micro[r][c] = emit_micro(&E, rv[r], cv[c]);
+    if (m->pack_a)
+        E.packa = emit_packa(&E);
+    if (m->prepacked)
+        E.panels = emit_panels(&E);
+    else
+        E.packb = emit_packb(&E);
+    ic_status s = emit_work(&E);
+    if (s)
+        return s;
+    LLVMValueRef task = m->tmax > 1 ? emit_omp_task(&E) : NULL;
+    emit_kernel(&E, task);
+    return IC_OK;
+}
