@@ -72,7 +72,6 @@ void ic__pg_init_types(ic__pg *G)
     G->t_f32 = LLVMFloatTypeInContext(x);
     G->t_f64 = LLVMDoubleTypeInContext(x);
     G->t_gptr = LLVMPointerTypeInContext(x, G->emu ? 0 : 1);
-    G->t_sptr = LLVMPointerTypeInContext(x, 3);
 }
 
 static char *take_message(ic_ctx *c, char *msg)

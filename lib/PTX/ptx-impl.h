@@ -89,7 +89,7 @@ typedef struct ic__pg {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64;
-    LLVMTypeRef t_gptr, t_sptr;       /* pointers in global / shared address space */
+    LLVMTypeRef t_gptr;               /* pointer in the global address space (generic for emu) */
     LLVMValueRef mathfn[256];         /* ic__pmath cache, by (op, dtype) */
     /* the kernel being generated */
     const ic_kernel *k;

@@ -45,6 +45,8 @@ typedef struct ic__variant {
     ic_tensor *outsig;     /* expected dtype/rank/shape of each output */
     ic__slot *free_slots, *all_slots;
     double compile_ms;
+    int nchecks;           /* embedding indices read straight from an argument */
+    struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
 } ic__variant;
 
 struct ic_compiled {
@@ -218,10 +220,75 @@ static ic_status make_signatures(ic_ctx *c, ic__variant *v)
     return IC_OK;
 }
 
+/* Embedding indices outside [0, num_embeddings) are an error in PyTorch; the kernels clamp
+ * them (no stray reads), so ic_run checks the ones that come straight from an argument, through
+ * value-preserving views, before running. */
+static ic_status make_index_checks(ic_ctx *c, ic__variant *v)
+{
+    const ic_graph *g = v->g;
+    int n = ic_graph_num_nodes(g), nargs = ic_graph_num_args(g), k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (ic_value id = 0; id < n; id++) {
+            ic_node_info ni, wi, xi;
+            ic_graph_node(g, id, &ni);
+            if (ni.op != IC_OP_EMBEDDING || ni.ninputs < 2 || ni.inputs[1].node < 0)
+                continue;
+            ic_value x = ni.inputs[1].node;
+            for (ic_graph_node(g, x, &xi);; ic_graph_node(g, x, &xi)) {
+                bool same_values = xi.op == IC_OP_RESHAPE || xi.op == IC_OP_PERMUTE || xi.op == IC_OP_TRANSPOSE ||
+                                   xi.op == IC_OP_EXPAND || xi.op == IC_OP_UNSQUEEZE || xi.op == IC_OP_SQUEEZE;
+                if (!same_values || xi.ninputs < 1 || xi.inputs[0].node < 0)
+                    break;
+                x = xi.inputs[0].node;
+            }
+            int arg = -1;
+            for (int a = 0; a < nargs && arg < 0; a++)
+                if (ic_graph_arg(g, a) == x)
+                    arg = a;
+            ic_graph_node(g, ni.inputs[0].node, &wi);
+            if (arg < 0 || wi.rank < 1 || !(xi.dtype == IC_I32 || xi.dtype == IC_I64))
+                continue;
+            if (pass == 1)
+                v->checks[k] = (struct ic__index_check){ arg, wi.shape[0].coef, ni.name };
+            k++;
+        }
+        if (pass == 0 && k > 0 && !(v->checks = ic__calloc(c, (size_t)k, sizeof *v->checks)))
+            return ic__error(c, IC_ENOMEM, "compile: out of memory");
+        v->nchecks = pass == 0 ? 0 : k;
+        k = 0;
+    }
+    return IC_OK;
+}
+
+static ic_status check_indices(const ic_compiled *cc, const ic__variant *v, const ic_tensor *args)
+{
+    for (int i = 0; i < v->nchecks; i++) {
+        const struct ic__index_check *ck = &v->checks[i];
+        const ic_tensor *t = &args[ck->arg];
+        int64_t n = ic_tensor_numel(t), idx[IC_MAX_RANK] = { 0 }, off = 0;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t x = t->dtype == IC_I32 ? ((const int32_t *)t->data)[off] : ((const int64_t *)t->data)[off];
+            if (x < 0 || x >= ck->limit)
+                return ic__node_error(cc->g, ck->node, "embedding", IC_EINVAL,
+                                      "index %lld out of range [0, %lld) (argument %d, element %lld)",
+                                      (long long)x, (long long)ck->limit, ck->arg, (long long)e);
+            for (int d = t->rank - 1; d >= 0; d--) {
+                off += t->strides[d];
+                if (++idx[d] < t->shape[d])
+                    break;
+                off -= t->strides[d] * t->shape[d];
+                idx[d] = 0;
+            }
+        }
+    }
+    return IC_OK;
+}
+
 static void variant_destroy(ic_ctx *c, ic__variant *v)
 {
     if (!v)
         return;
+    ic__free(c, v->checks);
     for (ic__slot *s = v->all_slots, *n; s; s = n) {
         n = s->next_all;
         for (int i = 0; i < v->nargs; i++)
@@ -317,7 +384,7 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     /* the execution plan: TEMP offsets come from the program's arena plan */
     v->nbufs = ic_program_num_buffers(v->prog);
     v->arena_bytes = ic_program_arena_size(v->prog);
-    if ((s = make_signatures(c, v)))
+    if ((s = make_signatures(c, v)) || (s = make_index_checks(c, v)))
         goto done;
     v->compile_ms = now_ms() - t0;
     ic__logf(c, 1, "ic: compiled '%s': %d kernels in %.1f ms (lower+fuse %.1f, llvmgen %.1f, "
@@ -678,7 +745,7 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
         return s;
     if (!slot)
         return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory for a run arena");
-    if (!(s = check_outputs(cc, v, nargs, args, nouts, outs)) &&
+    if (!(s = check_outputs(cc, v, nargs, args, nouts, outs)) && !(s = check_indices(cc, v, args)) &&
         !(s = bind_buffers(cc, v, slot, args, outs))) {
         for (int k = 0; k < v->nkernels; k++)
             v->fns[k](slot->bufs);

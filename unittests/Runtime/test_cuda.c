@@ -3,6 +3,7 @@
  * variants), the bundled graphs, reduce-overhead replays, symbolic shapes, the JIT error
  * log, the caching allocator and argument errors. Without a driver every GPU test is
  * skipped with the reason, and the "no CUDA driver found" message itself is checked. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
@@ -35,7 +36,8 @@ Test(cuda, a_missing_driver_is_reported)
         const char *m = ic_last_error(c);
         cr_assert(strstr(m, "no CUDA driver found (libcuda.so.1: ") || strstr(m, "cuda: "),
                   "unexpected message: %s", m);
-        cr_log_warn("no CUDA driver: GPU execution tests skip (%s)", m);
+        /* visible in the plain output (cr_log_warn would turn the exit status to 1) */
+        fprintf(stderr, "[SKIP] cuda: no CUDA driver, the GPU execution tests skip: %s\n", m);
     } else {
         ic_cuda_close(d);
     }
