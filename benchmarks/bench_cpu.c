@@ -1099,6 +1099,7 @@ int main(int argc, char **argv)
                "best of the fused compiles.\n");
         print_targets(stdout, t, nt, o.quick);
     }
+    fflush(stdout);
     fprintf(stderr, "bench_cpu: done in %.1f s\n", (now_ms() - t_start) / 1e3);
     if (others > 5)
         fprintf(stderr, "bench_cpu: warning: other processes took %.0f%% of the CPU time during "

@@ -312,6 +312,100 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
 
 /* ---- packing ---- */
 
+/* <vl x f32> from vl consecutive elements of dtype dt at p (unaligned). */
+static LLVMValueRef load_vec_f32(em_t *E, ic_dtype dt, LLVMValueRef p)
+{
+    ic__cg *g = E->g;
+    unsigned vl = (unsigned)E->m->vl;
+    LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(ic__gen_mem_type(g, dt), vl), p, "");
+    LLVMSetAlignment(v, (unsigned)ic_dtype_size(dt));
+    switch (dt) {
+    case IC_F16:
+        return LLVMBuildFPExt(g->b, v, E->vty, "");
+    case IC_BF16: {
+        LLVMTypeRef wt = LLVMVectorType(g->t_i32, vl);
+        LLVMValueRef w = LLVMBuildZExt(g->b, v, wt, "");
+        LLVMValueRef c16[64];
+        for (unsigned i = 0; i < vl; i++)
+            c16[i] = LLVMConstInt(g->t_i32, 16, 0);
+        w = LLVMBuildShl(g->b, w, LLVMConstVector(c16, vl), "");
+        return LLVMBuildBitCast(g->b, w, E->vty, "");
+    }
+    default:
+        return v;
+    }
+}
+
+/* Transposes the vl x vl block v[0..vl-1] in place (v[c][r] = old v[r][c]) by swapping
+ * off-diagonal blocks of halving size: log2(vl) rounds of two-input shuffles. vl must be a
+ * power of two; rows that are NULL are treated as poison. */
+static void transpose_block(em_t *E, LLVMValueRef *v)
+{
+    ic__cg *g = E->g;
+    int vl = E->m->vl;
+    LLVMValueRef lo[64], hi[64];
+    for (int r = 0; r < vl; r++)
+        if (!v[r])
+            v[r] = LLVMGetPoison(E->vty);
+    for (int h = vl / 2; h >= 1; h /= 2) {
+        for (int j = 0; j < vl; j++) {
+            lo[j] = LLVMConstInt(g->t_i32, (unsigned)((j & h) ? vl + j - h : j), 0);
+            hi[j] = LLVMConstInt(g->t_i32, (unsigned)((j & h) ? vl + j : j + h), 0);
+        }
+        LLVMValueRef mlo = LLVMConstVector(lo, (unsigned)vl), mhi = LLVMConstVector(hi, (unsigned)vl);
+        for (int r = 0; r < vl; r++)
+            if (!(r & h)) {
+                LLVMValueRef a = v[r], b = v[r + h];
+                v[r] = LLVMBuildShuffleVector(g->b, a, b, mlo, "");
+                v[r + h] = LLVMBuildShuffleVector(g->b, a, b, mhi, "");
+            }
+    }
+}
+
+/* Stores the first n lanes of vector v at p (f32, unaligned). */
+static void store_lanes(em_t *E, LLVMValueRef v, int n, LLVMValueRef p)
+{
+    ic__cg *g = E->g;
+    if (n < E->m->vl) {
+        LLVMValueRef idx[64];
+        for (int i = 0; i < n; i++)
+            idx[i] = LLVMConstInt(g->t_i32, (unsigned)i, 0);
+        v = LLVMBuildShuffleVector(g->b, v, LLVMGetPoison(E->vty), LLVMConstVector(idx, (unsigned)n), "");
+    }
+    LLVMValueRef st = LLVMBuildStore(g->b, v, p);
+    LLVMSetAlignment(st, 4);
+}
+
+/* Whether operand o can be packed with vector loads along k and block transposes: unit
+ * stride along k, and vl a power of two. */
+static bool transposable(const em_t *E, const ic__gemm_opnd *o)
+{
+    int vl = E->m->vl;
+    return o->s_k == 1 && vl >= 2 && (vl & (vl - 1)) == 0 && vl <= 64;
+}
+
+/* Full panel of rows r0.. r0+mr-1 with unit stride along k: k in [0, kvec) in steps of vl by
+ * loading vl k's of each row and transposing, d[k * mr + i]. */
+static void packa_vector(em_t *E, LLVMValueRef src, LLVMValueRef base, LLVMValueRef kvec, LLVMValueRef d)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    int vl = m->vl, mr = m->p.mr;
+    LLVMTypeRef et = ic__gen_mem_type(g, m->x.dt);
+    lp_t L;
+    LLVMValueRef k = lp_open(g, &L, I(g, 0), kvec, vl, "kv");
+    for (int g0 = 0; g0 < mr; g0 += vl) {
+        LLVMValueRef v[64] = { 0 };
+        int n = mr - g0 < vl ? mr - g0 : vl;
+        for (int i = 0; i < n; i++)
+            v[i] = load_vec_f32(E, m->x.dt, gep(g, et, src, add(g, base, add(g, I(g, (int64_t)(g0 + i) * m->x.s_i), k))));
+        transpose_block(E, v);
+        for (int kk = 0; kk < vl; kk++)
+            store_lanes(E, v[kk], n, gep(g, g->t_f32, d, add(g, muli(g, add(g, k, I(g, kk)), mr), I(g, g0))));
+    }
+    lp_close(g, &L, md_scalar_loop(g, 1));
+}
+
 /* packA(src, i0, mi, k0, kc, dst): rows i0.. i0+mi-1, depth k0.. k0+kc-1 of X into panels of
  * mr rows: panel p, depth k, row r at dst[p * mr * kc + k * mr + r]; rows past mi are zero. */
 static LLVMValueRef emit_packa(em_t *E)
@@ -334,16 +428,26 @@ static LLVMValueRef emit_packa(em_t *E)
     LLVMValueRef rv = smin(g, I(g, mr), sub(g, add(g, i0, mi), r0));
     LLVMValueRef d = gep(g, g->t_f32, dst, mul(g, muli(g, p, mr), kc));
     LLVMValueRef base = add(g, muli(g, r0, x->s_i), muli(g, k0, x->s_k));
+    LLVMValueRef kstart = I(g, 0);
+    if (transposable(E, x)) { /* full panels: vl k's at a time, then the rest one by one */
+        LLVMValueRef full = icmp(g, LLVMIntEQ, rv, I(g, mr));
+        LLVMValueRef kvec = LLVMBuildSelect(g->b, full, LLVMBuildAnd(g->b, kc, I(g, ~(int64_t)(m->vl - 1)), ""),
+                                            I(g, 0), "kvec");
+        LLVMBasicBlockRef join = if_open(g, full, "vec");
+        packa_vector(E, src, base, kvec, d);
+        if_close(g, join);
+        kstart = kvec;
+    }
     if (along_k) {
         LLVMValueRef i = lp_open(g, &L1, I(g, 0), rv, 1, "i");
         LLVMValueRef rb = add(g, base, muli(g, i, x->s_i));
-        LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "k");
+        LLVMValueRef k = lp_open(g, &L2, kstart, kc, 1, "k");
         LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, rb, muli(g, k, x->s_k))));
         store_f32(g, v, d, add(g, muli(g, k, mr), i));
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
     } else {
-        LLVMValueRef k = lp_open(g, &L1, I(g, 0), kc, 1, "k");
+        LLVMValueRef k = lp_open(g, &L1, kstart, kc, 1, "k");
         LLVMValueRef kb = add(g, base, muli(g, k, x->s_k));
         LLVMValueRef i = lp_open(g, &L2, I(g, 0), rv, 1, "i");
         LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, kb, muli(g, i, x->s_i))));
@@ -399,9 +503,33 @@ static LLVMValueRef emit_packb(em_t *E)
         }
         lp_close(g, &L1, NULL);
     } else {
+        LLVMValueRef kstart = I(g, 0);
+        if (transposable(E, y)) { /* full panels: vl x vl blocks (k, j) transposed */
+            LLVMValueRef full = icmp(g, LLVMIntEQ, cv, I(g, nr));
+            int64_t kv = K / m->vl * m->vl;
+            kstart = LLVMBuildSelect(g->b, full, I(g, kv), I(g, 0), "kvec");
+            LLVMBasicBlockRef join = if_open(g, full, "vec");
+            lp_t L;
+            LLVMValueRef k = lp_open(g, &L, I(g, 0), I(g, kv), m->vl, "kv");
+            for (int jb = 0; jb < m->nv; jb++) {
+                LLVMValueRef v[64] = { 0 };
+                for (int jj = 0; jj < m->vl; jj++) {
+                    LLVMValueRef off = add(g, add(g, base, I(g, (int64_t)(jb * m->vl + jj) * y->s_i)), k);
+                    v[jj] = load_vec_f32(E, y->dt, gep(g, et, src, off));
+                }
+                transpose_block(E, v);
+                for (int kk = 0; kk < m->vl; kk++) {
+                    LLVMValueRef p = gep(g, g->t_f32, d, add(g, muli(g, add(g, k, I(g, kk)), nr), I(g, jb * m->vl)));
+                    LLVMValueRef st = LLVMBuildStore(g->b, v[kk], p);
+                    LLVMSetAlignment(st, E->valign);
+                }
+            }
+            lp_close(g, &L, md_scalar_loop(g, 1));
+            if_close(g, join);
+        }
         LLVMValueRef j = lp_open(g, &L1, I(g, 0), cv, 1, "j");
         LLVMValueRef jb = add(g, base, muli(g, j, y->s_i));
-        LLVMValueRef k = lp_open(g, &L2, I(g, 0), I(g, K), 1, "k");
+        LLVMValueRef k = lp_open(g, &L2, kstart, I(g, K), 1, "k");
         store_f32(g, load_f32(g, y->dt, gep(g, et, src, add(g, jb, muli(g, k, y->s_k)))), d,
                   add(g, muli(g, k, nr), j));
         lp_close(g, &L2, NULL);
