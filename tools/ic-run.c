@@ -1,7 +1,8 @@
-/* ic-run.c - load a graph, bind and generate its run-time arguments, compile it (fused, and
- * unfused for comparison) or run the reference executor, time it, optionally check every
- * output against the reference, and print a short table or JSON. Exit 0 on success, 1 with
- * one line on stderr for bad input or usage, 2 when --check or --expect finds a mismatch. */
+/* ic-run.c - load a graph, bind and generate its run-time arguments, compile it for the CPU
+ * or a CUDA GPU (fused, and unfused for comparison) or run the reference executor, time it,
+ * optionally check every output against the reference, and print a short table or JSON.
+ * Exit 0 on success, 1 with one line on stderr for bad input or usage, 2 when --check or
+ * --expect finds a mismatch. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -12,9 +13,10 @@
 static const char usage[] =
     "usage: ic-run GRAPH.json [options]\n"
     "\n"
-    "Compiles an ic-graph (JSON v1) for this CPU, runs it on generated or supplied arguments,\n"
-    "times it and prints a short table: compile time, median and min run time, GB/s and the\n"
-    "kernels; with the default backend also the unfused baseline and the fused speedup.\n"
+    "Compiles an ic-graph (JSON v1) for this CPU or a CUDA GPU, runs it on generated or\n"
+    "supplied arguments, times it and prints a short table: compile time, median and min run\n"
+    "time, GB/s and the kernels; with the default backend also the unfused baseline and the\n"
+    "fused speedup.\n"
     "Run-time arguments (inputs, params without \"file\") are read by name from --inputs; the\n"
     "others are generated from --seed.\n"
     "\n"
@@ -23,13 +25,21 @@ static const char usage[] =
     "                               unfused: one compiled kernel per op (like eager mode);\n"
     "                               ref: the reference executor (plain C, op by op)\n"
     "  --no-compare                 compiled only: skip the unfused baseline\n"
+    "  --device cpu|cuda[:N]        where the compiled backends run (default cpu). cuda: PTX\n"
+    "                               through the CUDA driver on GPU N (0); host<->device copies\n"
+    "                               are timed apart from the runs, and the host overhead per\n"
+    "                               call (us) is reported\n"
+    "  --mode NAME                  as torch.compile: default; reduce-overhead (cuda: each\n"
+    "                               run replays one CUDA graph); max-autotune and\n"
+    "                               max-autotune-no-cudagraphs (not implemented yet: they run as\n"
+    "                               default, with a note on stderr)\n"
     "  --check                      also run the reference executor and compare every output\n"
     "                               with the spec's tolerances (exit 2 on a mismatch)\n"
     "  --expect FILE.safetensors    compare the outputs with tensors saved by name (e.g. from\n"
     "                               PyTorch), same tolerances (exit 2 on a mismatch)\n"
     "  --iters N                    timed runs (default 20; ref: 1)\n"
     "  --warmup N                   untimed runs before them (default 3; ref: 0)\n"
-    "  --threads N                  OpenMP threads per kernel (default: all cores)\n"
+    "  --threads N                  cpu: OpenMP threads per kernel (default: all cores)\n"
     "  --json                       print one JSON object instead of the table\n"
     "  --inputs IN.safetensors      tensors supplied by name (symbols bind from their shapes)\n"
     "  --save-outputs OUT.safetensors  write the outputs by name (atomically; never over an input)\n"
@@ -39,13 +49,21 @@ static const char usage[] =
     "\n"
     "exit status: 0 ok, 1 bad usage or input (one line on stderr), 2 outputs do not match.\n";
 
+/* The modes of torch.compile, in its order. Which of them run as asked depends on the device
+ * (mode_used); the others run as default, with a note. */
+static const char *const mode_names[] = { "default", "reduce-overhead", "max-autotune",
+                                          "max-autotune-no-cudagraphs" };
+enum { NMODES = sizeof mode_names / sizeof mode_names[0] };
+
 typedef struct {
-    const char *graph, *inputs, *save, *expect, *backend;
+    const char *graph, *inputs, *save, *expect, *backend, *device, *mode;
     cli_bind binds[CLI_MAX_BINDS];
     int nbinds;
     uint64_t seed;
     int64_t iters, warmup, threads; /* -1: not given */
     bool check, json, no_compare, help;
+    bool cuda;                      /* --device cuda[:N] */
+    int ordinal;                    /* N */
 } run_opts;
 
 /* ---- options ---- */
@@ -59,10 +77,61 @@ static bool parse_count(const char *opt, const char *v, int64_t min, int64_t *ou
     return true;
 }
 
+/* --device cpu | cuda | cuda:N */
+static bool parse_device(run_opts *o, cli_err *e)
+{
+    const char *d = o->device;
+    if (strcmp(d, "cpu") == 0)
+        return true;
+    if (strncmp(d, "cuda", 4) == 0 && (d[4] == 0 || d[4] == ':')) {
+        int64_t n = 0;
+        if (d[4] == ':' && (!cli_parse_i64(d + 5, &n) || n < 0 || n > 1023))
+            return cli_fail(e, "--device %s: the GPU number must be an integer from 0, as in cuda:1", d);
+        o->cuda = true;
+        o->ordinal = (int)n;
+        return true;
+    }
+    return cli_fail(e, "unknown device '%s' (devices: cpu, cuda, cuda:N)", d);
+}
+
+static bool check_mode(const char *m, cli_err *e)
+{
+    for (int i = 0; i < NMODES; i++)
+        if (strcmp(m, mode_names[i]) == 0)
+            return true;
+    return cli_fail(e, "unknown mode '%s' (modes: default, reduce-overhead, max-autotune, "
+                       "max-autotune-no-cudagraphs)", m);
+}
+
+/* The mode that really runs: CUDA graphs exist on the GPU only, and nothing autotunes yet. */
+static const char *mode_used(const run_opts *o)
+{
+    if (o->cuda && strcmp(o->mode, "reduce-overhead") == 0)
+        return "reduce-overhead";
+    return "default";
+}
+
+/* One line on stderr when --mode asked for something that runs as default. */
+static void note_mode(const run_opts *o)
+{
+    if (strcmp(o->mode, mode_used(o)) == 0)
+        return;
+    char msg[512];
+    if (strcmp(o->mode, "reduce-overhead") == 0)
+        snprintf(msg, sizeof msg, "note: --mode reduce-overhead is not implemented for --device %s "
+                 "(it replays CUDA graphs: --device cuda): ran as --mode default", o->device);
+    else
+        snprintf(msg, sizeof msg, "note: --mode %s is not implemented yet (no autotuner): ran as "
+                 "--mode default", o->mode);
+    cli_report("ic-run", msg);
+}
+
 static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
 {
     memset(o, 0, sizeof *o);
     o->backend = "compiled";
+    o->device = "cpu";
+    o->mode = "default";
     o->iters = o->warmup = o->threads = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -87,6 +156,12 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
                 return false;
         } else if (cli_opt(argc, argv, &i, "--backend", &v, e)) {
             if (!(o->backend = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--device", &v, e)) {
+            if (!(o->device = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--mode", &v, e)) {
+            if (!(o->mode = v))
                 return false;
         } else if (cli_opt(argc, argv, &i, "--iters", &v, e)) {
             if (!parse_count("--iters", v, 1, &o->iters, e))
@@ -126,6 +201,14 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
     if (strcmp(o->backend, "ref") && strcmp(o->backend, "unfused") && strcmp(o->backend, "compiled"))
         return cli_fail(e, "unknown backend '%s' (backends: ref, unfused, compiled)", o->backend);
     bool ref = strcmp(o->backend, "ref") == 0;
+    if (!parse_device(o, e) || !check_mode(o->mode, e))
+        return false;
+    if (o->cuda && ref)
+        return cli_fail(e, "--backend ref is the reference executor, which runs on the CPU: drop "
+                           "--device %s (--check compares the GPU's outputs with it)", o->device);
+    if (o->cuda && o->threads > 0)
+        return cli_fail(e, "--threads sets the OpenMP threads of --device cpu; it has no meaning "
+                           "for --device %s", o->device);
     if (o->iters < 0)
         o->iters = ref ? 1 : 20; /* the reference executor is slow: one run unless asked */
     if (o->warmup < 0)

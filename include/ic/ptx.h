@@ -41,6 +41,12 @@ typedef enum {
                          * (reduced) dims, combined with warp shuffles and shared memory */
     IC_PTX_COLUMN,      /* a thread owns `vec` adjacent outer points (the contiguous dim) and
                          * threads_per_row threads split the inner dims, combined in shared memory */
+    IC_PTX_GEMM,        /* a contraction (REDUCE-sum over one inner dim of load(A) * load(B),
+                         * offsets affine in (m, k) and (k, n), any batch dims) as a tiled
+                         * shared-memory GEMM: f16/bf16 on tensor cores (mma.sync m16n8k16,
+                         * ldmatrix, cp.async stages), f32 on FFMA; the kernel's later BODY
+                         * stages (bias, activation, residual, casts) run on the accumulators
+                         * before the store (the epilogue) */
 } ic_ptx_mode;
 
 /* Launch geometry of one kernel: the knobs an autotuner searches. 0 means "heuristic". */
@@ -55,6 +61,19 @@ typedef struct ic_ptx_params {
                              * stages when it holds at most this many elements (0 = 128 bytes
                              * of the narrowest dtype: 32 f32, 64 bf16; -1 = never: every stage
                              * re-reads memory) */
+    int blocks_per_row;     /* ROW: blocks sharing each row (a power of two). Above 1, each block
+                             * reduces a slice, writes its partial to a workspace of the module,
+                             * and the last block of the row (an atomic counter) combines the
+                             * partials in a fixed order and runs the later BODY stages: long
+                             * rows and full reductions use the whole GPU. Needs one REDUCE
+                             * stage followed by BODY stages only. 0 = heuristic, 1 = off */
+    /* GEMM: the block tile (tile_m x tile_n outputs, tile_k deep), warps_m x warps_n warps,
+     * `stages` shared-memory buffers in flight (cp.async), and split_k blocks along K whose
+     * partial tiles the last one sums in a fixed order (skinny shapes). 0 = heuristic. */
+    int tile_m, tile_n, tile_k;
+    int warps_m, warps_n;
+    int stages;
+    int split_k;
 } ic_ptx_params;
 
 typedef struct ic_ptx_options {
@@ -76,6 +95,7 @@ typedef struct ic_ptx_kernel {
     int smem_bytes;         /* static shared memory */
     int rows_per_block;     /* ROW/COLUMN: outer points (groups of vec) per block */
     bool in_registers;      /* ROW/COLUMN: stages reuse registers instead of re-reading */
+    int dyn_smem_bytes;     /* dynamic shared memory the launch must give (GEMM), 0: none */
 } ic_ptx_kernel;
 
 typedef struct ic_ptx_module ic_ptx_module;
@@ -154,6 +174,10 @@ IC_API void ic_cuda_module_unload(ic_cuda_module *m);
  * value (for our kernels: a uint64_t device pointer per buffer). Asynchronous. */
 IC_API ic_status ic_cuda_module_launch(ic_cuda_module *m, const char *name, int64_t grid,
                                        int block, void **args);
+/* The same with dyn_smem bytes of dynamic shared memory (past 48 KB the function's limit is
+ * raised first, once). */
+IC_API ic_status ic_cuda_module_launch_smem(ic_cuda_module *m, const char *name, int64_t grid,
+                                            int block, int dyn_smem, void **args);
 IC_API ic_status ic_cuda_synchronize(ic_cuda *d);
 /* Device-to-device copy bandwidth in GB/s (read + write bytes / time), `iters` copies of
  * `bytes` timed with events: the yardstick the benchmarks compare against. */

@@ -33,9 +33,11 @@ typedef struct ic__gemm {
     int64_t kc, npc;              /* depth per pass and passes over K */
     int64_t pm, pn;               /* row panels (of mr) per batch, column panels (of nr) */
     bool pack_a;                  /* copy X into panels (else read in place) */
-    bool bf16_dot;                /* X and Y packed as bf16 pairs, vdpbf16ps */
-    const float *prepacked;       /* freezing: Y packed at compile time (owned, NULL if not) */
-    int64_t prepacked_floats;
+    bool bf16_dot;                /* X and Y packed as bf16 pairs (k, k+1), vdpbf16ps */
+    int esize;                    /* bytes of a packed element: 4 (f32) or 2 (bf16 pairs) */
+    int64_t kp;                   /* K padded to what a packed panel holds (even for pairs) */
+    const void *prepacked;        /* freezing: Y packed at compile time (owned, NULL if not) */
+    int64_t prepacked_bytes;
     int64_t ldt;                  /* row stride of the accumulator tile store (floats) */
     int64_t a_floats, b_floats, t_floats, slot_bytes; /* per-thread scratch */
     int tmax;                     /* scratch slots = most threads a run uses */

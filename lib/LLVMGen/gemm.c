@@ -297,41 +297,51 @@ static int host_threads(void)
     return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
-/* Packs Y (the columns operand, a param with data) at compile time: [batch][pn][K][nr]. */
+/* Y element (k, col) of batch bb as f32 (0 past N or K). */
+static float y_at(const ic__gemm *m, const void *data, int64_t base, int64_t k, int64_t col)
+{
+    if (col >= m->N || k >= m->K)
+        return 0;
+    size_t es = ic_dtype_size(m->y.dt);
+    const char *p = (const char *)data + (base + k * m->y.s_k + col * m->y.s_i) * (int64_t)es;
+    uint16_t h;
+    float v;
+    switch (m->y.dt) {
+    case IC_F16: memcpy(&h, p, 2); return ic_f16_to_f32(h);
+    case IC_BF16: memcpy(&h, p, 2); return ic_bf16_to_f32(h);
+    default: memcpy(&v, p, 4); return v;
+    }
+}
+
+/* Packs Y (the columns operand, a param with data) at compile time in the layout the
+ * kernel reads: [batch][pn][kp][nr] f32, or bf16 pairs [batch][pn][kp / 2][nr][2]. */
 static bool prepack(ic__cg *g, ic__gemm *m, const void *data)
 {
     int64_t nr = m->p.nr, nbb = m->y.batched ? m->batch : 1;
-    int64_t n = nbb * m->pn * m->K * nr;
-    float *P = ic__malloc(g->c, sizeof(float) * (size_t)n);
+    int64_t n = nbb * m->pn * m->kp * nr;
+    char *P = ic__malloc(g->c, (size_t)(n * m->esize));
     if (!P)
         return false;
-    size_t es = ic_dtype_size(m->y.dt);
+    float *pf = (float *)P;
+    uint16_t *ph = (uint16_t *)P;
     for (int64_t bb = 0; bb < nbb; bb++) {
         int64_t base = m->y.c0, rest = bb;
         for (int d = m->nb - 1; d >= 0; d--) {
             base += (rest % m->bdim[d]) * m->y.sb[d];
             rest /= m->bdim[d];
         }
-        float *dst = P + bb * m->pn * m->K * nr;
         for (int64_t q = 0; q < m->pn; q++)
-            for (int64_t kk = 0; kk < m->K; kk++)
+            for (int64_t kk = 0; kk < m->kp; kk++)
                 for (int64_t j = 0; j < nr; j++) {
-                    int64_t col = q * nr + j;
-                    float v = 0;
-                    if (col < m->N) {
-                        const char *p = (const char *)data + (base + kk * m->y.s_k + col * m->y.s_i) * (int64_t)es;
-                        uint16_t h;
-                        switch (m->y.dt) {
-                        case IC_F16: memcpy(&h, p, 2); v = ic_f16_to_f32(h); break;
-                        case IC_BF16: memcpy(&h, p, 2); v = ic_bf16_to_f32(h); break;
-                        default: memcpy(&v, p, 4); break;
-                        }
-                    }
-                    *dst++ = v;
+                    float v = y_at(m, data, base, kk, q * nr + j);
+                    if (m->bf16_dot) /* bf16 -> f32 -> bf16 is exact */
+                        ph[((bb * m->pn + q) * m->kp + (kk & ~(int64_t)1)) * nr + j * 2 + (kk & 1)] = ic_f32_to_bf16(v);
+                    else
+                        pf[((bb * m->pn + q) * m->kp + kk) * nr + j] = v;
                 }
     }
     m->prepacked = P;
-    m->prepacked_floats = n;
+    m->prepacked_bytes = n * m->esize;
     return true;
 }
 
@@ -372,14 +382,24 @@ bool ic__gemm_match(const ic__cg *g, ic__gemm *m)
     m->p.nc = imin(p.nc, m->pn * p.nr);
     m->p.mc = imin(p.mc, m->pm * p.mr);
     /* reading A in place needs f32 (no conversion) */
+    /* bf16 x bf16: vdpbf16ps on pairs along k when the host has AVX512-BF16 (detected at run
+     * time), else both are converted to f32 when packed */
+    m->bf16_dot = p.bf16_dot == 1 && m->x.dt == IC_BF16 && m->y.dt == IC_BF16 && vl == 16 &&
+                  has_feature(g->t->features, "avx512bf16") && has_feature(g->t->features, "avx512f");
+    m->esize = m->bf16_dot ? 2 : 4;
+    if (m->bf16_dot) { /* even passes: a pass holds whole pairs */
+        m->kc = round_up(m->kc, 2);
+        m->p.kc = m->kc;
+        m->npc = (m->K + m->kc - 1) / m->kc;
+    }
+    m->kp = m->bf16_dot ? round_up(m->K, 2) : m->K;
     m->pack_a = p.pack_a != -1 || m->x.dt != IC_F32;
-    m->bf16_dot = false; /* see gemm_emit.c: packing converts to f32 */
     m->ldt = m->npc > 1 ? m->p.nc : p.nr;
-    m->a_floats = m->pack_a ? m->p.mc * p.kc : 0;
+    m->a_floats = m->pack_a ? (m->p.mc * m->kc * m->esize + 3) / 4 : 0;
     const ic_buffer *yb = &g->bufs[m->y.buf];
     if (p.prepack == 1 && yb->kind == IC_BUF_PARAM && yb->data)
         prepack((ic__cg *)g, m, yb->data); /* out of memory: packed at run time instead */
-    m->b_floats = m->prepacked ? 0 : m->p.nc * m->K;
+    m->b_floats = m->prepacked ? 0 : (m->p.nc * m->kp * m->esize + 3) / 4;
     m->t_floats = m->npc > 1 ? m->p.mc * m->p.nc : (int64_t)p.mr * p.nr;
     m->slot_bytes = (round_up(m->a_floats, 16) + round_up(m->b_floats, 16) + round_up(m->t_floats, 16)) * 4;
     double flops = 2.0 * (double)m->M * (double)m->N * (double)m->K * (double)m->batch;

@@ -262,6 +262,7 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
             }
             init[i * nvec + v] = x;
         }
+    LLVMValueRef kend = m->bf16_dot ? LLVMBuildAShr(g->b, kc, I(g, 1), "pairs") : kc;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b), head = blk(g, "k"), body = blk(g, "k.body"),
                       exit = blk(g, "k.exit");
     LLVMBuildBr(g->b, head);
@@ -273,15 +274,39 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
         acc[i] = LLVMBuildPhi(g->b, E->vty, "acc");
         LLVMAddIncoming(acc[i], &init[i], &pre, 1);
     }
-    LLVMBuildCondBr(g->b, icmp(g, LLVMIntSLT, k, kc), body, exit);
+    LLVMBuildCondBr(g->b, icmp(g, LLVMIntSLT, k, kend), body, exit);
     LLVMPositionBuilderAtEnd(g->b, body);
-    LLVMValueRef brow = gep(g, g->t_f32, B, muli(g, k, m->p.nr)), bv[8];
+    LLVMValueRef bv[8];
+    LLVMTypeRef mask_ty = LLVMVectorType(g->t_i32, (unsigned)vl);
+    if (m->bf16_dot) {
+        /* k counts pairs here: B row of pairs at B[k * 2 nr] (bf16), A pairs at A[(k mr + i) 2];
+         * acc += A(i, 2k) B(2k, j) + A(i, 2k+1) B(2k+1, j) in one vdpbf16ps */
+        LLVMTypeRef bft = LLVMBFloatTypeInContext(g->ctx), pty = LLVMVectorType(bft, (unsigned)(2 * vl));
+        LLVMValueRef brow = gep(g, g->t_i16, B, muli(g, k, 2 * m->p.nr));
+        for (int v = 0; v < nvec; v++) {
+            bv[v] = LLVMBuildLoad2(g->b, pty, gep(g, g->t_i16, brow, I(g, 2 * v * vl)), "b");
+            LLVMSetAlignment(bv[v], E->valign);
+        }
+        LLVMValueRef acol = gep(g, g->t_i32, A, muli(g, k, m->p.mr));
+        LLVMTypeRef ity = LLVMVectorType(g->t_i32, (unsigned)vl);
+        for (int i = 0; i < rows; i++) {
+            LLVMValueRef a = LLVMBuildLoad2(g->b, g->t_i32, gep(g, g->t_i32, acol, I(g, i)), "a");
+            LLVMSetAlignment(a, 4);
+            LLVMValueRef ins = LLVMBuildInsertElement(g->b, LLVMGetPoison(ity), a, LLVMConstInt(g->t_i32, 0, 0), "");
+            LLVMValueRef splat = LLVMBuildShuffleVector(g->b, ins, LLVMGetPoison(ity), LLVMConstNull(mask_ty), "");
+            splat = LLVMBuildBitCast(g->b, splat, pty, "");
+            for (int v = 0; v < nvec; v++) {
+                LLVMValueRef args[3] = { acc[i * nvec + v], splat, bv[v] };
+                next[i * nvec + v] = ic__gen_intrinsic(g, "llvm.x86.avx512bf16.dpbf16ps.512", NULL, 0, args, 3);
+            }
+        }
+    } else {
+    LLVMValueRef brow = gep(g, g->t_f32, B, muli(g, k, m->p.nr));
     for (int v = 0; v < nvec; v++) {
         bv[v] = LLVMBuildLoad2(g->b, E->vty, gep(g, g->t_f32, brow, I(g, v * vl)), "b");
         LLVMSetAlignment(bv[v], E->valign);
     }
     LLVMValueRef acol = gep(g, g->t_f32, A, muli(g, k, aks));
-    LLVMTypeRef mask_ty = LLVMVectorType(g->t_i32, (unsigned)vl);
     for (int i = 0; i < rows; i++) {
         LLVMValueRef a = LLVMBuildLoad2(g->b, g->t_f32, gep(g, g->t_f32, acol, I(g, i * ars)), "a");
         LLVMSetAlignment(a, 4);
@@ -291,6 +316,7 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
             LLVMValueRef args[3] = { splat, bv[v], acc[i * nvec + v] };
             next[i * nvec + v] = ic__gen_intrinsic(g, "llvm.fma", &E->vty, 1, args, 3);
         }
+    }
     }
     LLVMValueRef k1 = add(g, k, I(g, 1));
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
@@ -547,6 +573,111 @@ static LLVMValueRef emit_packb(em_t *E)
     return fn;
 }
 
+/* bf16 pairs: element (k, i) of a panel at d[(k / 2) * 2 * w + i * 2 + k % 2] (i16 bits). */
+static void store_pair(ic__cg *g, LLVMValueRef d, LLVMValueRef k, LLVMValueRef i, int64_t w, LLVMValueRef v)
+{
+    LLVMValueRef pk = LLVMBuildAShr(g->b, k, I(g, 1), ""), lo = LLVMBuildAnd(g->b, k, I(g, 1), "");
+    LLVMValueRef idx = add(g, add(g, muli(g, pk, 2 * w), muli(g, i, 2)), lo);
+    LLVMValueRef st = LLVMBuildStore(g->b, v, gep(g, g->t_i16, d, idx));
+    LLVMSetAlignment(st, 2);
+}
+
+/* packA for vdpbf16ps: bf16 X into panels of mr rows by pairs along k, kc rounded up to even;
+ * rows past mi and the pad k are zero. */
+static LLVMValueRef emit_packa_bf16(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    const ic__gemm_opnd *x = &m->x;
+    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, false);
+    noalias(g, fn, 0);
+    noalias(g, fn, 5);
+    LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
+    LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
+    int64_t mr = m->p.mr;
+    LLVMValueRef kcp = LLVMBuildAnd(g->b, add(g, kc, I(g, 1)), I(g, ~(int64_t)1), "kcp");
+    LLVMValueRef z = LLVMConstInt(g->t_i16, 0, 0);
+    lp_t P, L1, L2;
+    LLVMValueRef np = sdiv(g, add(g, mi, I(g, mr - 1)), I(g, mr));
+    LLVMValueRef p = lp_open(g, &P, I(g, 0), np, 1, "p");
+    LLVMValueRef r0 = add(g, i0, muli(g, p, mr));
+    LLVMValueRef rv = smin(g, I(g, mr), sub(g, add(g, i0, mi), r0));
+    LLVMValueRef d = gep(g, g->t_i16, dst, mul(g, muli(g, p, mr), kcp));
+    LLVMValueRef base = add(g, muli(g, r0, x->s_i), muli(g, k0, x->s_k));
+    LLVMValueRef i = lp_open(g, &L1, I(g, 0), rv, 1, "i");
+    LLVMValueRef rb = add(g, base, muli(g, i, x->s_i));
+    LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "k");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, src, add(g, rb, muli(g, k, x->s_k))), "");
+    LLVMSetAlignment(v, 2);
+    store_pair(g, d, k, i, mr, v);
+    lp_close(g, &L2, NULL);
+    k = lp_open(g, &L2, kc, kcp, 1, "zk"); /* odd depth: the pad k */
+    store_pair(g, d, k, i, mr, z);
+    lp_close(g, &L2, NULL);
+    lp_close(g, &L1, NULL);
+    i = lp_open(g, &L1, rv, I(g, mr), 1, "z");
+    k = lp_open(g, &L2, I(g, 0), kcp, 1, "zk");
+    store_pair(g, d, k, i, mr, z);
+    lp_close(g, &L2, NULL);
+    lp_close(g, &L1, NULL);
+    lp_close(g, &P, NULL);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
+/* packB for vdpbf16ps: bf16 Y into panels of nr columns by pairs along k (kp deep). */
+static LLVMValueRef emit_packb_bf16(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    const ic__gemm_opnd *y = &m->y;
+    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, false);
+    noalias(g, fn, 0);
+    noalias(g, fn, 3);
+    LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
+    LLVMValueRef dst = LLVMGetParam(fn, 3);
+    int64_t nr = m->p.nr, K = m->K, Kp = m->kp;
+    LLVMValueRef z = LLVMConstInt(g->t_i16, 0, 0);
+    bool along_j = (y->s_i < 0 ? -y->s_i : y->s_i) <= (y->s_k < 0 ? -y->s_k : y->s_k);
+    lp_t Q, L1, L2;
+    LLVMValueRef nq = sdiv(g, add(g, nj, I(g, nr - 1)), I(g, nr));
+    LLVMValueRef q = lp_open(g, &Q, I(g, 0), nq, 1, "q");
+    LLVMValueRef c0 = add(g, j0, muli(g, q, nr));
+    LLVMValueRef cv = smin(g, I(g, nr), sub(g, add(g, j0, nj), c0));
+    LLVMValueRef d = gep(g, g->t_i16, dst, muli(g, q, Kp * nr));
+    LLVMValueRef base = muli(g, c0, y->s_i);
+    LLVMValueRef a, b;
+    if (along_j) {
+        a = lp_open(g, &L1, I(g, 0), I(g, K), 1, "k");
+        b = lp_open(g, &L2, I(g, 0), cv, 1, "j");
+    } else {
+        a = lp_open(g, &L1, I(g, 0), cv, 1, "j");
+        b = lp_open(g, &L2, I(g, 0), I(g, K), 1, "k");
+    }
+    LLVMValueRef k = along_j ? a : b, j = along_j ? b : a;
+    LLVMValueRef off = add(g, add(g, base, muli(g, k, y->s_k)), muli(g, j, y->s_i));
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, src, off), "");
+    LLVMSetAlignment(v, 2);
+    store_pair(g, d, k, j, nr, v);
+    lp_close(g, &L2, NULL);
+    lp_close(g, &L1, NULL);
+    if (Kp > K) { /* odd K: the pad k of every column */
+        j = lp_open(g, &L1, I(g, 0), I(g, nr), 1, "zj");
+        store_pair(g, d, I(g, K), j, nr, z);
+        lp_close(g, &L1, NULL);
+    }
+    if (m->N % nr) {
+        k = lp_open(g, &L1, I(g, 0), I(g, K), 1, "zk");
+        j = lp_open(g, &L2, cv, I(g, nr), 1, "zj");
+        store_pair(g, d, k, j, nr, z);
+        lp_close(g, &L2, NULL);
+        lp_close(g, &L1, NULL);
+    }
+    lp_close(g, &Q, NULL);
+    LLVMBuildRetVoid(g->b);
+    return fn;
+}
+
 /* ---- the epilogue ---- */
 
 /* The kernel's later stages over the valid rows x cols of an accumulator tile whose (0, 0)
@@ -613,6 +744,7 @@ static ic_status emit_work(em_t *E)
     noalias(g, fn, (unsigned)a);
     LLVMValueRef scratch = LLVMGetParam(fn, (unsigned)a), tid = LLVMGetParam(fn, (unsigned)a + 1);
     LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2);
+    LLVMTypeRef pe = m->bf16_dot ? g->t_i16 : g->t_f32; /* packed element */
     LLVMValueRef last_key = LLVMBuildAlloca(g->b, g->t_i64, "bkey");
     LLVMBuildStore(g->b, I(g, -1), last_key);
     int64_t mr = m->p.mr, nr = m->p.nr, mc = m->p.mc, nc = m->p.nc, K = m->K, kc = m->kc;
@@ -656,7 +788,7 @@ static ic_status emit_work(em_t *E)
     LLVMValueRef bblk;
     if (E->panels) {
         LLVMValueRef panel = add(g, muli(g, m->y.batched ? b : I(g, 0), m->pn), sdiv(g, jc, I(g, nr)));
-        bblk = gep(g, g->t_f32, E->panels, muli(g, panel, K * nr));
+        bblk = gep(g, pe, E->panels, muli(g, panel, m->kp * nr));
     } else {
         /* repack only when the block differs from the one packed last */
         LLVMValueRef key = add(g, muli(g, m->y.batched ? b : I(g, 0), m->N + 1), jc);
@@ -672,6 +804,8 @@ static ic_status emit_work(em_t *E)
     LLVMValueRef mcur = smin(g, I(g, mc), sub(g, mhi, ic));
     LLVMValueRef pc = m->npc > 1 ? lp_open(g, &Lpc, I(g, 0), I(g, K), kc, "pc") : I(g, 0);
     LLVMValueRef kcur = m->npc > 1 ? smin(g, I(g, kc), sub(g, I(g, K), pc)) : I(g, K);
+    /* depth of the packed A panel and of the micro-kernel's loop: pairs are whole */
+    LLVMValueRef kcp = m->bf16_dot ? LLVMBuildAnd(g->b, add(g, kcur, I(g, 1)), I(g, ~(int64_t)1), "") : kcur;
     if (m->pack_a) {
         LLVMValueRef pa[6] = { xsrc, ic, mcur, pc, kcur, Ap };
         LLVMBuildCall2(g->b, E->packa_ty, E->packa, pa, 6, "");
@@ -680,13 +814,13 @@ static ic_status emit_work(em_t *E)
     LLVMValueRef lastp = icmp(g, LLVMIntEQ, add(g, pc, kcur), I(g, K));
     LLVMValueRef jr = lp_open(g, &Ljr, I(g, 0), ncur, nr, "jr");
     LLVMValueRef cols = smin(g, I(g, nr), sub(g, ncur, jr));
-    LLVMValueRef bptr = gep(g, g->t_f32, bblk, add(g, muli(g, sdiv(g, jr, I(g, nr)), K * nr), muli(g, pc, nr)));
+    LLVMValueRef bptr = gep(g, pe, bblk, add(g, muli(g, sdiv(g, jr, I(g, nr)), m->kp * nr), muli(g, pc, nr)));
     LLVMValueRef ir = lp_open(g, &Lir, I(g, 0), mcur, mr, "ir");
     LLVMValueRef rows = smin(g, I(g, mr), sub(g, mcur, ir));
-    LLVMValueRef aptr = m->pack_a ? gep(g, g->t_f32, Ap, mul(g, ir, kcur))
+    LLVMValueRef aptr = m->pack_a ? gep(g, pe, Ap, mul(g, ir, kcp))
                         : gep(g, g->t_f32, xsrc, add(g, muli(g, add(g, ic, ir), m->x.s_i), muli(g, pc, m->x.s_k)));
     LLVMValueRef tile = m->npc > 1 ? gep(g, g->t_f32, Ct, add(g, muli(g, ir, m->ldt), jr)) : Ct;
-    LLVMValueRef margs[5] = { aptr, bptr, kcur, tile, first };
+    LLVMValueRef margs[5] = { aptr, bptr, kcp, tile, first };
     call_micro(E, rows, cols, margs);
     LLVMBasicBlockRef ejoin = m->npc > 1 ? if_open(g, lastp, "epi") : NULL;
     ic_status s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
@@ -867,7 +1001,7 @@ static LLVMValueRef emit_panels(em_t *E)
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
     char name[512];
-    size_t bytes = sizeof(float) * (size_t)m->prepacked_floats;
+    size_t bytes = (size_t)m->prepacked_bytes;
     LLVMValueRef init = LLVMConstStringInContext2(g->ctx, (const char *)m->prepacked, bytes, 1);
     snprintf(name, sizeof name, "%s.gemm.panels", g->sym);
     LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
@@ -912,11 +1046,11 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
         for (int c = 0; c < (E.nve && E.nve < m->nv ? 2 : 1); c++)
             E.micro[r][c] = emit_micro(&E, rv[r], cv[c]);
     if (m->pack_a)
-        E.packa = emit_packa(&E);
+        E.packa = m->bf16_dot ? emit_packa_bf16(&E) : emit_packa(&E);
     if (m->prepacked)
         E.panels = emit_panels(&E);
     else
-        E.packb = emit_packb(&E);
+        E.packb = m->bf16_dot ? emit_packb_bf16(&E) : emit_packb(&E);
     ic_status s = emit_work(&E);
     if (s)
         return s;

@@ -222,9 +222,12 @@ static void iterate(ic__pg *G, int s)
     const ic__pplan *pl = G->pl;
     LLVMBuilderRef b = G->b;
     bool row = row_mode(G);
-    int64_t step = row ? (int64_t)pl->T * pl->V : pl->T;      /* flat inner index per iteration */
+    int64_t TS = (int64_t)pl->T * pl->S;                      /* threads walking one row */
+    int64_t step = row ? TS * pl->V : pl->T;                  /* flat inner index per iteration */
     int64_t lim = row ? pl->N - pl->V : pl->N - 1;            /* clamp for masked iterations */
     LLVMValueRef j64 = LLVMBuildZExt(b, G->j, G->t_i64, "");
+    if (G->slice) /* split rows: this block's threads follow those of the blocks before it */
+        j64 = LLVMBuildAdd(b, j64, LLVMBuildMul(b, G->slice, ic__pg_i64(G, pl->T), ""), "");
     LLVMValueRef start = row ? LLVMBuildMul(b, j64, ic__pg_i64(G, pl->V), "") : j64;
     G->nl = pl->V;
     G->vec = pl->V > 1;
@@ -344,7 +347,7 @@ static pair acc_get(ic__pg *G, int s, int i, int l)
     return p;
 }
 
-static LLVMValueRef barrier(ic__pg *G)
+LLVMValueRef ic__pg_barrier(ic__pg *G)
 {
     if (G->emu)
         return ic__pg_ext(G, "ic__emu_barrier", G->t_void, NULL, 0, NULL);
@@ -383,7 +386,7 @@ static void combine_row(ic__pg *G, int s)
             if (st->instr[i].op == IC_L_REDUCE)
                 smem_put(G, s, i, LLVMBuildAdd(b, row0, warp, ""), part[i]);
         ic__pg_endif(G, cont);
-        barrier(G);
+        ic__pg_barrier(G);
         for (int i = 0; i < st->ninstr; i++) {
             const ic_linstr *in = &st->instr[i];
             if (in->op != IC_L_REDUCE)
@@ -402,6 +405,10 @@ static void combine_row(ic__pg *G, int s)
         memset(r, 0, sizeof *r);
         r->v[0] = st->instr[i].pred == IC_RED_ARGMAX ? part[i].i : part[i].v;
         r->uni = true;
+        if (G->split_part) {
+            G->split_part[i].v = part[i].v;
+            G->split_part[i].i = part[i].i;
+        }
     }
 }
 
@@ -418,7 +425,7 @@ static void combine_column(ic__pg *G, int s)
             if (st->instr[i].op == IC_L_REDUCE)
                 for (int l = 0; l < pl->V; l++)
                     smem_put(G, s, i, LLVMBuildAdd(b, mine, ic__pg_i32(G, l), ""), acc_get(G, s, i, l));
-        barrier(G);
+        ic__pg_barrier(G);
     }
     for (int i = 0; i < st->ninstr; i++) {
         const ic_linstr *in = &st->instr[i];
@@ -443,6 +450,131 @@ static void combine_column(ic__pg *G, int s)
     }
 }
 
+/* A zero-initialised array of the module in global memory (generic for the emulator). */
+static LLVMValueRef module_array(ic__pg *G, const char *suffix, LLVMTypeRef elt, int64_t n)
+{
+    char gname[300];
+    snprintf(gname, sizeof gname, "%s_%s", LLVMGetValueName(G->fn), suffix);
+    LLVMTypeRef at = LLVMArrayType2(elt, (uint64_t)(n > 0 ? n : 1));
+    LLVMValueRef gv = LLVMAddGlobalInAddressSpace(G->mod, at, gname, G->emu ? 0 : 1);
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    LLVMSetInitializer(gv, LLVMConstNull(at));
+    LLVMSetAlignment(gv, 16);
+    return gv;
+}
+
+void ic__pg_fence(ic__pg *G)
+{
+    if (G->emu)
+        LLVMBuildFence(G->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+    else
+        ic__pg_call(G, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+}
+
+/* Split rows: the block's combined partials go to the workspace; the last block of the row
+ * to arrive (an atomic counter per row) reads every block's partial back in slice order,
+ * combines them across its threads as before, and goes on to the later stages; the others
+ * return. The counter is reset for the next launch. */
+static void split_combine(ic__pg *G, int s, LLVMValueRef row)
+{
+    const ic__pplan *pl = G->pl;
+    const ic_stage *st = &G->k->stages[s];
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef ws = module_array(G, "ws", G->t_i8, pl->ws_bytes);
+    LLVMValueRef cnt = module_array(G, "cnt", G->t_i32, pl->P);
+    LLVMValueRef zero = ic__pg_i64(G, 0);
+    LLVMValueRef crow[2] = { zero, row };
+    LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, crow, 2, "");
+    LLVMValueRef flag_idx = ic__pg_i32(G, pl->flag_off);
+    LLVMValueRef pflag = LLVMBuildGEP2(b, G->t_i8, G->smem, &flag_idx, 1, "");
+    LLVMValueRef j0 = LLVMBuildICmp(b, LLVMIntEQ, G->j, ic__pg_i32(G, 0), "");
+    /* slot (row, t) of REDUCE number n: 16 bytes, value at +0, argmax index at +8 */
+    int64_t per_red = pl->P * pl->S * 16;
+    LLVMBasicBlockRef cont = ic__pg_if(G, j0, "publish");
+    int n = 0;
+    for (int i = 0; i < st->ninstr; i++) {
+        if (st->instr[i].op != IC_L_REDUCE)
+            continue;
+        const ic__lv *r = &G->accres[s][i];
+        LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, row, ic__pg_i64(G, pl->S), ""), G->slice, "");
+        LLVMValueRef byte = LLVMBuildAdd(b, ic__pg_i64(G, n * per_red), LLVMBuildMul(b, slot, ic__pg_i64(G, 16), ""), "");
+        LLVMValueRef p = LLVMBuildGEP2(b, G->t_i8, ws, &byte, 1, "");
+        ic_dtype vt = G->k->stages[s].instr[st->instr[i].a].type;
+        LLVMValueRef v = G->split_part[i].v, ix = G->split_part[i].i;
+        (void)r;
+        if (vt == IC_BOOL)
+            v = LLVMBuildZExt(b, v, G->t_i32, "");
+        LLVMSetVolatile(LLVMBuildStore(b, v, p), 1);
+        if (ix) {
+            LLVMValueRef e8 = ic__pg_i64(G, 8);
+            LLVMSetVolatile(LLVMBuildStore(b, ix, LLVMBuildGEP2(b, G->t_i8, p, &e8, 1, "")), 1);
+        }
+        n++;
+    }
+    ic__pg_fence(G);
+    LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, pcnt, ic__pg_i32(G, 1),
+                                          LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, old, ic__pg_i32(G, pl->S - 1), "");
+    LLVMBuildStore(b, LLVMBuildZExt(b, last, G->t_i8, ""), pflag);
+    ic__pg_endif(G, cont);
+    ic__pg_barrier(G);
+    LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
+                                         LLVMConstInt(G->t_i8, 0, 0), "");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "last");
+    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "notlast");
+    LLVMBuildCondBr(b, is_last, go, quit);
+    LLVMPositionBuilderAtEnd(b, quit);
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, go);
+    ic__pg_fence(G);
+    /* every thread folds the partials t = j, j + T, ... into lane 0 of its accumulators */
+    init_accs(G, s, pl->V);
+    LLVMValueRef pt = ic__pg_alloca(G, G->t_i64);
+    LLVMBuildStore(b, LLVMBuildZExt(b, G->j, G->t_i64, ""), pt);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "fold");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "foldbody");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "folded");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef t = LLVMBuildLoad2(b, G->t_i64, pt, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, t, ic__pg_i64(G, pl->S), ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    n = 0;
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        ic_dtype vt = G->k->stages[s].instr[in->a].type;
+        LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, row, ic__pg_i64(G, pl->S), ""), t, "");
+        LLVMValueRef byte = LLVMBuildAdd(b, ic__pg_i64(G, n * per_red), LLVMBuildMul(b, slot, ic__pg_i64(G, 16), ""), "");
+        LLVMValueRef p = LLVMBuildGEP2(b, G->t_i8, ws, &byte, 1, "");
+        LLVMTypeRef ty = vt == IC_BOOL ? G->t_i32 : ic__pg_type(G, vt);
+        LLVMValueRef v = LLVMBuildLoad2(b, ty, p, "");
+        LLVMSetVolatile(v, 1);
+        if (vt == IC_BOOL)
+            v = LLVMBuildTrunc(b, v, G->t_i1, "");
+        pair other = { v, NULL };
+        if (in->pred == IC_RED_ARGMAX) {
+            LLVMValueRef e8 = ic__pg_i64(G, 8);
+            other.i = LLVMBuildLoad2(b, G->t_i64, LLVMBuildGEP2(b, G->t_i8, p, &e8, 1, ""), "");
+            LLVMSetVolatile(other.i, 1);
+        }
+        pair cur = acc_get(G, s, i, 0);
+        pair r = combine(G, in, vt, cur, other);
+        LLVMBuildStore(b, r.v, G->acc[s][i * IC__PTX_MAXV]);
+        if (r.i)
+            LLVMBuildStore(b, r.i, G->acci[s][i * IC__PTX_MAXV]);
+        n++;
+    }
+    LLVMBuildStore(b, LLVMBuildAdd(b, t, ic__pg_i64(G, pl->T), ""), pt);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    combine_row(G, s);
+    cont = ic__pg_if(G, j0, "reset");
+    LLVMBuildStore(b, ic__pg_i32(G, 0), pcnt);
+    ic__pg_endif(G, cont);
+}
+
 static void gen_groups(ic__pg *G)
 {
     const ic__pplan *pl = G->pl;
@@ -457,7 +589,13 @@ static void gen_groups(ic__pg *G)
         G->j = LLVMBuildUDiv(b, G->tid, ic__pg_i32(G, pl->R), "");
     }
     int64_t groups = row ? pl->P : pl->P / pl->V;
-    LLVMValueRef grp = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildZExt(b, G->bid, G->t_i64, ""), ic__pg_i64(G, pl->R), ""),
+    LLVMValueRef bid64 = LLVMBuildZExt(b, G->bid, G->t_i64, "");
+    G->slice = NULL;
+    if (pl->S > 1) { /* one row a block: block = row * S + slice */
+        G->slice = LLVMBuildURem(b, bid64, ic__pg_i64(G, pl->S), "");
+        bid64 = LLVMBuildUDiv(b, bid64, ic__pg_i64(G, pl->S), "");
+    }
+    LLVMValueRef grp = LLVMBuildAdd(b, LLVMBuildMul(b, bid64, ic__pg_i64(G, pl->R), ""),
                                     LLVMBuildZExt(b, G->r, G->t_i64, ""), "");
     G->pvalid = NULL;
     if (pl->grid * pl->R != groups) {
@@ -496,6 +634,8 @@ static void gen_groups(ic__pg *G)
                 combine_row(G, s);
             else
                 combine_column(G, s);
+            if (s == pl->split_stage)
+                split_combine(G, s, grp);
         }
     }
 }
@@ -542,6 +682,9 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
     }
     G->cache = NULL;
     G->cached = NULL;
+    G->split_part = NULL;
+    if (ok && pl->S > 1 && !(G->split_part = ic__calloc(c, (size_t)maxi, sizeof *G->split_part)))
+        ok = false;
     if (ok && pl->cache && pl->nvn > 0) {
         size_t n = (size_t)pl->K * (size_t)pl->nvn;
         G->cache = ic__calloc(c, n, sizeof *G->cache);
@@ -601,6 +744,8 @@ done:
     ic__free(c, G->vals);
     ic__free(c, G->cache);
     ic__free(c, G->cached);
+    ic__free(c, G->split_part);
+    G->split_part = NULL;
     ic__free(c, G->bufptr);
     ic__free(c, pt);
     G->accres = NULL;

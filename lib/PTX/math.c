@@ -297,6 +297,24 @@ static void int_pow_body(ic__pg *G, LLVMValueRef fn, LLVMTypeRef t)
     LLVMDisposeBuilder(b);
 }
 
+/* f64 rsqrt: sqrt.rn.f64 and rcp.rn.f64 are long software sequences (layer_norm computes one
+ * per thread); rsqrt.approx.f64 refined by two Newton steps is within a few ulp. The approx
+ * result stands for 0, inf, negatives and NaN (inf, 0, NaN, NaN), where a Newton step would
+ * give NaN. f32 and the emulator: 1 / sqrt. */
+static LLVMValueRef m_rsqrt(M *m, LLVMValueRef x)
+{
+    if (!m->d || m->G->emu)
+        return fdiv(m, K(m, 1.0), un(m, "llvm.sqrt", x));
+    LLVMValueRef y0 = call(m, "llvm.nvvm.rsqrt.approx.d", NULL, 0, &x, 1), y = y0;
+    for (int it = 0; it < 2; it++) {
+        LLVMValueRef r = fma3(m, LLVMBuildFNeg(m->b, mul(m, x, y), ""), y, K(m, 1.0)); /* 1 - x y^2 */
+        y = fma3(m, mul(m, y, K(m, 0.5)), r, y);
+    }
+    LLVMValueRef ok = LLVMBuildAnd(m->b, cmp(m, LLVMRealOGT, x, K(m, 0.0)),
+                                   cmp(m, LLVMRealOLT, x, K(m, INFINITY)), "");
+    return sel(m, ok, y, y0);
+}
+
 static const char *op_name(ic_lop op)
 {
     switch (op) {
@@ -350,7 +368,7 @@ LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x, LLVMVal
                 r = fdiv(&m, K(&m, 1.0), add(&m, K(&m, 1.0), m_exp(&m, LLVMBuildFNeg(m.b, a, ""))));
                 break;
             case IC_L_POW: r = m_pow(&m, a, LLVMGetParam(fn, 1)); break;
-            case IC_L_RSQRT: r = fdiv(&m, K(&m, 1.0), un(&m, "llvm.sqrt", a)); break;
+            case IC_L_RSQRT: r = m_rsqrt(&m, a); break;
             default: break;
             }
             LLVMBuildRet(m.b, r);

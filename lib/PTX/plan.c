@@ -487,6 +487,35 @@ static ic_status geometry_pointwise(ic_ctx *c, ic__pplan *pl, const ic_kernel *k
     return IC_OK;
 }
 
+/* The REDUCE stage a row may be split at across blocks: the only stage with inner loops,
+ * every later stage a BODY, no earlier stage storing (every block would run it). -1: none. */
+static int split_stage(const ic_kernel *k)
+{
+    int r = -1;
+    for (int s = 0; s < k->nstages; s++) {
+        const ic_stage *st = &k->stages[s];
+        if (st->kind == IC_STAGE_BODY) {
+            if (r < 0)
+                for (int i = 0; i < st->ninstr; i++)
+                    if (st->instr[i].op == IC_L_STORE)
+                        return -1;
+            continue;
+        }
+        if (r >= 0 || st->kind != IC_STAGE_REDUCE)
+            return -1;
+        r = s;
+    }
+    return r;
+}
+
+static int count_reduces(const ic_stage *st)
+{
+    int n = 0;
+    for (int i = 0; i < st->ninstr; i++)
+        n += st->instr[i].op == IC_L_REDUCE;
+    return n;
+}
+
 static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
                               const ic_buffer *bufs, const ic_ptx_params *in, int nsms)
 {
@@ -509,7 +538,29 @@ static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
     }
     if (!is_pow2(T) || T > 1024)
         return bad_params(c, k, "threads_per_row must be a power of two <= 1024");
+    /* several blocks a row when the rows alone leave the GPU idle (full reductions, few long
+     * rows): enough blocks for about two waves, each with at least 8 vectors a thread */
+    int64_t S = in->blocks_per_row;
+    int sst = split_stage(k);
+    if (S < 0 || (S > 1 && (!is_pow2(S) || S > 65536)))
+        return bad_params(c, k, "blocks_per_row must be a power of two <= 65536");
+    if (S > 1 && sst < 0)
+        return bad_params(c, k, "blocks_per_row > 1 needs one REDUCE stage followed by BODY stages");
+    if (!S) {
+        S = 1;
+        if (sst >= 0 && !in->block)
+            while (S < 65536 && pl->P * S * 2 * T <= (int64_t)nsms * 2048 && nvec >= S * 2 * T * 8)
+                S *= 2;
+    }
+    if (S > 1 && in->block && in->block != T)
+        return bad_params(c, k, "blocks_per_row > 1 needs block == threads_per_row (one row a block)");
+    pl->S = (int)S;
+    pl->split_stage = S > 1 ? sst : -1;
     int64_t block = in->block;
+    if (S > 1)
+        block = T < 32 ? 32 : T;
+    if (S > 1 && T < 32)
+        return bad_params(c, k, "blocks_per_row > 1 needs threads_per_row >= 32");
     if (!block) { /* one row a block from 128 threads a row up (measured faster than two) */
         block = T > 128 ? T : 128;
         int64_t need = T * pow2_ceil(pl->P);
@@ -521,13 +572,21 @@ static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
     pl->T = (int)T;
     pl->block = (int)block;
     pl->R = (int)(block / T);
-    pl->K = nvec ? (nvec + T - 1) / T : 0;
-    pl->exact = pl->K * T == nvec;
+    int64_t TS = T * S; /* threads walking one row */
+    pl->K = nvec ? (nvec + TS - 1) / TS : 0;
+    pl->exact = pl->K * TS == nvec;
     int regs = in->regs_elems > 0 ? in->regs_elems : 128 / (esz < 4 ? esz : 4);
     pl->unrolled = pl->K <= IC__PTX_MAXUNROLL && pl->K * pl->V <= regs;
     pl->cache = pl->unrolled && in->regs_elems >= 0;
-    pl->grid = (pl->P + pl->R - 1) / pl->R;
+    pl->grid = (pl->P + pl->R - 1) / pl->R * S;
     pl->smem = T > 32 ? place_smem(pl, k, (int64_t)pl->R * (T / 32)) : 0;
+    if (S > 1) {
+        pl->flag_off = pl->smem;
+        pl->smem += 16;
+        pl->ws_bytes = pl->P * S * 16 * count_reduces(&k->stages[sst]);
+        if (pl->ws_bytes > ((int64_t)1 << 30))
+            return bad_params(c, k, "blocks_per_row too large: the workspace passes 1 GiB");
+    }
     if (pl->smem > IC__PTX_SMEM_MAX)
         return bad_params(c, k, "too much shared memory for this geometry");
     return IC_OK;
@@ -584,6 +643,8 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
     memset(pl, 0, sizeof *pl);
     pl->k = k;
     pl->lanevar = -1;
+    pl->S = 1;
+    pl->split_stage = -1;
     ic_status s = check_kernel(c, k, nbufs, bufs);
     if (s)
         return s;
@@ -628,6 +689,7 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
     pl->prm.vec = pl->V;
     pl->prm.ept = pl->mode == IC_PTX_POINTWISE ? pl->ept : 1;
     pl->prm.threads_per_row = pl->T;
+    pl->prm.blocks_per_row = pl->mode == IC_PTX_ROW ? pl->S : 1;
     pl->prm.regs_elems = in.regs_elems ? in.regs_elems : 128 / (narrowest(k, bufs, true) < 4 ? narrowest(k, bufs, true) : 4);
     return IC_OK;
 }

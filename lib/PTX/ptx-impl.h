@@ -62,6 +62,12 @@ typedef struct {
     bool *stored;             /* [nbufs]: the kernel stores to buffer b */
     bool *used;               /* [nbufs]: the kernel loads or stores buffer b */
     int nreduce_stages;
+    /* ROW split across blocks (blocks_per_row > 1) */
+    int S;                    /* blocks per row (1: no split) */
+    int split_stage;          /* the REDUCE stage whose partials meet in the workspace */
+    int flag_off;             /* shared-memory byte of the "last block" flag */
+    int64_t ws_bytes;         /* workspace: P * S partials of 16 bytes per REDUCE */
+    struct ic__pgemm *gemm;   /* IC_PTX_GEMM: the contraction (gemm.c), else NULL */
 } ic__pplan;
 
 /* Checks k against the buffers (operand order, types, indices), then fills pl; params may be
@@ -113,6 +119,8 @@ typedef struct ic__pg {
     LLVMValueRef **acc, **acci;       /* [stage][instr * MAXV + lane]: accumulator allocas */
     ic__lv *cache;                    /* [K][nvn] */
     bool *cached;
+    LLVMValueRef slice;               /* i64: ROW split: this block's slice of its row */
+    struct { LLVMValueRef v, i; } *split_part; /* [instr]: block partials (split rows) */
 } ic__pg;
 
 /* gen.c */
@@ -130,6 +138,8 @@ IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, 
  * block. cond NULL means always (no branch; returns NULL). */
 IC_HIDDEN LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what);
 IC_HIDDEN void ic__pg_endif(ic__pg *G, LLVMBasicBlockRef cont);
+IC_HIDDEN LLVMValueRef ic__pg_barrier(ic__pg *G);   /* bar.sync 0 */
+IC_HIDDEN void ic__pg_fence(ic__pg *G);             /* membar.gl */
 
 /* instr.c */
 IC_HIDDEN LLVMTypeRef ic__pg_type(ic__pg *G, ic_dtype t);       /* in registers */

@@ -54,6 +54,7 @@ typedef struct ic__cu {
     CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
@@ -105,6 +106,7 @@ struct ic_cuda_module {
     int nfn, capfn;
     char **names;
     CUfunction *fns;
+    int *dyn_smem;            /* [nfn] dynamic shared memory limit set on each function */
 };
 
 /* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */

@@ -49,7 +49,7 @@ static ic_status load_driver(ic_ctx *c, ic__cu *cu)
         S(DeviceGetName, false), S(DeviceGetAttribute, false), S(DevicePrimaryCtxRetain, false),
         S(DevicePrimaryCtxRelease, true), S(CtxSetCurrent, false), S(CtxSynchronize, false),
         S(ModuleLoadDataEx, false), S(ModuleUnload, false), S(ModuleGetFunction, false),
-        S(LaunchKernel, false), S(MemAlloc, true), S(MemFree, true), S(MemcpyHtoDAsync, true),
+        S(LaunchKernel, false), S(FuncSetAttribute, false), S(MemAlloc, true), S(MemFree, true), S(MemcpyHtoDAsync, true),
         S(MemcpyDtoHAsync, true), S(MemcpyDtoDAsync, true), S(MemsetD8Async, false),
         S(StreamCreate, false), S(StreamDestroy, true), S(StreamSynchronize, false),
         S(EventCreate, false), S(EventRecord, false), S(EventSynchronize, false),
@@ -292,6 +292,7 @@ void ic_cuda_module_unload(ic_cuda_module *m)
         ic__free(c, m->names[i]);
     ic__free(c, m->names);
     ic__free(c, m->fns);
+    ic__free(c, m->dyn_smem);
     ic__free(c, m);
 }
 
@@ -311,7 +312,10 @@ ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out
         CUfunction *nf = ic__realloc(c, m->fns, sizeof *nf * (size_t)nc);
         if (nf)
             m->fns = nf;
-        if (!nn || !nf)
+        int *ns = ic__realloc(c, m->dyn_smem, sizeof *ns * (size_t)nc);
+        if (ns)
+            m->dyn_smem = ns;
+        if (!nn || !nf || !ns)
             return ic__error(c, IC_ENOMEM, "cuda: out of memory");
         m->capfn = nc;
     }
@@ -324,13 +328,43 @@ ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out
     }
     if (!(m->names[m->nfn] = ic__strdup(c, name)))
         return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    m->dyn_smem[m->nfn] = 0;
     m->fns[m->nfn++] = f;
     *out = f;
     return IC_OK;
 }
 
+/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: past 48 KB a block's dynamic shared memory
+ * must be allowed explicitly, once per function. */
+#define IC__CU_FUNC_MAX_DYN_SMEM 8
+
+static ic_status allow_smem(ic_cuda_module *m, const char *name, CUfunction f, int bytes)
+{
+    for (int i = 0; i < m->nfn; i++) {
+        if (m->fns[i] != f)
+            continue;
+        if (m->dyn_smem[i] >= bytes || bytes <= 48 * 1024)
+            return IC_OK;
+        CUresult r = m->d->cu.FuncSetAttribute(f, IC__CU_FUNC_MAX_DYN_SMEM, bytes);
+        if (r != CUDA_SUCCESS) {
+            char what[300];
+            snprintf(what, sizeof what, "cuFuncSetAttribute('%s', max dynamic shared memory %d)", name, bytes);
+            return ic__cuda_error(m->d, r, what);
+        }
+        m->dyn_smem[i] = bytes;
+        return IC_OK;
+    }
+    return IC_OK;
+}
+
 ic_status ic_cuda_module_launch(ic_cuda_module *m, const char *name, int64_t grid, int block,
                                 void **args)
+{
+    return ic_cuda_module_launch_smem(m, name, grid, block, 0, args);
+}
+
+ic_status ic_cuda_module_launch_smem(ic_cuda_module *m, const char *name, int64_t grid, int block,
+                                     int dyn_smem, void **args)
 {
     CUfunction f;
     ic_status s = ic__cuda_function(m, name, &f);
@@ -338,10 +372,12 @@ ic_status ic_cuda_module_launch(ic_cuda_module *m, const char *name, int64_t gri
         return s;
     if (grid <= 0)
         return IC_OK;
-    if (grid > 0x7fffffff || block <= 0 || block > 1024)
-        return ic__error(m->d->c, IC_EINVAL, "cuda: kernel '%s': bad launch %lld x %d", name,
-                         (long long)grid, block);
-    CUresult r = m->d->cu.LaunchKernel(f, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0,
+    if (grid > 0x7fffffff || block <= 0 || block > 1024 || dyn_smem < 0)
+        return ic__error(m->d->c, IC_EINVAL, "cuda: kernel '%s': bad launch %lld x %d (%d bytes of shared memory)",
+                         name, (long long)grid, block, dyn_smem);
+    if (dyn_smem && (s = allow_smem(m, name, f, dyn_smem)))
+        return s;
+    CUresult r = m->d->cu.LaunchKernel(f, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)dyn_smem,
                                        m->d->stream, args, NULL);
     if (r != CUDA_SUCCESS) {
         char what[300];

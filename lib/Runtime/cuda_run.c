@@ -329,7 +329,8 @@ static ic_status launch_all(ic_cuda_compiled *cc, ic__cvar *v)
 {
     for (int i = 0; i < ic_ptx_module_num_kernels(v->pm); i++) {
         const ic_ptx_kernel *k = ic_ptx_module_kernel(v->pm, i);
-        ic_status s = ic_cuda_module_launch(v->cm, k->name, k->grid, k->block, v->kargs);
+        ic_status s = ic_cuda_module_launch_smem(v->cm, k->name, k->grid, k->block, k->dyn_smem_bytes,
+                                                 v->kargs);
         if (s)
             return s;
     }

@@ -902,3 +902,42 @@ Test(compile, out_of_memory_in_a_run_is_an_error)
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
+
+/* embedding indices outside [0, num_embeddings) are refused, as PyTorch refuses them */
+Test(compile, embedding_index_out_of_range_is_an_error)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "emb");
+    ic_value w = ict_input(g, "w", IC_F32, "10,6"), idx = ict_input(g, "idx", IC_I64, "12"), r, y;
+    ic_attrs a;
+    ic_attrs_init(&a, IC_OP_RESHAPE);
+    a.nshape = 2, a.shape[0] = ic_dim_const(3), a.shape[1] = ic_dim_const(4);
+    ic_operand rin[1] = { ic_val(idx) };
+    cr_assert_eq(ic_graph_add_node(g, "r", IC_OP_RESHAPE, 1, rin, &a, &r), IC_OK);
+    ic_operand ein[2] = { ic_val(w), ic_val(r) };
+    cr_assert_eq(ic_graph_add_node(g, "y", IC_OP_EMBEDDING, 2, ein, NULL, &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    ic_compiled *cc;
+    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    ic_tensor args[2], out;
+    float wd[60];
+    int64_t id[12];
+    for (int i = 0; i < 60; i++)
+        wd[i] = (float)i;
+    for (int i = 0; i < 12; i++)
+        id[i] = (i * 7) % 10;
+    ic_tensor_init(&args[0], IC_F32, 2, (int64_t[]){ 10, 6 }, wd);
+    ic_tensor_init(&args[1], IC_I64, 1, (int64_t[]){ 12 }, id);
+    float od[72];
+    ic_tensor_init(&out, IC_F32, 3, (int64_t[]){ 3, 4, 6 }, od);
+    cr_assert_eq(ic_run(cc, 2, args, 1, &out), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < 72; i++)
+        cr_assert_eq(od[i], wd[id[i / 6] * 6 + i % 6]);
+    id[5] = 10;
+    ict_assert_error(c, ic_run(cc, 2, args, 1, &out), IC_EINVAL, "'y'", "index 10 out of range [0, 10)");
+    id[5] = -1;
+    ict_assert_error(c, ic_run(cc, 2, args, 1, &out), IC_EINVAL, "index -1");
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
