@@ -46,7 +46,10 @@ typedef struct {
 
 static const bench_case cases[] = {
     { "seed_pattern", "seed_pattern.json", "N=16384", "N=1024", CLS_POINTWISE },
+    /* x * 1.0 folds to x and the loop to memcpy (streaming stores); x + 0.0 cannot fold
+     * (-0.0 + 0.0 is +0.0), so it is the generated pointwise loop's own copy. */
     { "copy_mul1", "copy_mul1.json", "N=67108864", "N=1048576", CLS_COPY },
+    { "copy_add0", "copy_add0.json", "N=67108864", "N=1048576", CLS_COPY },
     { "cos_sin_10k", "cos_sin.json", "N=10000", "N=10000", CLS_LATENCY },
     { "cos_sin_2^26", "cos_sin.json", "N=67108864", "N=1048576", CLS_POINTWISE },
     { "softmax", "softmax.json", "M=8192", "M=256", CLS_SOFTMAX },

@@ -1,10 +1,17 @@
 /* ic-dump.c - print a graph at one stage of the pipeline: the graph itself (inferred dtypes
  * and shapes, one node a line), the loop IR one kernel per op, the fused kernels, the LLVM IR
- * before and after O3 and the host assembly (ic_compile_dump), and PTX (lib/PTX) when built.
+ * before and after O3 and the host assembly (ic_compile_dump), PTX (lib/PTX) when built, and
+ * SASS from that PTX through the CUDA toolkit's ptxas and cuobjdump when they are installed.
  * Exit 0 on success, 1 with one line on stderr for bad input or usage. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "common/cli.h"
 #include "ic/fuse.h"
 #include "ic/lower.h"
@@ -23,10 +30,14 @@ static const char usage[] =
     "                   loops: loop-nest kernels, one per op (Lower);\n"
     "                   fused: the kernels after fusion, with each boundary's reason (Fuse);\n"
     "                   llvm: LLVM IR before O3; llvm-opt: after O3; asm: host assembly;\n"
-    "                   ptx: PTX for an sm_90 GPU (no GPU needed; when built with lib/PTX)\n"
+    "                   ptx: PTX for an sm_90 GPU (no GPU needed; when built with lib/PTX);\n"
+    "                   sass: that PTX assembled by ptxas -arch=sm_90 and disassembled by\n"
+    "                   cuobjdump -sass (CUDA toolkit: ptxas from $IC_PTXAS,\n"
+    "                   /usr/local/cuda/bin or PATH, cuobjdump beside it or on PATH)\n"
     "  --bind SYM=N     size of a symbolic dimension (repeatable); every stage but graph\n"
     "                   needs every symbol bound\n"
-    "  --no-fusion      fused, llvm, llvm-opt, asm, ptx: one kernel per op (as IC_NO_FUSION=1)\n"
+    "  --no-fusion      fused, llvm, llvm-opt, asm, ptx, sass: one kernel per op (as\n"
+    "                   IC_NO_FUSION=1)\n"
     "  -h, --help       this text\n";
 
 typedef struct {
@@ -93,8 +104,195 @@ static bool stage_ptx(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const in
     ic_graph_destroy(spec);
     return ok;
 }
+
+/* ---- sass: ptxas + cuobjdump from the CUDA toolkit ---- */
+
+#define CUDA_BIN "/usr/local/cuda/bin"
+
+static bool is_exe(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* dir/name into out when it is an executable file. */
+static bool exe_in(const char *dir, size_t dirlen, const char *name, char *out, size_t n)
+{
+    if (!dirlen)
+        return false;
+    snprintf(out, n, "%.*s/%s", (int)dirlen, dir, name);
+    return is_exe(out);
+}
+
+static bool on_path(const char *name, char *out, size_t n)
+{
+    const char *p = getenv("PATH");
+    while (p && *p) {
+        size_t len = strcspn(p, ":");
+        if (exe_in(p, len, name, out, n))
+            return true;
+        p += len + (p[len] == ':');
+    }
+    return false;
+}
+
+/* ptxas: $IC_PTXAS (must then be executable), else /usr/local/cuda/bin/ptxas, else PATH;
+ * cuobjdump: beside that ptxas, else PATH. */
+static bool find_cuda_tools(char *ptxas, char *cuobjdump, size_t n, cli_err *e)
+{
+    const char *env = getenv("IC_PTXAS");
+    if (env && *env) {
+        if (!is_exe(env))
+            return cli_fail(e, "stage 'sass': IC_PTXAS is '%s', which is not an executable file", env);
+        snprintf(ptxas, n, "%s", env);
+    } else if (!exe_in(CUDA_BIN, strlen(CUDA_BIN), "ptxas", ptxas, n) && !on_path("ptxas", ptxas, n)) {
+        return cli_fail(e, "stage 'sass' needs ptxas and cuobjdump from the CUDA toolkit: no ptxas "
+                           "(looked in $IC_PTXAS, " CUDA_BIN " and PATH); --stage ptx needs neither");
+    }
+    const char *slash = strrchr(ptxas, '/');
+    if (!(slash && exe_in(ptxas, (size_t)(slash - ptxas), "cuobjdump", cuobjdump, n)) &&
+        !on_path("cuobjdump", cuobjdump, n))
+        return cli_fail(e, "stage 'sass' needs cuobjdump from the CUDA toolkit: none beside %s or "
+                           "on PATH; --stage ptx needs neither", ptxas);
+    return true;
+}
+
+/* Runs argv[0] (a path) with stdout and stderr into the file `out`; false with e set when it
+ * cannot start, and *status = its exit status (or 128 + signal). */
+static bool spawn_wait(char *const argv[], const char *out, int *status, cli_err *e)
+{
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return cli_fail(e, "cannot run %s: %s", argv[0], strerror(rc));
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return cli_fail(e, "waiting for %s: %s", argv[0], strerror(errno));
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return true;
+}
+
+/* A whole file as a string (caller frees); NULL when it cannot be read. */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    while (f) {
+        if (len + 4096 + 1 > cap) {
+            char *nb = realloc(buf, cap = cap * 2 + 8192);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        size_t k = fread(buf + len, 1, cap - len - 1, f);
+        len += k;
+        if (k == 0) {
+            bool ok = !ferror(f);
+            fclose(f);
+            if (!ok)
+                break;
+            buf[len] = 0;
+            *n = len;
+            return buf;
+        }
+    }
+    if (f)
+        fclose(f);
+    free(buf);
+    return NULL;
+}
+
+static bool write_file(const char *path, const char *text, cli_err *e)
+{
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fputs(text, f) >= 0;
+    ok = (f && fclose(f) == 0) && ok;
+    return ok || cli_fail(e, "cannot write %s: %s", path, strerror(errno));
+}
+
+/* "ptxas: <its first lines>" from its log, at most ~1500 bytes, for a one-line error. */
+static bool tool_failed(const char *tool, const char *log_path, int status, const ic_graph *g,
+                        cli_err *e)
+{
+    size_t n = 0;
+    char *log = slurp(log_path, &n);
+    bool r = cli_fail(e, "stage 'sass': %s failed (exit %d) on the PTX of graph '%s': %.1500s", tool,
+                      status, ic_graph_name(g), log && n ? log : "(no message)");
+    free(log);
+    return r;
+}
+
+/* In a fresh temp folder: k.ptx -> ptxas -> k.cubin -> cuobjdump -sass -> text into f. */
+static bool assemble_and_disassemble(const char *ptx, const char *ptxas, const char *cuobjdump,
+                                     const ic_graph *g, FILE *f, cli_err *e)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024], src[1100], bin[1100], log[1100], out[1100];
+    snprintf(dir, sizeof dir, "%s/ic-dump-sass-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return cli_fail(e, "stage 'sass': cannot make a temp folder %s: %s", dir, strerror(errno));
+    snprintf(src, sizeof src, "%s/k.ptx", dir);
+    snprintf(bin, sizeof bin, "%s/k.cubin", dir);
+    snprintf(log, sizeof log, "%s/ptxas.log", dir);
+    snprintf(out, sizeof out, "%s/sass.txt", dir);
+    int st = 0;
+    bool ok = write_file(src, ptx, e);
+    char *as[] = { (char *)ptxas, "-arch=sm_90", "-o", bin, src, NULL };
+    ok = ok && spawn_wait(as, log, &st, e);
+    if (ok && st != 0)
+        ok = tool_failed("ptxas", log, st, g, e);
+    char *dis[] = { (char *)cuobjdump, "-sass", bin, NULL };
+    ok = ok && spawn_wait(dis, out, &st, e);
+    if (ok && st != 0)
+        ok = tool_failed("cuobjdump", out, st, g, e);
+    if (ok) {
+        size_t n = 0;
+        char *text = slurp(out, &n);
+        if (!text)
+            ok = cli_fail(e, "stage 'sass': cannot read %s", out);
+        else
+            fwrite(text, 1, n, f);
+        free(text);
+    }
+    unlink(src);
+    unlink(bin);
+    unlink(log);
+    unlink(out);
+    rmdir(dir);
+    return ok;
+}
+
+/* SASS for sm_90: the PTX of stage_ptx through ptxas and cuobjdump (no GPU needed). */
+static bool stage_sass(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+                       const dump_opts *o, const char *stage, FILE *f, cli_err *e)
+{
+    char ptxas[4096], cuobjdump[4096];
+    if (!find_cuda_tools(ptxas, cuobjdump, sizeof ptxas, e))
+        return false;
+    char *ptx = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&ptx, &n);
+    if (!mem)
+        return cli_fail(e, "out of memory");
+    bool ok = stage_ptx(c, g, sg, vals, o, "ptx", mem, e);
+    if (fclose(mem) != 0 && ok)
+        ok = cli_fail(e, "out of memory");
+    ok = ok && assemble_and_disassemble(ptx, ptxas, cuobjdump, g, f, e);
+    free(ptx);
+    return ok;
+}
 #else
 #define stage_ptx NULL
+#define stage_sass NULL
 #endif
 
 /* Pipeline order. A stage whose fn is NULL is known but not built yet. comment: what starts a
@@ -112,6 +310,7 @@ static const struct stage {
     { "llvm-opt", stage_compile, "LLVM IR after O3", "; " },
     { "asm", stage_compile, "host assembly", "# " },
     { "ptx", stage_ptx, "PTX for sm_90 (GPU)", "// " },
+    { "sass", stage_sass, "SASS for sm_90 (ptxas + cuobjdump)", "// " },
 };
 enum { NSTAGES = sizeof stages / sizeof stages[0] };
 

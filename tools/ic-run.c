@@ -221,13 +221,35 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
 typedef struct {
     const char *name;      /* "ref", "unfused", "compiled" */
     bool compiled;
-    ic_compiled *cc;
-    double compile_ms;     /* ic_compiled_compile_ms: the pipeline, symbols specialised */
+    ic_compiled *cc;       /* --device cpu */
+    ic_cuda_compiled *gc;  /* --device cuda */
+    double compile_ms;     /* cpu: ic_compiled_compile_ms; cuda: lower+fuse + PTX + module load */
     double median_ms, min_ms;
     ic_tensor *outs;       /* [nouts] allocated once (compiled) or by ic_ref_run (ref) */
     int nouts;
     bool checked, matches; /* --check / --expect results */
+    /* cuda only: the compile's stages, the copies (outside the timed runs) and the host time
+     * of one ic_cuda_launch */
+    double lower_ms, ptx_ms, load_ms;
+    double h2d_ms, d2h_ms, host_us;
+    int64_t h2d_bytes, d2h_bytes;
 } backend_run;
+
+static int kernel_count(const backend_run *b)
+{
+    if (b->gc)
+        return ic_cuda_compiled_num_kernels(b->gc);
+    return b->cc ? ic_compiled_num_kernels(b->cc) : 0;
+}
+
+static const char *kernel_name(const backend_run *b, int k)
+{
+    if (b->gc) {
+        const ic_ptx_kernel *pk = ic_cuda_compiled_kernel(b->gc, k);
+        return pk ? pk->name : "?";
+    }
+    return ic_compiled_kernel_name(b->cc, k);
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -281,6 +303,7 @@ static void free_outputs(ic_ctx *c, ic_tensor *outs, int n)
 static void backend_free(ic_ctx *c, backend_run *b)
 {
     ic_compiled_destroy(b->cc);
+    ic_cuda_compiled_destroy(b->gc);
     free_outputs(c, b->outs, b->nouts);
     memset(b, 0, sizeof *b);
 }
@@ -319,6 +342,110 @@ static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const 
     }
     median_min(ms, o->iters, &b->median_ms, &b->min_ms);
     return true;
+}
+
+/* ---- --device cuda ---- */
+
+/* Median of `reps` wall-clock timings of one copy: the upload (then a stream synchronize) or
+ * the download (which waits for queued work first: the stream is idle before the clock
+ * starts). */
+enum { COPY_REPS = 3, MAX_BATCHES = 10, MAX_HOST_CALLS = 100 };
+
+static const char *cuda_what(const backend_run *b, char *buf, size_t n)
+{
+    snprintf(buf, n, "backend %s (cuda)", b->name);
+    return buf;
+}
+
+static bool time_copies(ic_ctx *c, ic_cuda *d, const cli_args *a, backend_run *b, cli_err *e)
+{
+    double up[COPY_REPS], down[COPY_REPS], unused;
+    char what[64];
+    cuda_what(b, what, sizeof what);
+    for (int r = 0; r < COPY_REPS; r++) {
+        if (ic_cuda_synchronize(d) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+        double t0 = cli_now();
+        if (ic_cuda_upload(b->gc, a->n, a->t) != IC_OK || ic_cuda_synchronize(d) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+        up[r] = (cli_now() - t0) * 1e3;
+    }
+    /* the arguments are uploaded again: run once more, so the outputs come from them */
+    if (ic_cuda_launch(b->gc) != IC_OK || ic_cuda_synchronize(d) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    for (int r = 0; r < COPY_REPS; r++) {
+        double t0 = cli_now();
+        if (ic_cuda_download(b->gc, b->nouts, b->outs) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+        down[r] = (cli_now() - t0) * 1e3;
+    }
+    median_min(up, COPY_REPS, &b->h2d_ms, &unused);
+    median_min(down, COPY_REPS, &b->d2h_ms, &unused);
+    b->h2d_bytes = b->d2h_bytes = 0;
+    for (int i = 0; i < a->n; i++)
+        b->h2d_bytes += ic_tensor_numel(&a->t[i]) * (int64_t)ic_dtype_size(a->t[i].dtype);
+    for (int i = 0; i < b->nouts; i++)
+        b->d2h_bytes += ic_tensor_numel(&b->outs[i]) * (int64_t)ic_dtype_size(b->outs[i].dtype);
+    return true;
+}
+
+/* The GPU time of one run, from ic_cuda_time (CUDA events around back-to-back launches) in
+ * up to MAX_BATCHES batches that share the --iters runs; median and min over the batches.
+ * Then the host side of a call: the wall time of min(--iters, MAX_HOST_CALLS) ic_cuda_launch
+ * calls over their number. Launches are asynchronous, so this is what the caller's thread
+ * pays per call; the cap keeps the driver's launch queue (about a thousand entries) from
+ * filling, which would make the calls wait for the GPU. */
+static bool time_cuda_runs(ic_ctx *c, ic_cuda *d, const run_opts *o, backend_run *b, double *ms,
+                           cli_err *e)
+{
+    char what[64];
+    cuda_what(b, what, sizeof what);
+    int64_t nb = o->iters < MAX_BATCHES ? o->iters : MAX_BATCHES;
+    for (int64_t k = 0; k < nb; k++) {
+        int64_t n = o->iters / nb + (k < o->iters % nb);
+        if (ic_cuda_time(b->gc, (int)n, &ms[k]) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    }
+    median_min(ms, nb, &b->median_ms, &b->min_ms);
+    if (ic_cuda_synchronize(d) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    int64_t calls = o->iters < MAX_HOST_CALLS ? o->iters : MAX_HOST_CALLS;
+    double t0 = cli_now();
+    for (int64_t i = 0; i < calls; i++)
+        if (ic_cuda_launch(b->gc) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    b->host_us = (cli_now() - t0) * 1e6 / (double)calls;
+    if (ic_cuda_synchronize(d) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    return true;
+}
+
+/* Compiles for the GPU, uploads, warms up, times the runs, the host overhead and the copies;
+ * the outputs end in b->outs. */
+static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o,
+                     const cli_args *a, bool fusion, backend_run *b, double *ms, cli_err *e)
+{
+    char what[64];
+    cuda_what(b, what, sizeof what);
+    ic_cuda_options co;
+    memset(&co, 0, sizeof co);
+    co.mode = strcmp(mode_used(o), "reduce-overhead") == 0 ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
+    co.no_fusion = !fusion;
+    if (ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    if (!alloc_outputs(c, g, a->vals, b, e))
+        return false;
+    /* The first upload compiles a graph with symbols (for these sizes); never timed. */
+    if (ic_cuda_upload(b->gc, a->n, a->t) != IC_OK || ic_cuda_synchronize(d) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    ic_cuda_compiled_times(b->gc, &b->lower_ms, &b->ptx_ms, &b->load_ms);
+    b->compile_ms = b->lower_ms + b->ptx_ms + b->load_ms;
+    for (int64_t i = 0; i < o->warmup; i++) /* reduce-overhead: the first captures the graph */
+        if (ic_cuda_launch(b->gc) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    if (ic_cuda_synchronize(d) != IC_OK)
+        return cli_fail_ctx(e, c, what);
+    return time_cuda_runs(c, d, o, b, ms, e) && time_copies(c, d, a, b, e);
 }
 
 /* The reference executor allocates its outputs on every run (its API); the last run's stay. */
@@ -456,10 +583,10 @@ static void print_outputs(const ic_graph *g, const backend_run *b)
 
 static void print_kernels(const backend_run *b)
 {
-    int nk = ic_compiled_num_kernels(b->cc);
+    int nk = kernel_count(b);
     printf("kernels (%s, %d):", b->name, nk);
     for (int k = 0; k < nk; k++)
-        printf("%s %s", k ? "," : "", ic_compiled_kernel_name(b->cc, k));
+        printf("%s %s", k ? "," : "", kernel_name(b, k));
     putchar('\n');
 }
 
@@ -484,8 +611,34 @@ static const char *ms_str(double ms, char *buf, size_t cap)
     return buf;
 }
 
-static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a, const traffic *t,
-                        backend_run *runs, int nruns, const backend_run *unfused, bool checked)
+/* "67.1 MB 5.123 ms (13.1 GB/s)" */
+static const char *copy_str(int64_t bytes, double ms, char *buf, size_t cap)
+{
+    char by[32], t[32];
+    bytes_str(bytes, by, sizeof by);
+    ms_str(ms, t, sizeof t);
+    if (ms > 0)
+        snprintf(buf, cap, "%s %s ms (%.3g GB/s)", by, t, (double)bytes / (ms * 1e6));
+    else
+        snprintf(buf, cap, "%s %s ms", by, t);
+    return buf;
+}
+
+/* --device cuda: per backend, the compile's stages and the copies timed apart. */
+static void print_cuda_details(const backend_run *b)
+{
+    char l[32], p[32], m[32], up[96], down[96];
+    printf("compile (%s): lower+fuse %s ms, PTX %s ms, module load %s ms\n", b->name,
+           ms_str(b->lower_ms, l, sizeof l), ms_str(b->ptx_ms, p, sizeof p),
+           ms_str(b->load_ms, m, sizeof m));
+    printf("copies (%s, not in the run times): host->device %s; device->host %s\n", b->name,
+           copy_str(b->h2d_bytes, b->h2d_ms, up, sizeof up),
+           copy_str(b->d2h_bytes, b->d2h_ms, down, sizeof down));
+}
+
+static void print_table(const ic_graph *g, const run_opts *o, ic_cuda *d, const cli_args *a,
+                        const traffic *t, backend_run *runs, int nruns, const backend_run *unfused,
+                        bool checked)
 {
     int ngen = 0;
     for (int i = 0; i < a->n; i++)
@@ -499,25 +652,35 @@ static void print_table(const ic_graph *g, const run_opts *o, const cli_args *a,
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         printf("  %s=%lld%s", ic_graph_symbol_name(g, s), (long long)a->vals[s],
                s + 1 == ic_graph_num_symbols(g) ? "\n" : "");
-    printf("%-9s %11s %10s %10s %8s %8s %8s\n", "backend", "compile ms", "median ms", "min ms",
+    if (d)
+        printf("device: %s (sm_%d, %d SMs), cuda:%d, mode %s%s; run times from CUDA events\n",
+               ic_cuda_device_name(d), ic_cuda_sm(d), ic_cuda_num_sms(d), o->ordinal, mode_used(o),
+               strcmp(mode_used(o), "reduce-overhead") == 0 ? " (one CUDA graph per run)" : "");
+    printf("%-9s %11s %10s %10s %8s %8s %8s", "backend", "compile ms", "median ms", "min ms",
            "GB/s", "speedup", "kernels");
+    printf(d ? " %8s\n" : "\n", "host us");
     for (int i = 0; i < nruns; i++) {
         const backend_run *b = &runs[i];
         char comp[32] = "-", speed[32] = "-", nk[32] = "-";
         if (b->compiled) {
             snprintf(comp, sizeof comp, "%.2f", b->compile_ms);
-            snprintf(nk, sizeof nk, "%d", ic_compiled_num_kernels(b->cc));
+            snprintf(nk, sizeof nk, "%d", kernel_count(b));
         }
         if (unfused && b != unfused && b->median_ms > 0)
             snprintf(speed, sizeof speed, "%.2fx", unfused->median_ms / b->median_ms);
         char med[32], min[32];
-        printf("%-9s %11s %10s %10s %8.3g %8s %8s\n", b->name, comp,
+        printf("%-9s %11s %10s %10s %8.3g %8s %8s", b->name, comp,
                ms_str(b->median_ms, med, sizeof med), ms_str(b->min_ms, min, sizeof min),
                gbps(t, b), speed, nk);
+        if (d)
+            printf(" %8.3g", b->host_us);
+        putchar('\n');
     }
     for (int i = 0; i < nruns; i++)
         if (runs[i].compiled)
             print_kernels(&runs[i]);
+    for (int i = 0; d && i < nruns; i++)
+        print_cuda_details(&runs[i]);
     if (checked) {
         bool all = true;
         for (int i = 0; i < nruns; i++)
@@ -536,7 +699,21 @@ static json_t *jnum(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *json_report(const ic_graph *g, const run_opts *o, const cli_args *a,
+/* --device cuda fields of one backend (null on the CPU, so the keys are always there). */
+static void json_cuda_fields(json_t *jb, const backend_run *b)
+{
+    bool g = b->gc != NULL;
+    json_object_set_new(jb, "host_overhead_us", g ? jnum(b->host_us) : json_null());
+    json_object_set_new(jb, "compile_lower_ms", g ? jnum(b->lower_ms) : json_null());
+    json_object_set_new(jb, "compile_ptx_ms", g ? jnum(b->ptx_ms) : json_null());
+    json_object_set_new(jb, "compile_load_ms", g ? jnum(b->load_ms) : json_null());
+    json_object_set_new(jb, "h2d_bytes", g ? json_integer(b->h2d_bytes) : json_null());
+    json_object_set_new(jb, "h2d_ms", g ? jnum(b->h2d_ms) : json_null());
+    json_object_set_new(jb, "d2h_bytes", g ? json_integer(b->d2h_bytes) : json_null());
+    json_object_set_new(jb, "d2h_ms", g ? jnum(b->d2h_ms) : json_null());
+}
+
+static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, const cli_args *a,
                            const traffic *t, backend_run *runs, int nruns,
                            const backend_run *unfused, bool checked)
 {
@@ -547,6 +724,12 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, const cli_args 
     json_object_set_new(j, "iters", json_integer(o->iters));
     json_object_set_new(j, "warmup", json_integer(o->warmup));
     json_object_set_new(j, "threads", json_integer(o->threads > 0 ? o->threads : 0));
+    json_object_set_new(j, "device", json_string(o->cuda ? "cuda" : "cpu"));
+    json_object_set_new(j, "device_ordinal", o->cuda ? json_integer(o->ordinal) : json_null());
+    json_object_set_new(j, "device_name", d ? json_string(ic_cuda_device_name(d)) : json_null());
+    json_object_set_new(j, "sm", d ? json_integer(ic_cuda_sm(d)) : json_null());
+    json_object_set_new(j, "mode", json_string(o->mode));
+    json_object_set_new(j, "mode_used", json_string(mode_used(o)));
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         json_object_set_new(syms, ic_graph_symbol_name(g, s), json_integer(a->vals[s]));
     json_object_set_new(j, "symbols", syms);
@@ -560,14 +743,15 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, const cli_args 
         json_object_set_new(jb, "run_ms_min", jnum(b->min_ms));
         json_object_set_new(jb, "gb_per_s", jnum(gbps(t, b)));
         json_t *names = json_array();
-        int nk = b->compiled ? ic_compiled_num_kernels(b->cc) : 0;
+        int nk = b->compiled ? kernel_count(b) : 0;
         for (int k = 0; k < nk; k++)
-            json_array_append_new(names, json_string(ic_compiled_kernel_name(b->cc, k)));
+            json_array_append_new(names, json_string(kernel_name(b, k)));
         json_object_set_new(jb, "kernels", b->compiled ? json_integer(nk) : json_null());
         json_object_set_new(jb, "kernel_names", names);
         json_object_set_new(jb, "check", !b->checked ? json_null()
                                          : b->matches ? json_string("match")
                                                       : json_string("mismatch"));
+        json_cuda_fields(jb, b);
         json_object_set_new(bes, b->name, jb);
     }
     json_object_set_new(j, "backend", json_string(o->backend));
@@ -611,6 +795,7 @@ typedef struct {
     double *ms;               /* per-iteration times, allocated before timing */
     ic_safetensors *expect;
     ic_tensor *want;
+    ic_cuda *dev;             /* --device cuda */
 } run_state;
 
 static void state_free(ic_ctx *c, run_state *st)
@@ -618,6 +803,7 @@ static void state_free(ic_ctx *c, run_state *st)
     for (int i = 0; i < st->nruns; i++)
         backend_free(c, &st->runs[i]);
     backend_free(c, &st->ref);
+    ic_cuda_close(st->dev);   /* after every compiled graph of it */
     free(st->ms);
     free(st->want);
     ic_safetensors_close(st->expect);
@@ -635,8 +821,10 @@ static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
     st->runs[st->nruns++] = (backend_run){ .name = o->backend, .compiled = !ref };
     for (int i = 0; i < st->nruns; i++) {
         backend_run *b = &st->runs[i];
-        bool ok = ref ? run_ref(c, g, &st->a, o->warmup, o->iters, b, st->ms, e)
-                      : run_compiled(c, g, o, &st->a, strcmp(b->name, "compiled") == 0, b, st->ms, e);
+        bool fused = strcmp(b->name, "compiled") == 0;
+        bool ok = ref       ? run_ref(c, g, &st->a, o->warmup, o->iters, b, st->ms, e)
+                  : st->dev ? run_cuda(c, st->dev, g, o, &st->a, fused, b, st->ms, e)
+                            : run_compiled(c, g, o, &st->a, fused, b, st->ms, e);
         if (!ok)
             return 1;
     }
@@ -689,17 +877,26 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
         cli_fail(e, "out of memory");
         goto done;
     }
+    if (o->cuda && ic_cuda_open(c, o->ordinal, &st.dev) != IC_OK) {
+        const char *m = ic_last_error(c);
+        if (m && strstr(m, "no CUDA driver found"))
+            cli_fail(e, "--device %s: %s; --device cpu runs without one", o->device, m);
+        else
+            cli_fail(e, "--device %s: %s", o->device, m && *m ? m : "cannot open the GPU");
+        goto done;
+    }
     const char *nf = getenv("IC_NO_FUSION");
     if (nf && *nf && strcmp(nf, "0") != 0 && strcmp(o->backend, "compiled") == 0 && !o->json)
         printf("note: IC_NO_FUSION is set: the compiled backend builds one kernel per op too\n");
     rc = run_backends(c, o, &st, e);
     if (rc == 1)
         goto done;
+    note_mode(o);
     traffic t = count_traffic(st.g, st.a.vals);
     const backend_run *unf = st.nruns == 2 ? &st.runs[0] : NULL;
     bool checked = o->check || o->expect;
     if (o->json) {
-        json_t *j = json_report(st.g, o, &st.a, &t, st.runs, st.nruns, unf, checked);
+        json_t *j = json_report(st.g, o, st.dev, &st.a, &t, st.runs, st.nruns, unf, checked);
         char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
         json_decref(j);
         if (!text) {
@@ -710,7 +907,7 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
         puts(text);
         free(text);
     } else {
-        print_table(st.g, o, &st.a, &t, st.runs, st.nruns, unf, checked);
+        print_table(st.g, o, st.dev, &st.a, &t, st.runs, st.nruns, unf, checked);
     }
     if (o->save) {
         backend_run *b = &st.runs[st.nruns - 1];

@@ -26,4 +26,10 @@ if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DIC_BUILD_TESTS=
 fi
 # the same team size for both; OpenBLAS's own threads, libomp's for ours
 export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+# Debian's OpenBLAS 0.3.21 takes Sapphire Rapids for a Prescott (SSE3 kernels, ~30 GFLOP/s a
+# core): give it its AVX-512 kernels on AVX-512 hosts, so it is the strongest baseline.
+# An OPENBLAS_CORETYPE already set wins; bench_gemm prints the kernel OpenBLAS uses.
+if [[ -z ${OPENBLAS_CORETYPE+x} ]] && grep -qw avx512f /proc/cpuinfo; then
+    export OPENBLAS_CORETYPE=SkylakeX
+fi
 exec "$build/bench_gemm" "$@"

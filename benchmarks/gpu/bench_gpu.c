@@ -5,8 +5,10 @@
  * Prints a table, and one JSON object per result on lines starting with "RESULT " (read by
  * benchmarks/gpu/compare.py).
  *
- *     bench_gpu [--iters N] [--quick] [--tune]
+ *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm]
  *
+ * GEMMs: 4096^3 matmul in bf16, f16, f32 and linear [16384, 512] x [512, 512] + bias + relu
+ * (bf16, f32) in TFLOP/s, each checked on 256 sampled outputs against a double dot product.
  * --tune also times each graph's kernel under a sweep of launch params (block, threads per
  * row, elements per thread), the search an autotuner would make, and prints the best.
  */
@@ -123,12 +125,157 @@ typedef struct { const char *name; const char *json; } bench_graph;
     "{'ic_graph':1,'name':'row_sum','inputs':[{'name':'x','dtype':'" dt "','shape':[16384,4096]}],"     \
     "'nodes':[{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[-1]}}],'outputs':['y']}"
 
+#define SUMALL(dt)                                                                            \
+    "{'ic_graph':1,'name':'sum_all','inputs':[{'name':'x','dtype':'" dt "','shape':[67108864]}],"       \
+    "'nodes':[{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[0]}}],'outputs':['y']}"
+
 static const bench_graph graphs[] = {
     { "pointwise_f32", SEED("f32", "65536", "1024") },  { "pointwise_bf16", SEED("bf16", "65536", "1024") },
     { "softmax_f32", SOFTMAX("f32") },                   { "softmax_bf16", SOFTMAX("bf16") },
     { "layer_norm_f32", LAYERNORM("f32") },              { "layer_norm_bf16", LAYERNORM("bf16") },
     { "row_sum_f32", ROWSUM("f32") },                    { "row_sum_bf16", ROWSUM("bf16") },
+    { "sum_all_f32", SUMALL("f32") },                    { "sum_all_bf16", SUMALL("bf16") },
 };
+
+/* GEMMs: 4096^3 matmuls and linear [16384, 512] x [512, 512] + bias + relu. */
+#define MATMUL(dt, M, K, N)                                                                   \
+    "{'ic_graph':1,'name':'mm','inputs':[{'name':'a','dtype':'" dt "','shape':[" M "," K "]},"         \
+    "{'name':'b','dtype':'" dt "','shape':[" K "," N "]}],"                                              \
+    "'nodes':[{'name':'y','op':'matmul','inputs':['a','b']}],'outputs':['y']}"
+#define LINRELU(dt)                                                                           \
+    "{'ic_graph':1,'name':'linear','inputs':[{'name':'x','dtype':'" dt "','shape':[16384,512]},"        \
+    "{'name':'w','dtype':'" dt "','shape':[512,512]},{'name':'b','dtype':'" dt "','shape':[512]}],"       \
+    "'nodes':[{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'relu','inputs':['h']}],'outputs':['y']}"
+
+typedef struct { const char *name; const char *json; int64_t M, N, K; bool relu_bias, linear; } gemm_graph;
+
+static const gemm_graph gemms[] = {
+    { "matmul_bf16_4096", MATMUL("bf16", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
+    { "matmul_f16_4096", MATMUL("f16", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
+    { "matmul_f32_4096", MATMUL("f32", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
+    { "linear_relu_bf16", LINRELU("bf16"), 16384, 512, 512, true, true },
+    { "linear_relu_f32", LINRELU("f32"), 16384, 512, 512, true, true },
+};
+
+static double tget(const ic_tensor *t, int64_t i)
+{
+    if (t->dtype == IC_F32)
+        return ((const float *)t->data)[i];
+    if (t->dtype == IC_BF16)
+        return ic_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    return ic_f16_to_f32(((const uint16_t *)t->data)[i]);
+}
+
+/* Largest error of 256 sampled outputs against a double-precision dot product, relative to
+ * the largest |reference| among them. */
+static double spot_check(const gemm_graph *gg, const ic_tensor *args, const ic_tensor *out)
+{
+    double maxerr = 0, maxref = 0;
+    uint64_t s = 99;
+    for (int t = 0; t < 256; t++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t m = (int64_t)((s >> 33) % (uint64_t)gg->M), n = (int64_t)((s >> 13) % (uint64_t)gg->N);
+        double acc = 0;
+        for (int64_t k = 0; k < gg->K; k++) /* matmul b[k, n]; linear w[n, k] */
+            acc += tget(&args[0], m * gg->K + k) * tget(&args[1], gg->linear ? n * gg->K + k : k * gg->N + n);
+        if (gg->relu_bias) {
+            acc += tget(&args[2], n);
+            acc = acc > 0 ? acc : 0;
+        }
+        double got = tget(out, m * gg->N + n), e = got - acc;
+        e = e < 0 ? -e : e;
+        maxerr = e > maxerr ? e : maxerr;
+        maxref = (acc < 0 ? -acc : acc) > maxref ? (acc < 0 ? -acc : acc) : maxref;
+    }
+    return maxref > 0 ? maxerr / maxref : maxerr;
+}
+
+static double time_gemm(ic_ctx *c, ic_cuda *d, const ic_graph *g, const ic_tensor *args, int n,
+                        const ic_ptx_params *p, int iters, ic_ptx_kernel *used)
+{
+    ic_cuda_options o = { .params = p, .nparams = p ? 1 : 0 };
+    ic_cuda_compiled *cc = NULL;
+    double ms = -1;
+    if (ic_cuda_compile(d, g, &o, &cc) == IC_OK && ic_cuda_upload(cc, n, args) == IC_OK &&
+        ic_cuda_time(cc, iters, &ms) == IC_OK) {
+        if (used)
+            *used = *ic_cuda_compiled_kernel(cc, 0);
+    } else {
+        fprintf(stderr, "  (gemm params refused: %s)\n", ic_last_error(c));
+        ms = -1;
+    }
+    ic_cuda_compiled_destroy(cc);
+    return ms;
+}
+
+static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, bool tuning)
+{
+    ic_graph *g = load(c, gg->json);
+    ic_tensor args[8];
+    int n = make_args(c, g, args);
+    double flops = 2.0 * (double)gg->M * (double)gg->N * (double)gg->K;
+    ic_cuda_compiled *cc = NULL;
+    double t0 = now_ms();
+    if (ic_cuda_compile(d, g, NULL, &cc))
+        die(c, gg->name);
+    double tc = now_ms() - t0;
+    ic_tensor out;
+    memset(&out, 0, sizeof out);
+    if (ic_cuda_run(cc, n, args, 1, &out))
+        die(c, "gemm run");
+    double err = spot_check(gg, args, &out);
+    ic_tensor_free(c, &out);
+    double ms = 0;
+    if (ic_cuda_time(cc, iters, &ms))
+        die(c, "gemm timing");
+    const ic_ptx_kernel *k = ic_cuda_compiled_kernel(cc, 0);
+    printf("%-18s %8.3f ms %8.1f TFLOP/s  spot-check rel err %.2e  compile %.1f ms  "
+           "[%s mode %d tile %dx%dx%d warps %dx%d stages %d split_k %d smem %d]\n",
+           gg->name, ms, flops / (ms * 1e-3) / 1e12, err, tc, k->name, (int)k->mode, k->params.tile_m,
+           k->params.tile_n, k->params.tile_k, k->params.warps_m, k->params.warps_n, k->params.stages,
+           k->params.split_k, k->dyn_smem_bytes);
+    printf("RESULT {\"bench\":\"%s\",\"ms\":%.6f,\"tflops\":%.3f,\"err\":%.3e}\n", gg->name, ms,
+           flops / (ms * 1e-3) / 1e12, err);
+    fflush(stdout);
+    ic_cuda_compiled_destroy(cc);
+    if (tuning) {
+        bool tc16 = strstr(gg->name, "f32") == NULL;
+        static const ic_ptx_params tcp[] = {
+            { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 4, .stages = 3 },
+            { .tile_m = 128, .tile_n = 128, .tile_k = 64, .warps_m = 2, .warps_n = 4, .stages = 3 },
+            { .tile_m = 128, .tile_n = 256, .tile_k = 32, .warps_m = 2, .warps_n = 4, .stages = 3 },
+            { .tile_m = 256, .tile_n = 128, .tile_k = 32, .warps_m = 4, .warps_n = 2, .stages = 3 },
+            { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 4, .warps_n = 2, .stages = 4 },
+            { .tile_m = 64, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 2, .stages = 4 },
+        };
+        static const ic_ptx_params ffp[] = {
+            { .tile_m = 128, .tile_n = 128, .tile_k = 8, .stages = 4 },
+            { .tile_m = 128, .tile_n = 128, .tile_k = 16, .stages = 2 },
+            { .tile_m = 64, .tile_n = 128, .tile_k = 16, .stages = 3 },
+            { .tile_m = 128, .tile_n = 64, .tile_k = 16, .stages = 3 },
+            { .tile_m = 64, .tile_n = 64, .tile_k = 16, .stages = 4 },
+        };
+        const ic_ptx_params *ps = tc16 ? tcp : ffp;
+        int np = tc16 ? (int)(sizeof tcp / sizeof *tcp) : (int)(sizeof ffp / sizeof *ffp);
+        double best = ms;
+        for (int i = 0; i < np; i++) {
+            ic_ptx_kernel kk;
+            double t = time_gemm(c, d, g, args, n, &ps[i], iters, &kk);
+            if (t <= 0)
+                continue;
+            printf("  tune %-16s tile %3dx%3dx%2d warps %dx%d stages %d split %d: %8.3f ms %7.1f TFLOP/s\n", gg->name,
+                   kk.params.tile_m, kk.params.tile_n, kk.params.tile_k, kk.params.warps_m, kk.params.warps_n,
+                   kk.params.stages, kk.params.split_k, t, flops / (t * 1e-3) / 1e12);
+            best = t < best ? t : best;
+        }
+        printf("RESULT {\"bench\":\"tuned_%s\",\"ms\":%.6f,\"tflops\":%.3f}\n", gg->name, best,
+               flops / (best * 1e-3) / 1e12);
+        fflush(stdout);
+    }
+    for (int i = 0; i < n; i++)
+        ic_tensor_free(c, &args[i]);
+    ic_graph_destroy(g);
+}
 
 /* ms per run of g with params p on its single kernel (NULL = heuristic); -1 on failure. */
 static double time_params(ic_ctx *c, ic_cuda *d, const ic_graph *g, const ic_tensor *args, int n,
@@ -157,6 +304,13 @@ static void tune(ic_ctx *c, ic_cuda *d, const bench_graph *bg, const ic_graph *g
             for (int e = 0; e < 3; e++)
                 ps[np++] = (ic_ptx_params){ .block = blocks[b], .ept = epts[e] };
     } else {
+        if (!strncmp(bg->name, "sum_all", 7)) {
+            static const int bs[] = { 64, 128, 256, 512, 1024 };
+            for (int i = 0; i < 5; i++)
+                ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 512, .blocks_per_row = bs[i] };
+            ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 256, .blocks_per_row = 512 };
+            ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = 1024, .blocks_per_row = 256 };
+        }
         static const int Ts[] = { 32, 64, 128, 256, 512 };
         for (int t = 0; t < 5; t++) {
             ps[np++] = (ic_ptx_params){ .mode = IC_PTX_ROW, .threads_per_row = Ts[t] };
@@ -311,7 +465,7 @@ static void compile_time(ic_ctx *c, ic_cuda *d, const char *path)
 int main(int argc, char **argv)
 {
     int iters = 50;
-    bool quick = false, tuning = false;
+    bool quick = false, tuning = false, gemm_only = false, no_gemm = false;
     const char *seed = "benchmarks/graphs/seed_pattern.json";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -320,10 +474,14 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--tune"))
             tuning = true;
+        else if (!strcmp(argv[i], "--gemm-only"))
+            gemm_only = true;
+        else if (!strcmp(argv[i], "--no-gemm"))
+            no_gemm = true;
         else if (!strcmp(argv[i], "--seed-graph") && i + 1 < argc)
             seed = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--seed-graph PATH]\n");
+            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--seed-graph PATH]\n");
             return 1;
         }
     }
@@ -345,11 +503,15 @@ int main(int argc, char **argv)
     printf("RESULT {\"bench\":\"copy\",\"gbps\":%.3f}\n", copy);
     int ng = (int)(sizeof graphs / sizeof *graphs);
     for (int i = 0; i < ng; i++)
-        if (!quick || i % 2 == 0)
+        if ((!quick || i % 2 == 0) && !gemm_only)
             bandwidth(c, d, &graphs[i], iters, copy, tuning);
-    overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);
-    overhead(c, d, IC_CUDA_DEFAULT, true);
-    overhead(c, d, IC_CUDA_DEFAULT, false);
+    for (size_t i = 0; i < sizeof gemms / sizeof *gemms && !no_gemm; i++)
+        gemm_bench(c, d, &gemms[i], iters < 20 ? iters : 20, tuning);
+    if (!gemm_only) {
+        overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);
+        overhead(c, d, IC_CUDA_DEFAULT, true);
+        overhead(c, d, IC_CUDA_DEFAULT, false);
+    }
     ic_cuda_close(d);
     ic_ctx_destroy(c);
     return 0;

@@ -41,6 +41,7 @@ typedef struct ic__gemm {
     int64_t ldt;                  /* row stride of the accumulator tile store (floats) */
     int64_t a_floats, b_floats, t_floats, slot_bytes; /* per-thread scratch */
     int tmax;                     /* scratch slots = most threads a run uses */
+    int64_t shared_bytes;         /* B block the team packs together (row split), 0 = none */
 } ic__gemm;
 
 /* Recognises kernel g->k as a contraction and plans it with g->p->gemm; false (and *m

@@ -405,7 +405,11 @@ bool ic__gemm_match(const ic__cg *g, ic__gemm *m)
     double flops = 2.0 * (double)m->M * (double)m->N * (double)m->K * (double)m->batch;
     int threads = p.threads > 0 ? p.threads : g->p->threads > 0 ? g->p->threads : host_threads();
     bool serial = g->p->parallel_depth <= 0 || g->p->threads == 1 || flops < (double)p.serial_flops;
-    m->tmax = serial ? 1 : threads;
+    int64_t tiles = m->batch * m->pm * m->pn;
+    m->tmax = serial ? 1 : (int)imin(threads, tiles);
+    /* row split with a B every thread reads: the team packs it once, together */
+    if (m->tmax > 1 && !m->y.batched && !m->prepacked)
+        m->shared_bytes = round_up(m->p.nc * m->kp * m->esize, 64);
     return true;
 }
 

@@ -730,6 +730,175 @@ static void call_micro(em_t *E, LLVMValueRef rows, LLVMValueRef cols, LLVMValueR
     }
 }
 
+/* Values of the work function that its blocks share. */
+typedef struct {
+    LLVMValueRef Ap, Bp, Ct;    /* this thread's A panels, B block, accumulator tiles */
+    LLVMValueRef xsrc, ysrc;    /* X and Y of the current batch (ysrc NULL when prepacked) */
+    LLVMTypeRef pe;             /* packed element: f32, or i16 (bf16 pairs) */
+} wk_t;
+
+/* Batch b: the batch loop vars (for the epilogue) and the operands' bases. */
+static void batch_setup(em_t *E, wk_t *W, LLVMValueRef b)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    LLVMValueRef xoff = I(g, m->x.c0), yoff = I(g, m->y.c0), rest = b;
+    for (int d = m->nb - 1; d >= 0; d--) {
+        LLVMValueRef idx = LLVMBuildURem(g->b, rest, I(g, m->bdim[d]), "");
+        rest = LLVMBuildUDiv(g->b, rest, I(g, m->bdim[d]), "");
+        g->vars[m->bvar[d]] = idx;
+        xoff = add(g, xoff, muli(g, idx, m->x.sb[d]));
+        yoff = add(g, yoff, muli(g, idx, m->y.sb[d]));
+    }
+    W->xsrc = LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->x.dt), g->bufptr[m->x.buf], &xoff, 1, "x");
+    W->ysrc = E->panels ? NULL
+              : LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->y.dt), g->bufptr[m->y.buf], &yoff, 1, "y");
+}
+
+/* Rows [mlo, mhi) x columns [jc, jc + ncur) of the current batch with the packed B block
+ * bblk: for ic: for pc: pack A; for jr: for ir: micro-kernel, then the epilogue. */
+static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi, LLVMValueRef jc,
+                            LLVMValueRef ncur, LLVMValueRef bblk)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    int64_t mr = m->p.mr, nr = m->p.nr, mc = m->p.mc, K = m->K, kc = m->kc;
+    lp_t Lic, Lpc, Ljr, Lir;
+    LLVMValueRef ic = lp_open(g, &Lic, mlo, mhi, mc, "ic");
+    LLVMValueRef mcur = smin(g, I(g, mc), sub(g, mhi, ic));
+    LLVMValueRef pc = m->npc > 1 ? lp_open(g, &Lpc, I(g, 0), I(g, K), kc, "pc") : I(g, 0);
+    LLVMValueRef kcur = m->npc > 1 ? smin(g, I(g, kc), sub(g, I(g, K), pc)) : I(g, K);
+    /* depth of the packed A panel and of the micro-kernel's loop: pairs are whole */
+    LLVMValueRef kcp = m->bf16_dot ? LLVMBuildAnd(g->b, add(g, kcur, I(g, 1)), I(g, ~(int64_t)1), "") : kcur;
+    if (m->pack_a) {
+        LLVMValueRef pa[6] = { W->xsrc, ic, mcur, pc, kcur, W->Ap };
+        LLVMBuildCall2(g->b, E->packa_ty, E->packa, pa, 6, "");
+    }
+    LLVMValueRef first = icmp(g, LLVMIntEQ, pc, I(g, 0));
+    LLVMValueRef lastp = icmp(g, LLVMIntEQ, add(g, pc, kcur), I(g, K));
+    LLVMValueRef jr = lp_open(g, &Ljr, I(g, 0), ncur, nr, "jr");
+    LLVMValueRef cols = smin(g, I(g, nr), sub(g, ncur, jr));
+    LLVMValueRef bptr = gep(g, W->pe, bblk, add(g, muli(g, sdiv(g, jr, I(g, nr)), m->kp * nr), muli(g, pc, nr)));
+    LLVMValueRef ir = lp_open(g, &Lir, I(g, 0), mcur, mr, "ir");
+    LLVMValueRef rows = smin(g, I(g, mr), sub(g, mcur, ir));
+    LLVMValueRef aptr = m->pack_a ? gep(g, W->pe, W->Ap, mul(g, ir, kcp))
+                        : gep(g, g->t_f32, W->xsrc, add(g, muli(g, add(g, ic, ir), m->x.s_i), muli(g, pc, m->x.s_k)));
+    LLVMValueRef tile = m->npc > 1 ? gep(g, g->t_f32, W->Ct, add(g, muli(g, ir, m->ldt), jr)) : W->Ct;
+    LLVMValueRef margs[5] = { aptr, bptr, kcp, tile, first };
+    call_micro(E, rows, cols, margs);
+    LLVMBasicBlockRef ejoin = m->npc > 1 ? if_open(g, lastp, "epi") : NULL;
+    ic_status s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
+    if (ejoin)
+        if_close(g, ejoin);
+    lp_close(g, &Lir, NULL);
+    lp_close(g, &Ljr, NULL);
+    if (m->npc > 1)
+        lp_close(g, &Lpc, NULL);
+    lp_close(g, &Lic, NULL);
+    return s;
+}
+
+/* The rows of batch b inside the row panels [r0, r1): [*mlo, *mhi). */
+static void batch_rows(em_t *E, LLVMValueRef b, LLVMValueRef r0, LLVMValueRef r1, LLVMValueRef *mlo,
+                       LLVMValueRef *mhi)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    LLVMValueRef bpm = muli(g, b, m->pm);
+    LLVMValueRef plo = sub(g, smax(g, r0, bpm), bpm), phi = sub(g, smin(g, r1, add(g, bpm, I(g, m->pm))), bpm);
+    *mlo = muli(g, plo, m->p.mr);
+    *mhi = smin(g, muli(g, phi, m->p.mr), I(g, m->M));
+}
+
+static void barrier(em_t *E, LLVMValueRef gtid)
+{
+    ic__cg *g = E->g;
+    LLVMTypeRef fty, ps[2] = { g->t_ptr, g->t_i32 };
+    LLVMValueRef f = decl(g, "__kmpc_barrier", g->t_void, ps, 2, false, &fty);
+    LLVMValueRef a[2] = { omp_ident(g), gtid };
+    LLVMBuildCall2(g->b, fty, f, a, 2, "");
+}
+
+/* Row split with a B that all threads read (no batch dependence, not prepacked): the team
+ * packs each B block together (a share of its panels each) into the shared block, then
+ * every thread multiplies its rows with it. Every thread runs every barrier. */
+static ic_status emit_shared(em_t *E, wk_t *W, LLVMValueRef shared, LLVMValueRef tid, LLVMValueRef nth,
+                             LLVMValueRef gtid, LLVMValueRef r0, LLVMValueRef r1)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    int64_t nr = m->p.nr, nc = m->p.nc;
+    lp_t Ljc, Lb;
+    batch_setup(E, W, I(g, 0)); /* Y's base: the same for every batch */
+    LLVMValueRef ysrc = W->ysrc;
+    LLVMValueRef jc = lp_open(g, &Ljc, I(g, 0), I(g, m->N), nc, "jc");
+    LLVMValueRef ncur = smin(g, I(g, nc), sub(g, I(g, m->N), jc));
+    LLVMValueRef nq = sdiv(g, add(g, ncur, I(g, nr - 1)), I(g, nr));
+    LLVMValueRef p0 = sdiv(g, mul(g, tid, nq), nth), p1 = sdiv(g, mul(g, add(g, tid, I(g, 1)), nq), nth);
+    LLVMBasicBlockRef join = if_open(g, icmp(g, LLVMIntSLT, p0, p1), "packb");
+    LLVMValueRef c0 = muli(g, p0, nr), c1 = smin(g, muli(g, p1, nr), ncur);
+    LLVMValueRef pa[4] = { ysrc, add(g, jc, c0), sub(g, c1, c0), gep(g, W->pe, shared, muli(g, p0, m->kp * nr)) };
+    LLVMBuildCall2(g->b, E->packb_ty, E->packb, pa, 4, "");
+    if_close(g, join);
+    barrier(E, gtid);
+    join = if_open(g, icmp(g, LLVMIntSLT, r0, r1), "rows");
+    LLVMValueRef bfirst = sdiv(g, r0, I(g, m->pm)), bend = add(g, sdiv(g, sub(g, r1, I(g, 1)), I(g, m->pm)), I(g, 1));
+    LLVMValueRef b = lp_open(g, &Lb, bfirst, bend, 1, "batch");
+    batch_setup(E, W, b);
+    LLVMValueRef mlo, mhi;
+    batch_rows(E, b, r0, r1, &mlo, &mhi);
+    ic_status s = emit_block(E, W, mlo, mhi, jc, ncur, shared);
+    lp_close(g, &Lb, NULL);
+    if_close(g, join);
+    barrier(E, gtid); /* the block is read until everyone is done */
+    lp_close(g, &Ljc, NULL);
+    return s;
+}
+
+/* Each thread its own B blocks (packed when they change, or the prepacked panels). */
+static ic_status emit_private(em_t *E, wk_t *W, LLVMValueRef r0, LLVMValueRef r1, LLVMValueRef q0,
+                              LLVMValueRef q1)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    int64_t nr = m->p.nr, nc = m->p.nc;
+    LLVMValueRef last_key = LLVMBuildAlloca(g->b, g->t_i64, "bkey");
+    LLVMBuildStore(g->b, I(g, -1), last_key);
+    LLVMValueRef any = LLVMBuildAnd(g->b, icmp(g, LLVMIntSLT, r0, r1), icmp(g, LLVMIntSLT, q0, q1), "");
+    LLVMBasicBlockRef done = if_open(g, any, "share");
+    LLVMValueRef nlo = muli(g, q0, nr), nhi = smin(g, muli(g, q1, nr), I(g, m->N));
+    LLVMValueRef bfirst = sdiv(g, r0, I(g, m->pm)), bend = add(g, sdiv(g, sub(g, r1, I(g, 1)), I(g, m->pm)), I(g, 1));
+    lp_t Lb, Ljc;
+    LLVMValueRef b = lp_open(g, &Lb, bfirst, bend, 1, "batch");
+    batch_setup(E, W, b);
+    LLVMValueRef mlo, mhi;
+    batch_rows(E, b, r0, r1, &mlo, &mhi);
+    LLVMValueRef jc = lp_open(g, &Ljc, nlo, nhi, nc, "jc");
+    LLVMValueRef ncur = smin(g, I(g, nc), sub(g, nhi, jc));
+    LLVMValueRef bblk;
+    if (E->panels) {
+        LLVMValueRef panel = add(g, muli(g, m->y.batched ? b : I(g, 0), m->pn), sdiv(g, jc, I(g, nr)));
+        bblk = gep(g, W->pe, E->panels, muli(g, panel, m->kp * nr));
+    } else {
+        /* repack only when the block differs from the one packed last */
+        LLVMValueRef key = add(g, muli(g, m->y.batched ? b : I(g, 0), m->N + 1), jc);
+        LLVMValueRef stale = icmp(g, LLVMIntNE, LLVMBuildLoad2(g->b, g->t_i64, last_key, ""), key);
+        LLVMBasicBlockRef join = if_open(g, stale, "packb");
+        LLVMValueRef pa[4] = { W->ysrc, jc, ncur, W->Bp };
+        LLVMBuildCall2(g->b, E->packb_ty, E->packb, pa, 4, "");
+        LLVMBuildStore(g->b, key, last_key);
+        if_close(g, join);
+        bblk = W->Bp;
+    }
+    ic_status s = emit_block(E, W, mlo, mhi, jc, ncur, bblk);
+    lp_close(g, &Ljc, NULL);
+    lp_close(g, &Lb, NULL);
+    if_close(g, done);
+    return s;
+}
+
+/* K.gemm.work(bufs.., scratch, tid, nth, gtid): thread tid of nth. Scratch: the shared B
+ * block (when the plan has one), then one slot per thread. */
 static ic_status emit_work(em_t *E)
 {
     ic__cg *g = E->g;
@@ -743,14 +912,12 @@ static ic_status emit_work(em_t *E)
     }
     noalias(g, fn, (unsigned)a);
     LLVMValueRef scratch = LLVMGetParam(fn, (unsigned)a), tid = LLVMGetParam(fn, (unsigned)a + 1);
-    LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2);
-    LLVMTypeRef pe = m->bf16_dot ? g->t_i16 : g->t_f32; /* packed element */
-    LLVMValueRef last_key = LLVMBuildAlloca(g->b, g->t_i64, "bkey");
-    LLVMBuildStore(g->b, I(g, -1), last_key);
-    int64_t mr = m->p.mr, nr = m->p.nr, mc = m->p.mc, nc = m->p.nc, K = m->K, kc = m->kc;
-    LLVMValueRef slot = gep(g, g->t_i8, scratch, muli(g, tid, m->slot_bytes));
+    LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2), gtid = LLVMGetParam(fn, (unsigned)a + 3);
+    wk_t W;
+    W.pe = m->bf16_dot ? g->t_i16 : g->t_f32;
+    LLVMValueRef slot = gep(g, g->t_i8, scratch, add(g, I(g, m->shared_bytes), muli(g, tid, m->slot_bytes)));
     int64_t aoff = ((m->a_floats + 15) / 16 * 16) * 4, boff = aoff + ((m->b_floats + 15) / 16 * 16) * 4;
-    LLVMValueRef Ap = slot, Bp = gep(g, g->t_i8, slot, I(g, aoff)), Ct = gep(g, g->t_i8, slot, I(g, boff));
+    W.Ap = slot, W.Bp = gep(g, g->t_i8, slot, I(g, aoff)), W.Ct = gep(g, g->t_i8, slot, I(g, boff));
 
     /* this thread's share: row panels (over the batch) or column panels */
     int64_t R = m->batch * m->pm, PN = m->pn;
@@ -761,79 +928,22 @@ static ic_status emit_work(em_t *E)
     LLVMValueRef r1 = LLVMBuildSelect(g->b, rsplit, sdiv(g, muli(g, t1, R), nth), I(g, R), "r1");
     LLVMValueRef q0 = LLVMBuildSelect(g->b, rsplit, I(g, 0), sdiv(g, muli(g, tid, PN), nth), "q0");
     LLVMValueRef q1 = LLVMBuildSelect(g->b, rsplit, I(g, PN), sdiv(g, muli(g, t1, PN), nth), "q1");
-    LLVMValueRef any = LLVMBuildAnd(g->b, icmp(g, LLVMIntSLT, r0, r1), icmp(g, LLVMIntSLT, q0, q1), "");
-    LLVMBasicBlockRef done = if_open(g, any, "share");
-    LLVMValueRef nlo = muli(g, q0, nr), nhi = smin(g, muli(g, q1, nr), I(g, m->N));
-    LLVMValueRef bfirst = sdiv(g, r0, I(g, m->pm)), bend = add(g, sdiv(g, sub(g, r1, I(g, 1)), I(g, m->pm)), I(g, 1));
-
-    lp_t Lb, Ljc, Lic, Lpc, Ljr, Lir;
-    LLVMValueRef b = lp_open(g, &Lb, bfirst, bend, 1, "batch");
-    LLVMValueRef bpm = muli(g, b, m->pm);
-    LLVMValueRef plo = sub(g, smax(g, r0, bpm), bpm), phi = sub(g, smin(g, r1, add(g, bpm, I(g, m->pm))), bpm);
-    LLVMValueRef mlo = muli(g, plo, mr), mhi = smin(g, muli(g, phi, mr), I(g, m->M));
-    LLVMValueRef xoff = I(g, m->x.c0), yoff = I(g, m->y.c0), rest = b;
-    for (int d = m->nb - 1; d >= 0; d--) {
-        LLVMValueRef idx = LLVMBuildURem(g->b, rest, I(g, m->bdim[d]), "");
-        rest = LLVMBuildUDiv(g->b, rest, I(g, m->bdim[d]), "");
-        g->vars[m->bvar[d]] = idx;
-        xoff = add(g, xoff, muli(g, idx, m->x.sb[d]));
-        yoff = add(g, yoff, muli(g, idx, m->y.sb[d]));
-    }
-    LLVMValueRef xsrc = LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->x.dt), g->bufptr[m->x.buf], &xoff, 1, "x");
-    LLVMValueRef ysrc = E->panels ? NULL
-                        : LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->y.dt), g->bufptr[m->y.buf], &yoff, 1, "y");
-
-    LLVMValueRef jc = lp_open(g, &Ljc, nlo, nhi, nc, "jc");
-    LLVMValueRef ncur = smin(g, I(g, nc), sub(g, nhi, jc));
-    LLVMValueRef bblk;
-    if (E->panels) {
-        LLVMValueRef panel = add(g, muli(g, m->y.batched ? b : I(g, 0), m->pn), sdiv(g, jc, I(g, nr)));
-        bblk = gep(g, pe, E->panels, muli(g, panel, m->kp * nr));
+    ic_status s = IC_OK;
+    if (m->shared_bytes > 0) {
+        LLVMValueRef sh = LLVMBuildAnd(g->b, rsplit, icmp(g, LLVMIntSGT, nth, I(g, 1)), "shared");
+        LLVMBasicBlockRef ysh = blk(g, "shared"), nsh = blk(g, "private"), join = blk(g, "end");
+        LLVMBuildCondBr(g->b, sh, ysh, nsh);
+        LLVMPositionBuilderAtEnd(g->b, ysh);
+        s = emit_shared(E, &W, scratch, tid, nth, gtid, r0, r1);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, nsh);
+        if (!s)
+            s = emit_private(E, &W, r0, r1, q0, q1);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, join);
     } else {
-        /* repack only when the block differs from the one packed last */
-        LLVMValueRef key = add(g, muli(g, m->y.batched ? b : I(g, 0), m->N + 1), jc);
-        LLVMValueRef stale = icmp(g, LLVMIntNE, LLVMBuildLoad2(g->b, g->t_i64, last_key, ""), key);
-        LLVMBasicBlockRef join = if_open(g, stale, "packb");
-        LLVMValueRef pa[4] = { ysrc, jc, ncur, Bp };
-        LLVMBuildCall2(g->b, E->packb_ty, E->packb, pa, 4, "");
-        LLVMBuildStore(g->b, key, last_key);
-        if_close(g, join);
-        bblk = Bp;
+        s = emit_private(E, &W, r0, r1, q0, q1);
     }
-    LLVMValueRef ic = lp_open(g, &Lic, mlo, mhi, mc, "ic");
-    LLVMValueRef mcur = smin(g, I(g, mc), sub(g, mhi, ic));
-    LLVMValueRef pc = m->npc > 1 ? lp_open(g, &Lpc, I(g, 0), I(g, K), kc, "pc") : I(g, 0);
-    LLVMValueRef kcur = m->npc > 1 ? smin(g, I(g, kc), sub(g, I(g, K), pc)) : I(g, K);
-    /* depth of the packed A panel and of the micro-kernel's loop: pairs are whole */
-    LLVMValueRef kcp = m->bf16_dot ? LLVMBuildAnd(g->b, add(g, kcur, I(g, 1)), I(g, ~(int64_t)1), "") : kcur;
-    if (m->pack_a) {
-        LLVMValueRef pa[6] = { xsrc, ic, mcur, pc, kcur, Ap };
-        LLVMBuildCall2(g->b, E->packa_ty, E->packa, pa, 6, "");
-    }
-    LLVMValueRef first = icmp(g, LLVMIntEQ, pc, I(g, 0));
-    LLVMValueRef lastp = icmp(g, LLVMIntEQ, add(g, pc, kcur), I(g, K));
-    LLVMValueRef jr = lp_open(g, &Ljr, I(g, 0), ncur, nr, "jr");
-    LLVMValueRef cols = smin(g, I(g, nr), sub(g, ncur, jr));
-    LLVMValueRef bptr = gep(g, pe, bblk, add(g, muli(g, sdiv(g, jr, I(g, nr)), m->kp * nr), muli(g, pc, nr)));
-    LLVMValueRef ir = lp_open(g, &Lir, I(g, 0), mcur, mr, "ir");
-    LLVMValueRef rows = smin(g, I(g, mr), sub(g, mcur, ir));
-    LLVMValueRef aptr = m->pack_a ? gep(g, pe, Ap, mul(g, ir, kcp))
-                        : gep(g, g->t_f32, xsrc, add(g, muli(g, add(g, ic, ir), m->x.s_i), muli(g, pc, m->x.s_k)));
-    LLVMValueRef tile = m->npc > 1 ? gep(g, g->t_f32, Ct, add(g, muli(g, ir, m->ldt), jr)) : Ct;
-    LLVMValueRef margs[5] = { aptr, bptr, kcp, tile, first };
-    call_micro(E, rows, cols, margs);
-    LLVMBasicBlockRef ejoin = m->npc > 1 ? if_open(g, lastp, "epi") : NULL;
-    ic_status s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
-    if (ejoin)
-        if_close(g, ejoin);
-    lp_close(g, &Lir, NULL);
-    lp_close(g, &Ljr, NULL);
-    if (m->npc > 1)
-        lp_close(g, &Lpc, NULL);
-    lp_close(g, &Lic, NULL);
-    lp_close(g, &Ljc, NULL);
-    lp_close(g, &Lb, NULL);
-    if_close(g, done);
     LLVMBuildRetVoid(g->b);
     return s;
 }
@@ -866,6 +976,7 @@ static LLVMValueRef emit_omp_task(em_t *E)
     args[n++] = LLVMGetParam(fn, 3);
     args[n++] = call0_i64(g, "omp_get_thread_num");
     args[n++] = call0_i64(g, "omp_get_num_threads");
+    args[n++] = LLVMBuildLoad2(g->b, g->t_i32, LLVMGetParam(fn, 0), "gtid");
     LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
     LLVMBuildRetVoid(g->b);
     return fn;
@@ -967,7 +1078,7 @@ static void emit_kernel(em_t *E, LLVMValueRef task)
     LLVMPositionBuilderAtEnd(g->b, blk(g, "entry"));
     LLVMValueRef bufs = LLVMGetParam(kf, 0);
     scratch_t S;
-    scratch_acquire(E, &S, (int64_t)m->tmax * m->slot_bytes);
+    scratch_acquire(E, &S, m->shared_bytes + (int64_t)m->tmax * m->slot_bytes);
     if (task) {
         LLVMTypeRef fty;
         LLVMValueRef ident = omp_ident(g);
@@ -989,6 +1100,7 @@ static void emit_kernel(em_t *E, LLVMValueRef task)
         args[n++] = S.ptr;
         args[n++] = I(g, 0);
         args[n++] = I(g, 1);
+        args[n++] = LLVMConstInt(g->t_i32, 0, 0); /* no team: no barriers */
         LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
     }
     scratch_release(E, &S);
@@ -1036,6 +1148,7 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
     wps[n++] = g->t_ptr;
     wps[n++] = g->t_i64;
     wps[n++] = g->t_i64;
+    wps[n++] = g->t_i32;
     E.work_ty = LLVMFunctionType(g->t_void, wps, (unsigned)n, 0);
 
     E.mre = (int)(m->M % m->p.mr);

@@ -23,6 +23,8 @@ typedef struct {
     pthread_barrier_t bar;
     pthread_barrier_t *wbar;   /* one per warp */
     uint32_t *slot;            /* one per thread */
+    uint32_t *xslot;           /* 8 per thread: mma fragments */
+    void **pslot;              /* one per thread: ldmatrix row addresses */
 } emu_launch;
 
 typedef struct {
@@ -53,6 +55,74 @@ static uint32_t emu_shfl(uint32_t v, int32_t off)
     return r;
 }
 
+/* cp.async: `srcbytes` bytes copied, the rest of `bytes` zero-filled (synchronously: the
+ * barrier after the wait orders it as on the GPU). */
+static void emu_cpasync(void *dst, const void *src, int32_t bytes, int32_t srcbytes)
+{
+    if (srcbytes > bytes)
+        srcbytes = bytes;
+    if (srcbytes > 0)
+        memcpy(dst, src, (size_t)srcbytes);
+    if (srcbytes < bytes)
+        memset((char *)dst + (srcbytes > 0 ? srcbytes : 0), 0, (size_t)(bytes - (srcbytes > 0 ? srcbytes : 0)));
+}
+
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].b16: lanes 8i..8i+7 give the row addresses of matrix
+ * i; lane l receives in out[i] the elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of matrix i, or
+ * with trans (2(l%4), l/4) and (2(l%4)+1, l/4). */
+static void emu_ldmatrix(void *addr, int32_t trans, uint32_t *out)
+{
+    emu_launch *L = emu_cur->L;
+    int t = emu_cur->tid, w = t / 32, lane = t % 32;
+    L->pslot[t] = addr;
+    pthread_barrier_wait(&L->wbar[w]);
+    for (int i = 0; i < 4; i++) {
+        uint16_t lo, hi;
+        if (!trans) {
+            const uint16_t *row = L->pslot[w * 32 + i * 8 + lane / 4];
+            lo = row[(lane % 4) * 2];
+            hi = row[(lane % 4) * 2 + 1];
+        } else {
+            const uint16_t *r0 = L->pslot[w * 32 + i * 8 + (lane % 4) * 2];
+            const uint16_t *r1 = L->pslot[w * 32 + i * 8 + (lane % 4) * 2 + 1];
+            lo = r0[lane / 4];
+            hi = r1[lane / 4];
+        }
+        out[i] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+    pthread_barrier_wait(&L->wbar[w]);
+}
+
+static float emu_h16(uint32_t reg, int half, int32_t bf16)
+{
+    uint16_t h = (uint16_t)(reg >> (16 * half));
+    return bf16 ? ic_bf16_to_f32(h) : ic_f16_to_f32(h);
+}
+
+/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: ab[0..3] this lane's A fragment, ab[4..5]
+ * its B fragment; c[0..3] its accumulators (rows l/4 and l/4+8, columns 2(l%4) and +1). */
+static void emu_mma(int32_t bf16, const uint32_t *ab, float *c)
+{
+    emu_launch *L = emu_cur->L;
+    int t = emu_cur->tid, w = t / 32, lane = t % 32;
+    memcpy(&L->xslot[t * 8], ab, 6 * sizeof *ab);
+    pthread_barrier_wait(&L->wbar[w]);
+    const uint32_t *x = &L->xslot[w * 32 * 8];
+    float d[4];
+    for (int r = 0; r < 4; r++) {
+        int row = lane / 4 + (r >= 2 ? 8 : 0), col = (lane % 4) * 2 + (r & 1);
+        float s = c[r];
+        for (int k = 0; k < 16; k++) {
+            int ta = (row % 8) * 4 + (k % 8) / 2, ra = (row >= 8) + 2 * (k >= 8);
+            int tb = col * 4 + (k % 8) / 2, rb = 4 + (k >= 8);
+            s += emu_h16(x[ta * 8 + ra], k % 2, bf16) * emu_h16(x[tb * 8 + rb], k % 2, bf16);
+        }
+        d[r] = s;
+    }
+    pthread_barrier_wait(&L->wbar[w]);
+    memcpy(c, d, sizeof d);
+}
+
 static void *worker(void *arg)
 {
     emu_thread *t = arg;
@@ -78,10 +148,12 @@ static ic_status launch(ic_ctx *c, emu_fn fn, int64_t grid, int block, void *con
     int nw = (block + 31) / 32;
     L.wbar = ic__calloc(c, (size_t)nw, sizeof *L.wbar);
     L.slot = ic__calloc(c, (size_t)block, sizeof *L.slot);
+    L.xslot = ic__calloc(c, (size_t)block * 8, sizeof *L.xslot);
+    L.pslot = ic__calloc(c, (size_t)block, sizeof *L.pslot);
     emu_thread *ts = ic__calloc(c, (size_t)block, sizeof *ts);
     pthread_t *th = ic__calloc(c, (size_t)block, sizeof *th);
     ic_status s = IC_OK;
-    if (!L.wbar || !L.slot || !ts || !th) {
+    if (!L.wbar || !L.slot || !L.xslot || !L.pslot || !ts || !th) {
         s = ic__error(c, IC_ENOMEM, "ptx emulator: out of memory");
         goto done;
     }
@@ -112,6 +184,8 @@ static ic_status launch(ic_ctx *c, emu_fn fn, int64_t grid, int block, void *con
 done:
     ic__free(c, L.wbar);
     ic__free(c, L.slot);
+    ic__free(c, L.xslot);
+    ic__free(c, L.pslot);
     ic__free(c, ts);
     ic__free(c, th);
     return s;
@@ -140,6 +214,8 @@ static ic_status define_symbols(ic_ctx *c, LLVMOrcLLJITRef j)
         { "ic__emu_barrier", (void *)emu_barrier }, { "ic__emu_shfl", (void *)emu_shfl },
         { "ic__emu_ex2", (void *)emu_ex2 },     { "ic__emu_h2f", (void *)emu_h2f },
         { "ic__emu_f2h", (void *)emu_f2h },     { "ic__emu_d2h", (void *)emu_d2h },
+        { "ic__emu_cpasync", (void *)emu_cpasync }, { "ic__emu_ldmatrix", (void *)emu_ldmatrix },
+        { "ic__emu_mma", (void *)emu_mma },
     };
     enum { N = sizeof syms / sizeof *syms };
     LLVMOrcCSymbolMapPair pairs[N];

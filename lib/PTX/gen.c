@@ -67,7 +67,7 @@ LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, LLVMTypeRe
     return LLVMBuildCall2(G->b, ft, fn, args, (unsigned)n, "");
 }
 
-static LLVMValueRef sreg(ic__pg *G, const char *name)
+LLVMValueRef ic__pg_sreg(ic__pg *G, const char *name)
 {
     if (G->emu)
         return ic__pg_ext(G, strstr(name, "ctaid") ? "ic__emu_ctaid" : "ic__emu_tid", G->t_i32, NULL, 0, NULL);
@@ -75,7 +75,7 @@ static LLVMValueRef sreg(ic__pg *G, const char *name)
 }
 
 /* Sets loop variables first..first+n-1 from flat index x (i64, 0 <= x < total). */
-static void decompose(ic__pg *G, LLVMValueRef x, int n, const int64_t *sizes, int first,
+void ic__pg_decompose(ic__pg *G, LLVMValueRef x, int n, const int64_t *sizes, int first,
                       int64_t total)
 {
     LLVMBuilderRef b = G->b;
@@ -97,7 +97,7 @@ static void decompose(ic__pg *G, LLVMValueRef x, int n, const int64_t *sizes, in
     }
 }
 
-static void emit_stage(ic__pg *G, int s)
+void ic__pg_emit_stage(ic__pg *G, int s)
 {
     const ic_stage *st = &G->k->stages[s];
     const ic__pplan *pl = G->pl;
@@ -124,14 +124,14 @@ static void emit_stage(ic__pg *G, int s)
 static void pointwise_at(ic__pg *G, LLVMValueRef base, int nl)
 {
     const ic_kernel *k = G->k;
-    decompose(G, base, k->nouter, k->outer, 0, G->pl->P);
+    ic__pg_decompose(G, base, k->nouter, k->outer, 0, G->pl->P);
     G->nl = nl;
     G->vec = nl > 1;
     G->valid = NULL;
     G->pvalid = NULL;
     G->it = -1;
     for (int s = 0; s < k->nstages; s++)
-        emit_stage(G, s);
+        ic__pg_emit_stage(G, s);
 }
 
 static void gen_pointwise(ic__pg *G)
@@ -184,7 +184,7 @@ static void inner_at(ic__pg *G, LLVMValueRef x)
     const ic_kernel *k = G->k;
     for (int d = 0; d < k->ninner; d++)
         G->var[k->nouter + d] = NULL;
-    decompose(G, x, k->ninner, k->inner, k->nouter, G->pl->N);
+    ic__pg_decompose(G, x, k->ninner, k->inner, k->nouter, G->pl->N);
 }
 
 static ic_dtype red_val_type(const ic__pg *G, int s, int i)
@@ -241,7 +241,7 @@ static void iterate(ic__pg *G, int s)
             }
             inner_at(G, x);
             G->it = pl->cache ? (int)it : -1;
-            emit_stage(G, s);
+            ic__pg_emit_stage(G, s);
         }
         G->valid = NULL;
         G->it = -1;
@@ -261,7 +261,7 @@ static void iterate(ic__pg *G, int s)
     G->valid = NULL;
     G->it = -1;
     inner_at(G, x);
-    emit_stage(G, s);
+    ic__pg_emit_stage(G, s);
     LLVMBuildStore(b, LLVMBuildAdd(b, x, ic__pg_i64(G, step), ""), px);
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, done);
@@ -451,7 +451,7 @@ static void combine_column(ic__pg *G, int s)
 }
 
 /* A zero-initialised array of the module in global memory (generic for the emulator). */
-static LLVMValueRef module_array(ic__pg *G, const char *suffix, LLVMTypeRef elt, int64_t n)
+LLVMValueRef ic__pg_module_array(ic__pg *G, const char *suffix, LLVMTypeRef elt, int64_t n)
 {
     char gname[300];
     snprintf(gname, sizeof gname, "%s_%s", LLVMGetValueName(G->fn), suffix);
@@ -480,8 +480,8 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
     const ic__pplan *pl = G->pl;
     const ic_stage *st = &G->k->stages[s];
     LLVMBuilderRef b = G->b;
-    LLVMValueRef ws = module_array(G, "ws", G->t_i8, pl->ws_bytes);
-    LLVMValueRef cnt = module_array(G, "cnt", G->t_i32, pl->P);
+    LLVMValueRef ws = ic__pg_module_array(G, "ws", G->t_i8, pl->ws_bytes);
+    LLVMValueRef cnt = ic__pg_module_array(G, "cnt", G->t_i32, pl->P);
     LLVMValueRef zero = ic__pg_i64(G, 0);
     LLVMValueRef crow[2] = { zero, row };
     LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, crow, 2, "");
@@ -603,7 +603,7 @@ static void gen_groups(ic__pg *G)
         grp = LLVMBuildSelect(b, G->pvalid, grp, ic__pg_i64(G, groups - 1), "");
     }
     LLVMValueRef first = row ? grp : LLVMBuildMul(b, grp, ic__pg_i64(G, pl->V), "");
-    decompose(G, first, k->nouter, k->outer, 0, pl->P);
+    ic__pg_decompose(G, first, k->nouter, k->outer, 0, pl->P);
     LLVMValueRef j0 = pl->T > 1 ? LLVMBuildICmp(b, LLVMIntEQ, G->j, ic__pg_i32(G, 0), "") : NULL;
     for (int s = 0; s < k->nstages; s++) {
         const ic_stage *st = &k->stages[s];
@@ -618,7 +618,7 @@ static void gen_groups(ic__pg *G)
             G->vec = G->nl > 1;
             G->valid = NULL;
             G->it = -1;
-            emit_stage(G, s);
+            ic__pg_emit_stage(G, s);
             ic__pg_endif(G, cont);
             G->pvalid = pv;
             continue;
@@ -640,7 +640,7 @@ static void gen_groups(ic__pg *G)
     }
 }
 
-static void annotate(ic__pg *G, const char *key, int val)
+void ic__pg_annotate(ic__pg *G, const char *key, int val)
 {
     LLVMMetadataRef md[3] = {
         LLVMValueAsMetadata(G->fn),
@@ -707,8 +707,8 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
             add_attr(G, (unsigned)i + 1, "readonly");
     }
     add_attr(G, (unsigned)LLVMAttributeFunctionIndex, "nounwind");
-    annotate(G, "kernel", 1);
-    annotate(G, "maxntidx", pl->block);
+    ic__pg_annotate(G, "kernel", 1);
+    ic__pg_annotate(G, "maxntidx", pl->block);
     G->entry = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "entry");
     LLVMPositionBuilderAtEnd(G->b, G->entry);
     G->smem = NULL;
@@ -721,12 +721,14 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
         LLVMSetInitializer(G->smem, LLVMGetUndef(at));
         LLVMSetAlignment(G->smem, 16);
     }
-    G->tid = sreg(G, "llvm.nvvm.read.ptx.sreg.tid.x");
-    G->bid = sreg(G, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+    G->tid = ic__pg_sreg(G, "llvm.nvvm.read.ptx.sreg.tid.x");
+    G->bid = ic__pg_sreg(G, "llvm.nvvm.read.ptx.sreg.ctaid.x");
     for (int v = 0; v < IC__PTX_NVARS; v++)
         G->var[v] = ic__pg_i64(G, 0);
     if (pl->mode == IC_PTX_POINTWISE)
         gen_pointwise(G);
+    else if (pl->mode == IC_PTX_GEMM)
+        ic__pgen_gemm(G);
     else
         gen_groups(G);
     LLVMBuildRetVoid(G->b);

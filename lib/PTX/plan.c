@@ -548,7 +548,7 @@ static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
         return bad_params(c, k, "blocks_per_row > 1 needs one REDUCE stage followed by BODY stages");
     if (!S) {
         S = 1;
-        if (sst >= 0 && !in->block)
+        if (sst >= 0 && !in->block && T >= 32)
             while (S < 65536 && pl->P * S * 2 * T <= (int64_t)nsms * 2048 && nvec >= S * 2 * T * 8)
                 S *= 2;
     }
@@ -661,9 +661,29 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
     int nsms = o && o->num_sms > 0 ? o->num_sms : 132;
     pl->P = outer_points(k);
     pl->N = inner_points(k);
-    pl->mode = in.mode ? in.mode : choose_mode(pl, k);
-    if ((unsigned)pl->mode > IC_PTX_COLUMN)
+    if ((unsigned)in.mode > IC_PTX_GEMM)
         return bad_params(c, k, "unknown mode");
+    if (!in.mode || in.mode == IC_PTX_GEMM) {
+        bool is_gemm = false;
+        if ((s = ic__pgemm_plan(c, k, bufs, &in, nsms, in.mode == IC_PTX_GEMM, pl, &is_gemm)))
+            return s;
+        if (is_gemm) {
+            if (pl->P == 0)
+                pl->grid = 0;
+            if (pl->grid > 0x7fffffff)
+                return ic__error(c, IC_EUNSUPPORTED, "ptx: kernel '%s': %lld blocks exceed the grid limit",
+                                 k->name, (long long)pl->grid);
+            pl->prm.mode = IC_PTX_GEMM;
+            pl->prm.block = pl->block;
+            pl->prm.vec = 1;
+            pl->prm.ept = 1;
+            pl->prm.threads_per_row = 1;
+            pl->prm.blocks_per_row = 1;
+            pl->prm.regs_elems = in.regs_elems;
+            return IC_OK;
+        }
+    }
+    pl->mode = in.mode ? in.mode : choose_mode(pl, k);
     bool inner = false;
     for (int st = 0; st < k->nstages; st++)
         inner |= k->stages[st].kind != IC_STAGE_BODY;
@@ -706,5 +726,6 @@ void ic__pplan_free(ic_ctx *c, ic__pplan *pl)
     ic__free(c, pl->smem_off);
     ic__free(c, pl->stored);
     ic__free(c, pl->used);
+    ic__pgemm_free(c, pl);
     memset(pl, 0, sizeof *pl);
 }

@@ -139,6 +139,25 @@ IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, 
 IC_HIDDEN LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what);
 IC_HIDDEN void ic__pg_endif(ic__pg *G, LLVMBasicBlockRef cont);
 IC_HIDDEN LLVMValueRef ic__pg_barrier(ic__pg *G);   /* bar.sync 0 */
+/* Sets loop variables first..first+n-1 from flat index x (i64, 0 <= x < total). */
+IC_HIDDEN void ic__pg_decompose(ic__pg *G, LLVMValueRef x, int n, const int64_t *sizes, int first,
+                                int64_t total);
+/* Emits stage s's instructions for the current lanes (G->nl, G->var, G->valid, G->pvalid). */
+IC_HIDDEN void ic__pg_emit_stage(ic__pg *G, int s);
+/* A zero-initialised array of n elements in global memory, private to the kernel. */
+IC_HIDDEN LLVMValueRef ic__pg_module_array(ic__pg *G, const char *suffix, LLVMTypeRef elt, int64_t n);
+IC_HIDDEN LLVMValueRef ic__pg_sreg(ic__pg *G, const char *intrinsic);   /* tid / ctaid */
+IC_HIDDEN void ic__pg_annotate(ic__pg *G, const char *key, int val);     /* nvvm.annotations */
+
+/* gemm.c: recognises a contraction kernel and plans its tiles (pl->gemm, mode GEMM): IC_OK
+ * with *is_gemm false when k is no contraction it handles; an error for bad GEMM params. */
+IC_HIDDEN ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs,
+                                   const ic_ptx_params *in, int nsms, bool forced,
+                                   ic__pplan *pl, bool *is_gemm);
+IC_HIDDEN void ic__pgemm_free(ic_ctx *c, ic__pplan *pl);
+IC_HIDDEN int ic__pgemm_smem_bytes(const ic__pplan *pl);   /* dynamic shared memory to launch with */
+/* Generates the kernel body of a GEMM plan (after the entry, tid and ctaid are set up). */
+IC_HIDDEN void ic__pgen_gemm(ic__pg *G);
 IC_HIDDEN void ic__pg_fence(ic__pg *G);             /* membar.gl */
 
 /* instr.c */

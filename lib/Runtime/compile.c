@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "compile-impl.h"
+#include "fold-impl.h" /* gemm: freezing folds constant subgraphs */
 #include "ic/fuse.h"
 #include "ic/runtime.h"
 
@@ -33,6 +34,7 @@ static void *alloc64(ic_ctx *c, size_t n, void **raw)
 typedef struct ic__variant {
     int64_t *vals;         /* symbol values it is specialised for ([nsyms]) */
     ic_graph *spec;        /* owned when the graph has symbols, else NULL */
+    ic_graph *folded;      /* freezing: the graph with constant subgraphs folded (owned) */
     const ic_graph *g;     /* the graph compiled (spec or the original) */
     ic_program *prog;      /* loop IR after fusion: buffers, kernel names */
     ic__jit *jit;
@@ -302,6 +304,7 @@ static void variant_destroy(ic_ctx *c, ic__variant *v)
         ic_program_destroy(v->prog);
     if (v->spec)
         ic_graph_destroy(v->spec);
+    ic_graph_destroy(v->folded);
     ic__free(c, v->vals);
     ic__free(c, v->argsig);
     ic__free(c, v->outsig);
@@ -337,6 +340,11 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         if ((s = ic_graph_specialize(cc->g, vals, &v->spec)))
             goto done;
         v->g = v->spec;
+    }
+    if (cc->o.freezing) { /* gemm: constant subgraphs (a cast of a weight) become params */
+        if ((s = ic__graph_fold_constants(c, v->g, &v->folded)))
+            goto done;
+        v->g = v->folded ? v->folded : v->g;
     }
     dbg_open(&dbg, c, &cc->o, v->g);
     dbg_write(&dbg, "graph.txt", print_graph, v->g);

@@ -791,7 +791,8 @@ Test(json_errors, unknown_and_mistyped_attrs)
     expect_node_fail(&e, N("transpose", "{\"dim0\": 0, \"dim1\": [1]}"), IC_EFORMAT, "n", "attr 'dim1' must be an integer, not a list");
     expect_node_fail(&e, N("permute", "{\"dims\": {\"0\": 1}}"), IC_EFORMAT, "n", "attr 'dims' must be a list, not an object");
     expect_node_fail(&e, "{\"name\": \"n\", \"op\": \"arange\", \"attrs\": {\"end\": \"10\"}}", IC_EFORMAT, "n", "attr 'end' must be a number, not a string");
-    expect_node_fail(&e, "{\"name\": \"n\", \"op\": \"full\", \"attrs\": {\"value\": true, \"shape\": [2], \"dtype\": \"bool\"}}", IC_EFORMAT, "n", "attr 'value' must be a number, not a boolean");
+    /* true/false are numbers 1/0 as in Python (full of bools); a string is not */
+    expect_node_fail(&e, "{\"name\": \"n\", \"op\": \"full\", \"attrs\": {\"value\": \"1\", \"shape\": [2], \"dtype\": \"bool\"}}", IC_EFORMAT, "n", "attr 'value' must be a number, not a string");
     expect_node_fail(&e, "{\"name\": \"n\", \"op\": \"full\", \"attrs\": {\"value\": 1, \"shape\": [-1], \"dtype\": \"f32\"}}", IC_EFORMAT, "n", "sizes cannot be negative");
     /* values the loader accepts but the op refuses: the builder's message, still located */
     expect_node_fail(&e, N("softmax", "{\"dim\": 5}"), IC_EINVAL, "n", "dim 5 is out of range");

@@ -149,8 +149,8 @@ static void assert_gemm_path(ic_ctx *c, const ic_graph *g, const ic_compile_opti
     int n = count_lines(ir, "define", ".gemm.work(");
     cr_assert(strstr(ir, ".gemm.micro.") != NULL, "graph '%s': no GEMM micro-kernel in the IR",
               ic_graph_name(g));
-    cr_assert(strstr(ir, "@llvm.fma.v") != NULL, "graph '%s': micro-kernel without vector fma",
-              ic_graph_name(g));
+    cr_assert(strstr(ir, "@llvm.fma.v") != NULL || strstr(ir, "@llvm.x86.avx512bf16.dpbf16ps") != NULL,
+              "graph '%s': micro-kernel without vector fma or bf16 dot products", ic_graph_name(g));
     cr_assert_eq(n, want, "graph '%s': %d GEMM kernels, want %d", ic_graph_name(g), n, want);
     free(ir);
 }
@@ -770,5 +770,81 @@ Test(gemm, hand_built_kernels_run)
         free(A), free(B), free(C), free(W);
         free(kb);
     }
+    ic_ctx_destroy(c);
+}
+
+/* bf16 x bf16: vdpbf16ps on pairs along k when the host has AVX512-BF16 (odd K, several passes
+ * over K, edges), the f32 conversion otherwise; both match the reference. */
+Test(gemm, bf16_dot_products_and_conversion)
+{
+    ic_ctx *c = ict_ctx();
+    ic_codegen_target *t;
+    cr_assert_eq(ic_codegen_target_create(c, &t), IC_OK);
+    bool host = strstr(ic_codegen_target_features(t), "+avx512bf16") != NULL;
+    ic_graph *g = linear_graph(c, 19, 45, 37, true, IC_OP_RELU, false, IC_BF16, false);
+    ic_program *p0, *p;
+    cr_assert_eq(ic_lower(c, g, &p0), IC_OK);
+    cr_assert_eq(ic_fuse(c, p0, NULL, &p), IC_OK);
+    int nargs = ic_graph_num_args(g);
+    ic_tensor *args = make_args(c, g, 8u);
+    ic_tensor want;
+    cr_assert_eq(ic_ref_run(c, g, NULL, nargs, args, 1, &want), IC_OK);
+    ic_gemm_params ps[] = {
+        { .bf16_dot = 1 }, { .bf16_dot = -1 },
+        { .bf16_dot = 1, .kc = 7, .mr = 3, .mc = 5, .nc = 16, .threads = 2, .serial_flops = 1 },
+    };
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        ic_codegen_params cp;
+        ic_codegen_params_default(t, ic_program_kernel(p, 0), ic_program_buffer(p, 0), &cp);
+        cp.gemm = ps[i];
+        ic_llvm_module *m;
+        cr_assert_eq(ic_llvmgen(c, p, t, &cp, &m), IC_OK, "%s", ic_last_error(c));
+        char *ir = ic_llvm_module_ir_string(m);
+        bool dot = strstr(ir, "@llvm.x86.avx512bf16.dpbf16ps") != NULL;
+        cr_assert_eq(dot, host && ps[i].bf16_dot == 1, "params %zu: dot products %d, host avx512bf16 %d", i, dot, host);
+        free(ir);
+        ic_llvm_module_destroy(m);
+        ic_tensor got;
+        ic_tensor_init(&got, IC_BF16, want.rank, want.shape, NULL);
+        cr_assert_eq(ic_tensor_alloc(c, &got), IC_OK);
+        run_kernel(c, p, &cp, args, &got);
+        char msg[1024];
+        cr_assert(ict_allclose(&got, &want, msg, sizeof msg), "params %zu: %s", i, msg);
+        ic_tensor_free(c, &got);
+    }
+    ic_tensor_free(c, &want);
+    free_tensors(c, args, nargs);
+    ic_program_destroy(p);
+    ic_program_destroy(p0);
+    ic_graph_destroy(g);
+    ic_codegen_target_destroy(t);
+    ic_ctx_destroy(c);
+}
+
+/* Freezing folds constant subgraphs: a cast of a bf16 weight is computed once at compile time
+ * and packed, so the compiled graph is the GEMM alone. */
+Test(gemm, freezing_folds_a_cast_of_a_weight)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "cast_weight");
+    ic_value x = input(g, "x", IC_F32, 2, (int64_t[]){ 37, 65 });
+    ic_value w = param_data(g, "w", IC_BF16, 2, (int64_t[]){ 129, 65 }, 21u);
+    ic_value b = param_data(g, "b", IC_F16, 1, (int64_t[]){ 129 }, 22u);
+    ic_value w32 = cast(g, "w32", w, IC_F32), b32 = cast(g, "b32", b, IC_F32);
+    ic_operand in[3] = { ic_val(x), ic_val(w32), ic_val(b32) };
+    output(g, op1(g, "y", IC_OP_RELU, node(g, "fc", IC_OP_LINEAR, 3, in, NULL)));
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    ic_compiled *cc;
+    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK);
+    int plain = ic_compiled_num_kernels(cc);
+    ic_compiled_destroy(cc);
+    o.freezing = 1;
+    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    int frozen = ic_compiled_num_kernels(cc);
+    ic_compiled_destroy(cc);
+    cr_assert(plain >= 2 && frozen == 1, "kernels: %d without freezing, %d with", plain, frozen);
+    check_opts(c, g, &o, 1);
+    ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }

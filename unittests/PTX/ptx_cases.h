@@ -12,7 +12,7 @@
 #include "testutil.h"
 #include "ic/ptx.h"
 
-enum { POS = 1, TIES = 2, SMALL = 4, NOFUSE = 8 };
+enum { POS = 1, TIES = 2, SMALL = 4, NOFUSE = 8, FUSEDONLY = 16 };
 
 /* A graph from JSON written with single quotes. */
 static ic_graph *graph_json(ic_ctx *c, const char *text)
@@ -91,8 +91,50 @@ typedef void (*case_fn)(const char *name, const char *json, unsigned flags, cons
 
 typedef enum {
     CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
-    CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE, CASES_COUNT
+    CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE,
+    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_COUNT
 } case_group;
+
+/* Contractions through the GEMM kernels in dtype dt: odd shapes (1, 3, 17, 97, 257), every
+ * operand layout (k-contiguous, o-contiguous through a transpose, neither), batches,
+ * broadcasting, merged m dims, and epilogues (bias, relu, gelu, residual, cast). */
+static void gemm_cases(case_fn f, const char *dt)
+{
+    char json[2048], name[200];
+#define GEMM_CASE(nm, ins, nodes)                                                                     do {                                                                                                  snprintf(json, sizeof json, "{'ic_graph':1,'name':'t','inputs':[%s],'nodes':[%s],'outputs':['y']}",                  ins, nodes);                                                                             snprintf(name, sizeof name, "gemm %s %s", dt, nm);                                                f(name, json, 0, NULL);                                                                       } while (0)
+    char in1[512], in2[512], in3[512];
+#define T3(a, b, c) (snprintf(in1, sizeof in1, "{'name':'a','dtype':'%s','shape':%s}", dt, a),                      snprintf(in2, sizeof in2, ",{'name':'b','dtype':'%s','shape':%s}", dt, b),                      snprintf(in3, sizeof in3, c ? ",{'name':'c','dtype':'%s','shape':%s}" : "%.0s%.0s", dt, c ? c : ""),                      strcat(strcat(in1, in2), in3))
+    GEMM_CASE("matmul 17x97x33", T3("[17,97]", "[97,33]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("matmul 257x64x136 (16-byte copies)", T3("[257,64]", "[64,136]", NULL),
+              "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("matmul 3x257x97", T3("[3,257]", "[257,97]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("matmul 1x64x97", T3("[1,64]", "[64,97]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("matmul 97x16x1", T3("[97,16]", "[16,1]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("linear bias relu 97x64 -> 48", T3("[97,64]", "[48,64]", "[48]"),
+              "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'relu','inputs':['h']}");
+    GEMM_CASE("linear bias gelu 17x33 -> 97", T3("[17,33]", "[97,33]", "[97]"),
+              "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'gelu','inputs':['h']}");
+    GEMM_CASE("linear residual 3x5x32 -> 24", T3("[3,5,32]", "[24,32]", "[3,5,24]"),
+              "{'name':'h','op':'linear','inputs':['a','b']},{'name':'y','op':'add','inputs':['h','c']}");
+    GEMM_CASE("bmm 3x17x32x24", T3("[3,17,32]", "[3,32,24]", NULL), "{'name':'y','op':'bmm','inputs':['a','b']}");
+    GEMM_CASE("bmm 2x33x17x9", T3("[2,33,17]", "[2,17,9]", NULL), "{'name':'y','op':'bmm','inputs':['a','b']}");
+    GEMM_CASE("matmul broadcast 2x1x17x16 @ 3x16x9", T3("[2,1,17,16]", "[3,16,9]", NULL),
+              "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("transposed a (m contiguous) 64x40 -> 40x64 @ 64x24", T3("[64,40]", "[64,24]", NULL),
+              "{'name':'t','op':'transpose','inputs':['a'],'attrs':{'dim0':0,'dim1':1}},"
+              "{'name':'y','op':'matmul','inputs':['t','b']}");
+    GEMM_CASE("transposed b (n contiguous) 24x40 @ (40x16)^T", T3("[24,40]", "[16,40]", NULL),
+              "{'name':'t','op':'transpose','inputs':['b'],'attrs':{'dim0':0,'dim1':1}},"
+              "{'name':'y','op':'matmul','inputs':['a','t']}");
+    GEMM_CASE("both transposed 33x17", T3("[33,17]", "[9,33]", NULL),
+              "{'name':'t','op':'transpose','inputs':['a'],'attrs':{'dim0':0,'dim1':1}},"
+              "{'name':'u','op':'transpose','inputs':['b'],'attrs':{'dim0':0,'dim1':1}},"
+              "{'name':'y','op':'matmul','inputs':['t','u']}");
+    GEMM_CASE("linear then cast to f32", T3("[40,32]", "[24,32]", NULL),
+              "{'name':'h','op':'linear','inputs':['a','b']},{'name':'y','op':'cast','inputs':['h'],'attrs':{'dtype':'f32'}}");
+#undef T3
+#undef GEMM_CASE
+}
 
 static void unary_case(case_fn f, const char *op, const char *dt, const char *attrs, unsigned flags)
 {
@@ -351,6 +393,76 @@ static void ptx_cases(case_group g, case_fn f)
             f(name, pw, NOFUSE, &ps[i]);
             snprintf(name, sizeof name, "pointwise bf16 params %zu", i);
             f(name, pwb, NOFUSE, &ps[i]);
+        }
+        break;
+    }
+    case CASES_GEMM_F32:
+        gemm_cases(f, "f32");
+        break;
+    case CASES_GEMM_F16:
+        gemm_cases(f, "f16");
+        break;
+    case CASES_GEMM_BF16:
+        gemm_cases(f, "bf16");
+        break;
+    case CASES_GEMM_PARAMS: {
+        const char *lb = GRAPH(IN("x", "bf16", "[97,256]") "," IN("w", "bf16", "[40,256]") "," IN("b", "bf16", "[40]"),
+                               "{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'relu','inputs':['h']}", "'y'");
+        const char *lh = GRAPH(IN("x", "f16", "[17,257]") "," IN("w", "f16", "[257,72]"),
+                               "{'name':'y','op':'matmul','inputs':['x','w']}", "'y'");
+        const char *lf = GRAPH(IN("x", "f32", "[97,200]") "," IN("w", "f32", "[200,40]") "," IN("b", "f32", "[40]"),
+                               "{'name':'h','op':'matmul','inputs':['x','w']},{'name':'y','op':'add','inputs':['h','b']}", "'y'");
+        static const ic_ptx_params tc[] = {
+            { .split_k = 4 },
+            { .split_k = 3, .tile_k = 16, .stages = 2 },
+            { .tile_m = 64, .tile_n = 64, .warps_m = 2, .warps_n = 2, .stages = 3 },
+            { .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps_m = 4, .warps_n = 1, .stages = 2 },
+            { .tile_m = 32, .tile_n = 128, .warps_m = 1, .warps_n = 8, .split_k = 2 },
+            { .mode = IC_PTX_ROW },
+        };
+        static const ic_ptx_params ff[] = {
+            { .split_k = 5 },
+            { .tile_m = 32, .tile_n = 64, .tile_k = 8, .stages = 2 },
+            { .tile_m = 64, .tile_n = 128, .tile_k = 32, .stages = 4, .split_k = 2 },
+            { .mode = IC_PTX_GEMM, .tile_m = 128, .tile_n = 128 },
+        };
+        for (size_t i = 0; i < sizeof tc / sizeof *tc; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "gemm bf16 linear relu params %zu", i);
+            f(name, lb, FUSEDONLY, &tc[i]);
+            snprintf(name, sizeof name, "gemm f16 matmul params %zu", i);
+            f(name, lh, FUSEDONLY, &tc[i]);
+        }
+        for (size_t i = 0; i < sizeof ff / sizeof *ff; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "gemm f32 matmul bias params %zu", i);
+            f(name, lf, FUSEDONLY, &ff[i]);
+        }
+        break;
+    }
+    case CASES_SPLIT_ROWS: {
+        const char *full = GRAPH(IN("x", "f32", "[3,1000,7]"), "{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[0,1,2]}}", "'y'");
+        const char *rows = GRAPH(IN("x", "bf16", "[3,5000]"), "{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[1]}}", "'y'");
+        const char *am = GRAPH(IN("x", "f32", "[2,3000]"), "{'name':'y','op':'argmax','inputs':['x'],'attrs':{'dim':1}}", "'y'");
+        const char *mx = GRAPH(IN("x", "f32", "[4000]"), "{'name':'m','op':'amax','inputs':['x'],'attrs':{'dims':[0]}},"
+                               "{'name':'y','op':'mul','inputs':['m',2.0]}", "'y'");
+        static const ic_ptx_params ps[] = {
+            { 0 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 32, .blocks_per_row = 4 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 64, .blocks_per_row = 16 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 128, .blocks_per_row = 2, .regs_elems = -1 },
+            { .mode = IC_PTX_ROW, .threads_per_row = 256, .blocks_per_row = 64 },
+        };
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "full sum split params %zu", i);
+            f(name, full, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "bf16 row sums split params %zu", i);
+            f(name, rows, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "argmax split params %zu", i);
+            f(name, am, NOFUSE | TIES, &ps[i]);
+            snprintf(name, sizeof name, "amax then mul split params %zu", i);
+            f(name, mx, FUSEDONLY, &ps[i]);
         }
         break;
     }

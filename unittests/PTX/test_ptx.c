@@ -94,6 +94,18 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
         cr_assert(strstr(text, entry), "%s: no '%s' in the PTX", name, entry);
         cr_assert(!strncmp(k->name, "gpu_", 4), "%s: kernel name '%s' lacks gpu_", name, k->name);
     }
+    if (!strncmp(name, "gemm", 4) && !(params && params[0].mode == IC_PTX_ROW)) {
+        /* the contraction went through the GEMM kernels, tensor cores for 16-bit operands */
+        bool gemm = false;
+        for (int i = 0; i < ic_ptx_module_num_kernels(m); i++)
+            gemm |= ic_ptx_module_kernel(m, i)->mode == IC_PTX_GEMM;
+        cr_assert(gemm, "%s: no kernel was mapped to GEMM", name);
+        if (strstr(name, "f16") || strstr(name, "bf16"))
+            cr_assert(strstr(text, "mma.sync.aligned.m16n8k16") && strstr(text, "ldmatrix"),
+                      "%s: no mma.sync / ldmatrix in the PTX", name);
+        if (strstr(name, "16-byte"))
+            cr_assert(strstr(text, "cp.async.cg.shared.global"), "%s: no 16-byte cp.async", name);
+    }
     char log[4096];
     cr_assert(assemble(text, log, sizeof log), "%s: ptxas refused the PTX:\n%s", name, log);
     nassembled += ptxas_path() != NULL;
@@ -128,7 +140,7 @@ static void check_graph_params(const char *name, const char *json, unsigned flag
     ic_status s = ic_ref_run(c, g, NULL, nargs, args, nouts, ref);
     cr_assert_eq(s, IC_OK, "%s: ic_ref_run: %s", name, ic_last_error(c));
     for (int fused = 0; fused < 2; fused++) {
-        if (fused && (flags & NOFUSE))
+        if ((fused && (flags & NOFUSE)) || (!fused && (flags & FUSEDONLY)))
             continue;
         ic_program *p = program(c, g, fused);
         int nk = ic_program_num_kernels(p);
@@ -205,6 +217,33 @@ Test(ptx, views_cat_gather_creation)
 Test(ptx, contractions)
 {
     ptx_cases(CASES_CONTRACT, check_case);
+}
+
+/* ---- GEMM: tensor cores (emulated mma/ldmatrix/cp.async) and FFMA, epilogues, params ---- */
+
+Test(ptx, gemm_f32)
+{
+    ptx_cases(CASES_GEMM_F32, check_case);
+}
+
+Test(ptx, gemm_f16)
+{
+    ptx_cases(CASES_GEMM_F16, check_case);
+}
+
+Test(ptx, gemm_bf16)
+{
+    ptx_cases(CASES_GEMM_BF16, check_case);
+}
+
+Test(ptx, gemm_params_split_k_tiles_stages)
+{
+    ptx_cases(CASES_GEMM_PARAMS, check_case);
+}
+
+Test(ptx, rows_split_across_blocks)
+{
+    ptx_cases(CASES_SPLIT_ROWS, check_case);
 }
 
 /* ---- launch geometry: every mapping and combine path ---- */

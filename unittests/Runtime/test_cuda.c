@@ -78,10 +78,17 @@ static void run_and_compare(ic_ctx *c, ic_cuda *d, const char *name, const ic_gr
     ic_cuda_compiled_destroy(cc);
 }
 
-static int kernels_of(ic_ctx *c, const ic_graph *g)
+static int kernels_of(ic_ctx *c, const ic_graph *g, bool fused)
 {
-    ic_program *p = NULL;
+    ic_program *p = NULL, *f = NULL;
     cr_assert_eq(ic_lower(c, g, &p), IC_OK, "%s", ic_last_error(c));
+    if (fused) {
+        ic_fuse_options fo;
+        ic_fuse_options_init(&fo);
+        cr_assert_eq(ic_fuse(c, p, &fo, &f), IC_OK, "%s", ic_last_error(c));
+        ic_program_destroy(p);
+        p = f;
+    }
     int n = ic_program_num_kernels(p);
     ic_program_destroy(p);
     return n;
@@ -101,9 +108,10 @@ static void gpu_case(const char *name, const char *json, unsigned flags, const i
     make_args(c, g, flags, args, &nargs);
     cr_assert_eq(ic_ref_run(c, g, NULL, nargs, args, nouts, ref), IC_OK, "%s: %s", name, ic_last_error(c));
     char what[300];
-    if (params) { /* one kernel per op, the params on each */
-        ic_cuda_options o = opts(IC_CUDA_DEFAULT, true);
-        int nk = kernels_of(c, g);
+    if (params) { /* one kernel per op (FUSEDONLY: the fused kernels), the params on each */
+        bool fused = flags & FUSEDONLY;
+        ic_cuda_options o = opts(IC_CUDA_DEFAULT, !fused);
+        int nk = kernels_of(c, g, fused);
         ic_ptx_params *pp = calloc((size_t)nk, sizeof *pp);
         for (int i = 0; i < nk; i++)
             pp[i] = *params;
@@ -150,6 +158,11 @@ GPU_GROUP(contractions, CASES_CONTRACT)
 GPU_GROUP(geometry_rows, CASES_GEO_ROW)
 GPU_GROUP(geometry_columns, CASES_GEO_COLUMN)
 GPU_GROUP(geometry_pointwise, CASES_GEO_POINTWISE)
+GPU_GROUP(gemm_f32, CASES_GEMM_F32)
+GPU_GROUP(gemm_f16, CASES_GEMM_F16)
+GPU_GROUP(gemm_bf16, CASES_GEMM_BF16)
+GPU_GROUP(gemm_params, CASES_GEMM_PARAMS)
+GPU_GROUP(rows_split_across_blocks, CASES_SPLIT_ROWS)
 
 Test(cuda, bundled_graphs)
 {

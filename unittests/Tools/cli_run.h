@@ -1,7 +1,9 @@
-/* cli_run.h - running the built tools (IC_BUILD_DIR/ic-run, ic-dump) from the Tools tests:
- * exit status, stdout and stderr captured, and the checks every CLI test makes (exit 1 with
- * exactly one "<tool>: ..." line on stderr). Included by each test_*.c of this folder; all
- * helpers are static inline so a file may use only some of them. */
+/* cli_run.h - running the built tools (ic-run, ic-dump) from the Tools tests: exit status,
+ * stdout and stderr captured, and the checks every CLI test makes (exit 1 with exactly one
+ * "<tool>: ..." line on stderr). The tools are taken from the folder of the test executable
+ * (the build folder, wherever it was copied), else IC_BUILD_DIR; the source tree from
+ * $IC_SOURCE_DIR when set (tests run on another machine), else IC_SOURCE_DIR. Included by each
+ * test_*.c of this folder; all helpers are static inline so a file may use only some. */
 #ifndef IC_TEST_CLI_RUN_H
 #define IC_TEST_CLI_RUN_H
 
@@ -37,7 +39,32 @@ static inline char *read_text(const char *path)
     return s;
 }
 
-/* Runs IC_BUILD_DIR/tool with args (already shell-quoted) in folder dir (its working
+/* The folder holding ic-run and ic-dump: this executable's own when they are there (a build
+ * folder carried to another machine keeps working), else the build folder it came from. */
+static inline const char *tool_dir(void)
+{
+    static char dir[4096];
+    if (dir[0])
+        return dir;
+    char exe[4096], probe[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(probe, sizeof probe, "%s/ic-run", exe);
+            if (access(probe, X_OK) == 0) {
+                snprintf(dir, sizeof dir, "%s", exe);
+                return dir;
+            }
+        }
+    }
+    snprintf(dir, sizeof dir, "%s", IC_BUILD_DIR);
+    return dir;
+}
+
+/* Runs tool_dir()/tool with args (already shell-quoted) in folder dir (its working
  * directory, so debug folders land there), stdin from /dev/null. env: "VAR=value ..."
  * assignments put before the command, or NULL. */
 static inline run_result run_tool_env(const char *dir, const char *env, const char *tool,
@@ -46,10 +73,10 @@ static inline run_result run_tool_env(const char *dir, const char *env, const ch
     char cmd[32768], outp[4096], errp[4096];
     snprintf(outp, sizeof outp, "%s/.stdout", dir);
     snprintf(errp, sizeof errp, "%s/.stderr", dir);
-    snprintf(cmd, sizeof cmd, "%s/%s", IC_BUILD_DIR, tool);
+    snprintf(cmd, sizeof cmd, "%s/%s", tool_dir(), tool);
     cr_assert(access(cmd, X_OK) == 0, "%s is not built (build everything before ctest)", cmd);
     snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/%s' %s </dev/null >'%s' 2>'%s'", dir,
-             env ? env : "", IC_BUILD_DIR, tool, args, outp, errp);
+             env ? env : "", tool_dir(), tool, args, outp, errp);
     int st = system(cmd);
     run_result r = { -1, NULL, NULL };
     cr_assert(st != -1, "system(%s) failed", cmd);
@@ -99,13 +126,20 @@ static inline void assert_fails_rc_(const run_result *r, int rc, const char *too
 #define assert_mismatch(r, what, ...)                                                       \
     assert_fails_rc_(&(r), 2, "ic-run", (what), (const char *const[]){ __VA_ARGS__, NULL })
 
+/* The source tree: $IC_SOURCE_DIR when set, else the one this test was built from. */
+static inline const char *source_root(void)
+{
+    const char *e = getenv("IC_SOURCE_DIR");
+    return e && *e ? e : IC_SOURCE_DIR;
+}
+
 /* A path under the source tree, in a rotating static buffer (8 slots). */
 static inline const char *src(const char *rel)
 {
     static char bufs[8][4096];
     static int k;
     char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", IC_SOURCE_DIR, rel);
+    snprintf(b, sizeof bufs[0], "%s/%s", source_root(), rel);
     return b;
 }
 

@@ -749,7 +749,7 @@ Test(cli_compiled, dump_llvm_is_parseable)
     }
     char cmd[16384];
     snprintf(cmd, sizeof cmd, "'%s/ic-dump' '%s' --stage llvm-opt > '%s/k.ll' && '%s' '%s/k.ll' -o /dev/null",
-             IC_BUILD_DIR, src("benchmarks/graphs/seed_pattern.json"), dir, as, dir);
+             tool_dir(), src("benchmarks/graphs/seed_pattern.json"), dir, as, dir);
     cr_assert_eq(system(cmd), 0, "llvm-as rejects ic-dump --stage llvm-opt: %s", cmd);
     ict_rmtree(dir);
 }

@@ -1,0 +1,974 @@
+/* gemm.c - contractions as tiled shared-memory GEMMs.
+ *
+ * Recognition: a kernel whose only inner stage is a REDUCE stage summing load(A) * load(B)
+ * (each load optionally cast to f32) over one inner dim k, with offsets affine in the loop
+ * variables, followed by BODY stages only (the epilogue: bias, activation, residual, casts,
+ * the store). Outer variables only A depends on are m (adjacent ones that merge linearly
+ * become one m), those only B depends on are n, the rest are batch dims; strides are free.
+ *
+ * Tensor cores (A and B both f16 or both bf16): a block computes a tile_m x tile_n tile with
+ * warps_m x warps_n warps, each warp (tile_m / warps_m) x (tile_n / warps_n) outputs as
+ * mma.sync.m16n8k16 fragments accumulated in f32. Tiles of A and B go through `stages`
+ * shared-memory buffers filled by cp.async (16 bytes, zero-filled past the edges) while the
+ * warps work on an earlier buffer; fragments come out with ldmatrix (.trans when the operand
+ * is contiguous along m or n). Rows of 16-byte chunks are XOR-swizzled so ldmatrix and the
+ * copies are free of bank conflicts. Operands whose layout or alignment does not allow
+ * 16-byte copies are loaded element by element (same tiles, slower).
+ * FFMA (f32, or mixed dtypes): the same pipeline with A stored [k][m] and B [k][n] (padded),
+ * a thread computing 8 x 8 outputs from 16-byte shared-memory reads.
+ * split_k > 1: blocks along k write their partial tiles to a workspace of the module; the
+ * last block of a tile (atomic counter) sums them in split order (deterministic) and runs
+ * the epilogue. The epilogue is the kernel's BODY stages emitted on the accumulators, so
+ * bias, activations and casts happen in registers before the only store.
+ *
+ * The emulator (G->emu) gets the same code with ldmatrix, mma and cp.async as calls into
+ * emu.c that implement their warp-level semantics. */
+#include <string.h>
+#include "ptx-impl.h"
+
+enum { LD_FAST16, LD_ELEM4, LD_GENERIC };
+
+typedef struct {
+    int buf;
+    ic_dtype dt;                  /* buffer dtype */
+    int64_t c0, so, sk;           /* offset = c0 + batch + so * o + sk * k */
+    int64_t cb[IC_MAX_RANK];      /* batch coefficients, per batch dim */
+    int64_t O;                    /* extent of o (M or N) */
+    bool kmajor;                  /* shared tile rows are o (k contiguous) */
+    int mode;                     /* LD_* */
+    int R, C;                     /* shared tile: R rows of C elements */
+    int pitch;                    /* bytes per row */
+    int es;                       /* element bytes in shared memory */
+    int off;                      /* byte offset in a stage */
+} ic__gop;
+
+typedef struct ic__pgemm {
+    int rs, ri;                   /* the REDUCE stage and instruction */
+    bool tc;                      /* tensor cores; else FFMA */
+    bool bf16;
+    int nmv, mv[IC_MAX_RANK];     /* loop variables merged into m, outer to inner */
+    int nv;                       /* n's loop variable, -1: N == 1 */
+    int nbv, bv[IC_MAX_RANK];     /* batch loop variables */
+    int64_t M, N, K, Bt;
+    ic__gop A, B;
+    int BM, BN, BK, WM, WN, ST, SK, threads;
+    int64_t tm, tn, ntiles, kchunk; /* tiles along m and n, tiles in all, k per split */
+    int stage_bytes, smem, flag_off;
+    int nacc;                     /* accumulators per thread */
+} ic__pgemm;
+
+/* ---- recognition ---- */
+
+static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+/* The load behind value i of stage s: itself, or through float casts. -1: none. */
+static int load_behind(const ic_stage *st, int i)
+{
+    while (st->instr[i].op == IC_L_CAST && (st->instr[i].type == IC_F32 || st->instr[i].type == IC_F64))
+        i = st->instr[i].a;
+    return st->instr[i].op == IC_L_LOAD ? i : -1;
+}
+
+static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer *bufs, ic__pgemm *g)
+{
+    if (k->ninner != 1 || k->nouter < 1 || k->nstages < 2 || k->stages[0].kind != IC_STAGE_REDUCE)
+        return false;
+    for (int s = 1; s < k->nstages; s++)
+        if (k->stages[s].kind != IC_STAGE_BODY)
+            return false;
+    const ic_stage *st = &k->stages[0];
+    int red = -1;
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op == IC_L_STORE || in->op == IC_L_ACC)
+            return false;
+        if (in->op == IC_L_REDUCE) {
+            if (red >= 0 || in->pred != IC_RED_SUM || in->type != IC_F32)
+                return false;
+            red = i;
+        }
+    }
+    if (red < 0)
+        return false;
+    const ic_linstr *mul = &st->instr[st->instr[red].a];
+    if (mul->op != IC_L_MUL || mul->type != IC_F32)
+        return false;
+    int la = load_behind(st, mul->a), lb = load_behind(st, mul->b);
+    if (la < 0 || lb < 0)
+        return false;
+    /* every other load of the stage would be dead weight: refuse rather than guess */
+    for (int i = 0; i < st->ninstr; i++)
+        if (st->instr[i].op == IC_L_LOAD && i != la && i != lb)
+            return false;
+    const ic__pinfo *oa = &pl->info[0][st->instr[la].a], *ob = &pl->info[0][st->instr[lb].a];
+    int kv = k->nouter;
+    if (!oa->affine || !ob->affine || !oa->coef[kv] || !ob->coef[kv])
+        return false;
+    memset(g, 0, sizeof *g);
+    g->rs = 0;
+    g->ri = red;
+    g->A.buf = st->instr[la].buf;
+    g->B.buf = st->instr[lb].buf;
+    g->A.dt = bufs[g->A.buf].dtype;
+    g->B.dt = bufs[g->B.buf].dtype;
+    if (g->A.dt != IC_F32 && !is16(g->A.dt))
+        return false;
+    if (g->B.dt != IC_F32 && !is16(g->B.dt))
+        return false;
+    /* the casts must go straight to f32 (an f64 detour would change the rounding) */
+    for (int i = mul->a; st->instr[i].op == IC_L_CAST; i = st->instr[i].a)
+        if (st->instr[i].type != IC_F32)
+            return false;
+    for (int i = mul->b; st->instr[i].op == IC_L_CAST; i = st->instr[i].a)
+        if (st->instr[i].type != IC_F32)
+            return false;
+    /* classify the outer variables */
+    int cls[IC_MAX_RANK]; /* 0 batch, 1 m, 2 n */
+    for (int v = 0; v < k->nouter; v++) {
+        bool da = oa->coef[v] != 0, db = ob->coef[v] != 0;
+        cls[v] = k->outer[v] > 1 && da && !db ? 1 : k->outer[v] > 1 && !da && db ? 2 : 0;
+    }
+    int vm = -1, vn = -1;
+    for (int v = 0; v < k->nouter; v++) {
+        if (cls[v] == 1)
+            vm = v;
+        if (cls[v] == 2)
+            vn = v;
+    }
+    g->nmv = 0;
+    g->M = 1;
+    g->A.so = 0;
+    if (vm >= 0) { /* merge adjacent m variables laid out linearly (x[b, s, k] @ w) */
+        int first = vm;
+        while (first > 0 && cls[first - 1] == 1 && oa->coef[first - 1] == oa->coef[first] * k->outer[first])
+            first--;
+        for (int v = first; v <= vm; v++) {
+            g->mv[g->nmv++] = v;
+            g->M *= k->outer[v];
+        }
+        g->A.so = oa->coef[vm];
+    }
+    g->nv = vn;
+    g->N = vn >= 0 ? k->outer[vn] : 1;
+    g->B.so = vn >= 0 ? ob->coef[vn] : 0;
+    g->nbv = 0;
+    g->Bt = 1;
+    for (int v = 0; v < k->nouter; v++) {
+        bool in_m = false;
+        for (int i = 0; i < g->nmv; i++)
+            in_m |= g->mv[i] == v;
+        if (in_m || v == vn)
+            continue;
+        g->A.cb[g->nbv] = oa->coef[v];
+        g->B.cb[g->nbv] = ob->coef[v];
+        g->bv[g->nbv++] = v;
+        g->Bt *= k->outer[v];
+    }
+    g->K = k->inner[0];
+    g->A.c0 = oa->c0;
+    g->B.c0 = ob->c0;
+    g->A.sk = oa->coef[kv];
+    g->B.sk = ob->coef[kv];
+    g->A.O = g->M;
+    g->B.O = g->N;
+    g->tc = is16(g->A.dt) && g->A.dt == g->B.dt;
+    g->bf16 = g->A.dt == IC_BF16;
+    return true;
+}
+
+/* ---- planning ---- */
+
+static bool aligned(const ic__gop *x, int64_t q, int nbv)
+{
+    if (x->c0 % q)
+        return false;
+    for (int i = 0; i < nbv; i++)
+        if (x->cb[i] % q)
+            return false;
+    return true;
+}
+
+/* Shared layout and copy mode of one operand. */
+static void plan_operand(ic__gop *x, const ic__pgemm *g, int BO)
+{
+    if (g->tc) {
+        x->es = 2;
+        if (x->sk == 1 && x->so % 8 == 0 && aligned(x, 8, g->nbv)) {
+            x->kmajor = true;
+            x->mode = LD_FAST16;
+        } else if (x->so == 1 && x->sk % 8 == 0 && aligned(x, 8, g->nbv)) {
+            x->kmajor = false;
+            x->mode = LD_FAST16;
+        } else {
+            x->kmajor = x->sk == 1 || x->so != 1;
+            x->mode = LD_GENERIC;
+        }
+        x->R = x->kmajor ? BO : g->BK;
+        x->C = x->kmajor ? g->BK : BO;
+        x->pitch = x->C * 2;
+    } else {
+        x->es = 4;
+        x->kmajor = false; /* rows are k: threads read 4 adjacent o at once */
+        if (x->dt == IC_F32 && x->so == 1 && x->sk % 4 == 0 && aligned(x, 4, g->nbv))
+            x->mode = LD_FAST16;
+        else
+            x->mode = x->dt == IC_F32 ? LD_ELEM4 : LD_GENERIC;
+        x->R = g->BK;
+        x->C = BO;
+        x->pitch = (BO + 4) * 4; /* padded: column-wise copies spread over the banks */
+    }
+}
+
+static bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+static ic_status bad(ic_ctx *c, const ic_kernel *k, const char *what)
+{
+    return ic__error(c, IC_EINVAL, "ptx: kernel '%s': bad GEMM params: %s", k->name ? k->name : "?", what);
+}
+
+ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
+                         int nsms, bool forced, ic__pplan *pl, bool *is_gemm)
+{
+    *is_gemm = false;
+    ic__pgemm g;
+    if (!gemm_shape(k, pl, bufs, &g)) {
+        if (forced)
+            return ic__error(c, IC_EINVAL, "ptx: kernel '%s': mode GEMM for a kernel that is no "
+                             "contraction of two loads over one inner dim", k->name ? k->name : "?");
+        return IC_OK;
+    }
+    /* tiny outputs (dot products, matrix-vector) are row reductions */
+    if (!forced && g.M * g.N < 64)
+        return IC_OK;
+    bool user = in->tile_m || in->tile_n || in->tile_k || in->warps_m || in->warps_n || in->stages;
+    (void)user;
+    if (g.tc) {
+        g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
+        g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
+        g.BK = in->tile_k ? in->tile_k : 32;
+        g.WM = in->warps_m ? in->warps_m : g.BM / 64;
+        g.WN = in->warps_n ? in->warps_n : g.BN / 32;
+        g.ST = in->stages ? in->stages : 4;
+        if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
+            return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
+        if (g.BK != 16 && g.BK != 32 && g.BK != 64)
+            return bad(c, k, "tile_k must be 16, 32 or 64 for tensor cores");
+        if (!is_pow2(g.WM) || !is_pow2(g.WN) || g.WM * g.WN > 16 || g.BM % (g.WM * 16) || g.BN % (g.WN * 16))
+            return bad(c, k, "warps must split the tile into pieces of at least 16 x 16 (16 warps at most)");
+        g.threads = g.WM * g.WN * 32;
+        g.nacc = (g.BM / g.WM / 16) * (g.BN / g.WN / 8) * 4;
+        if (g.nacc > 128)
+            return bad(c, k, "more than 128 accumulators a thread");
+    } else {
+        g.BM = in->tile_m ? in->tile_m : g.M <= 32 ? 32 : g.M <= 64 ? 64 : 128;
+        g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
+        g.BK = in->tile_k ? in->tile_k : 16;
+        g.ST = in->stages ? in->stages : 3;
+        if (in->warps_m || in->warps_n)
+            return bad(c, k, "the FFMA GEMM takes no warps (a thread computes 8 x 8)");
+        if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
+            return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
+        if (g.BK != 8 && g.BK != 16 && g.BK != 32)
+            return bad(c, k, "tile_k must be 8, 16 or 32 for FFMA");
+        g.threads = (g.BM / 8) * (g.BN / 8);
+        if (g.threads < 32 || g.threads > 1024)
+            return bad(c, k, "tile_m * tile_n / 64 threads must be 32..1024");
+        g.WM = g.WN = 0;
+        g.nacc = 64;
+    }
+    if (g.ST < 2 || g.ST > 8)
+        return bad(c, k, "stages must be 2..8");
+    plan_operand(&g.A, &g, g.BM);
+    plan_operand(&g.B, &g, g.BN);
+    g.A.off = 0;
+    g.B.off = g.A.R * g.A.pitch;
+    g.stage_bytes = g.B.off + g.B.R * g.B.pitch;
+    g.smem = g.stage_bytes * g.ST;
+    g.flag_off = g.smem;
+    if (g.smem + 16 > 227 * 1024)
+        return bad(c, k, "more than 227 KB of shared memory (fewer stages or smaller tiles)");
+    g.tm = (g.M + g.BM - 1) / g.BM;
+    g.tn = (g.N + g.BN - 1) / g.BN;
+    g.ntiles = g.tm * g.tn * g.Bt;
+    int64_t kt = (g.K + g.BK - 1) / g.BK;
+    int64_t SK = in->split_k;
+    if (SK < 0 || SK > 256)
+        return bad(c, k, "split_k must be 1..256");
+    if (!SK) { /* too few tiles to fill the GPU and a long k: split it */
+        SK = 1;
+        while (g.ntiles * SK * 2 <= nsms && kt / (SK * 2) >= 8 && SK < 64)
+            SK *= 2;
+    }
+    g.SK = (int)SK;
+    g.kchunk = (kt + SK - 1) / SK * g.BK;
+    pl->grid = g.ntiles * SK;
+    pl->block = g.threads;
+    pl->mode = IC_PTX_GEMM;
+    pl->lanevar = g.nv;
+    pl->V = 1;
+    pl->T = 1;
+    pl->R = 1;
+    pl->S = 1;
+    pl->smem = 0;
+    pl->gemm = ic__malloc(c, sizeof g);
+    if (!pl->gemm)
+        return ic__error(c, IC_ENOMEM, "ptx: out of memory planning kernel '%s'", k->name);
+    *pl->gemm = g;
+    pl->prm.tile_m = g.BM;
+    pl->prm.tile_n = g.BN;
+    pl->prm.tile_k = g.BK;
+    pl->prm.warps_m = g.WM;
+    pl->prm.warps_n = g.WN;
+    pl->prm.stages = g.ST;
+    pl->prm.split_k = g.SK;
+    *is_gemm = true;
+    return IC_OK;
+}
+
+int ic__pgemm_smem_bytes(const ic__pplan *pl)
+{
+    return pl->gemm ? pl->gemm->smem + 16 : 0;
+}
+
+void ic__pgemm_free(ic_ctx *c, ic__pplan *pl)
+{
+    ic__free(c, pl->gemm);
+    pl->gemm = NULL;
+}
+
+/* ---- code generation helpers ---- */
+
+static LLVMValueRef I32(ic__pg *G, int64_t v) { return ic__pg_i32(G, v); }
+static LLVMValueRef I64(ic__pg *G, int64_t v) { return ic__pg_i64(G, v); }
+static LLVMValueRef add(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(G->b, a, b, ""); }
+static LLVMValueRef mul(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(G->b, a, b, ""); }
+static LLVMValueRef ult(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(G->b, LLVMIntULT, a, b, ""); }
+static LLVMValueRef slt(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(G->b, LLVMIntSLT, a, b, ""); }
+static LLVMValueRef sel(ic__pg *G, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(G->b, c, a, b, ""); }
+static LLVMValueRef and_(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAnd(G->b, a, b, ""); }
+static LLVMValueRef z64(ic__pg *G, LLVMValueRef a) { return LLVMBuildZExt(G->b, a, G->t_i64, ""); }
+static LLVMValueRef smin64(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return sel(G, slt(G, a, b), a, b); }
+static LLVMValueRef smax64(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return sel(G, slt(G, a, b), b, a); }
+
+static LLVMValueRef inline_asm(ic__pg *G, LLVMTypeRef ret, const char *text, const char *cons,
+                               LLVMValueRef *args, int n, bool side)
+{
+    LLVMTypeRef pt[16];
+    for (int i = 0; i < n; i++)
+        pt[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), side, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(G->b, ft, fn, args, (unsigned)n, "");
+}
+
+typedef struct {
+    ic__pg *G;
+    const ic__pgemm *g;
+    LLVMValueRef smem;            /* base of the dynamic shared memory (i8) */
+    LLVMValueRef tid;             /* i32 */
+    LLVMValueRef bbase[2];        /* i64 batch part of A's and B's offsets */
+    LLVMValueRef m0, n0;          /* i64 tile origin */
+    LLVMValueRef kbeg, kend;      /* i64 this block's k range */
+    LLVMValueRef *acc;            /* [nacc] f32 allocas */
+} gctx;
+
+static LLVMValueRef smem_ptr(gctx *X, LLVMValueRef byte)
+{
+    return LLVMBuildGEP2(X->G->b, X->G->t_i8, X->smem, &byte, 1, "");
+}
+
+/* Shared-window address of a shared pointer, for inline PTX. */
+static LLVMValueRef smem_u32(ic__pg *G, LLVMValueRef p)
+{
+    return LLVMBuildTrunc(G->b, LLVMBuildPtrToInt(G->b, p, G->t_i64, ""), G->t_i32, "");
+}
+
+static void cp_async(gctx *X, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes)
+{
+    ic__pg *G = X->G;
+    if (G->emu) {
+        LLVMTypeRef pt[4] = { LLVMTypeOf(dst), LLVMTypeOf(src), G->t_i32, G->t_i32 };
+        LLVMValueRef a[4] = { dst, src, I32(G, bytes), srcbytes };
+        ic__pg_ext(G, "ic__emu_cpasync", G->t_void, pt, 4, a);
+        return;
+    }
+    LLVMValueRef a[3] = { smem_u32(G, dst), LLVMBuildPtrToInt(G->b, src, G->t_i64, ""), srcbytes };
+    inline_asm(G, G->t_void, bytes == 16 ? "cp.async.cg.shared.global [$0], [$1], 16, $2;"
+                                         : "cp.async.ca.shared.global [$0], [$1], 4, $2;",
+               "r,l,r,~{memory}", a, 3, true);
+}
+
+static void cp_commit(gctx *X)
+{
+    if (!X->G->emu)
+        inline_asm(X->G, X->G->t_void, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
+}
+
+static void cp_wait(gctx *X, int n)
+{
+    if (X->G->emu)
+        return;
+    char t[64];
+    snprintf(t, sizeof t, "cp.async.wait_group %d;", n);
+    inline_asm(X->G, X->G->t_void, t, "~{memory}", NULL, 0, true);
+}
+
+static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
+{
+    ic__pg *G = X->G;
+    if (G->emu) {
+        LLVMValueRef buf = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 4));
+        LLVMTypeRef pt[3] = { LLVMTypeOf(p), G->t_i32, LLVMTypeOf(buf) };
+        LLVMValueRef a[3] = { p, I32(G, trans), buf };
+        ic__pg_ext(G, "ic__emu_ldmatrix", G->t_void, pt, 3, a);
+        for (int i = 0; i < 4; i++) {
+            LLVMValueRef ix = I32(G, i);
+            out[i] = LLVMBuildLoad2(G->b, G->t_i32, LLVMBuildGEP2(G->b, G->t_i32, buf, &ix, 1, ""), "");
+        }
+        return;
+    }
+    LLVMTypeRef f4[4] = { G->t_i32, G->t_i32, G->t_i32, G->t_i32 };
+    LLVMTypeRef st = LLVMStructTypeInContext(G->ctx, f4, 4, 0);
+    LLVMValueRef a = smem_u32(G, p);
+    LLVMValueRef r = inline_asm(G, st, trans ? "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0,$1,$2,$3}, [$4];"
+                                             : "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];",
+                                "=r,=r,=r,=r,r,~{memory}", &a, 1, true);
+    for (int i = 0; i < 4; i++)
+        out[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
+}
+
+/* c[0..3] += A(16x16, a[0..3]) * B(16x8, b[0..1]) */
+static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
+{
+    ic__pg *G = X->G;
+    if (G->emu) {
+        LLVMValueRef ab = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 6));
+        LLVMValueRef cb = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, 4));
+        for (int i = 0; i < 6; i++) {
+            LLVMValueRef ix = I32(G, i);
+            LLVMBuildStore(G->b, i < 4 ? a[i] : b[i - 4], LLVMBuildGEP2(G->b, G->t_i32, ab, &ix, 1, ""));
+        }
+        for (int i = 0; i < 4; i++) {
+            LLVMValueRef ix = I32(G, i);
+            LLVMBuildStore(G->b, c[i], LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""));
+        }
+        LLVMTypeRef pt[3] = { G->t_i32, LLVMTypeOf(ab), LLVMTypeOf(cb) };
+        LLVMValueRef args[3] = { I32(G, X->g->bf16), ab, cb };
+        ic__pg_ext(G, "ic__emu_mma", G->t_void, pt, 3, args);
+        for (int i = 0; i < 4; i++) {
+            LLVMValueRef ix = I32(G, i);
+            c[i] = LLVMBuildLoad2(G->b, G->t_f32, LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""), "");
+        }
+        return;
+    }
+    LLVMTypeRef f4[4] = { G->t_f32, G->t_f32, G->t_f32, G->t_f32 };
+    LLVMTypeRef st = LLVMStructTypeInContext(G->ctx, f4, 4, 0);
+    LLVMValueRef args[10] = { a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3] };
+    LLVMValueRef r = inline_asm(G, st, X->g->bf16
+        ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
+        : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
+    for (int i = 0; i < 4; i++)
+        c[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
+}
+
+/* Byte offset in a stage of element (row, col) of operand x's shared tile. */
+static LLVMValueRef tile_byte(gctx *X, const ic__gop *x, LLVMValueRef row, LLVMValueRef col)
+{
+    ic__pg *G = X->G;
+    if (!X->g->tc) /* padded rows */
+        return add(G, I32(G, x->off), add(G, mul(G, row, I32(G, x->pitch)), mul(G, col, I32(G, 4))));
+    int C = x->C / 8; /* 16-byte chunks a row */
+    LLVMValueRef ch = LLVMBuildLShr(G->b, col, I32(G, 3), "");
+    LLVMValueRef key;
+    if (C >= 8)
+        key = LLVMBuildAnd(G->b, row, I32(G, 7), "");
+    else if (C > 1)
+        key = LLVMBuildAnd(G->b, LLVMBuildUDiv(G->b, row, I32(G, 8 / C), ""), I32(G, C - 1), "");
+    else
+        key = I32(G, 0);
+    LLVMValueRef sw = LLVMBuildXor(G->b, ch, key, "");
+    LLVMValueRef in = mul(G, LLVMBuildAnd(G->b, col, I32(G, 7), ""), I32(G, 2));
+    return add(G, I32(G, x->off), add(G, mul(G, row, I32(G, x->pitch)), add(G, mul(G, sw, I32(G, 16)), in)));
+}
+
+/* Global pointer of operand x at (o, k) (i64), and whether it is in range. */
+static LLVMValueRef gaddr(gctx *X, const ic__gop *x, int which, LLVMValueRef o, LLVMValueRef k)
+{
+    ic__pg *G = X->G;
+    LLVMValueRef off = add(G, X->bbase[which], add(G, mul(G, o, I64(G, x->so)), mul(G, k, I64(G, x->sk))));
+    LLVMTypeRef et = ic__pg_mem_type(G, x->dt);
+    return LLVMBuildGEP2(G->b, et, G->bufptr[x->buf], &off, 1, "");
+}
+
+/* Copies tile k0.. of operand x into stage buffer `sbase` (i32 byte offset). */
+static void load_operand(gctx *X, const ic__gop *x, int which, LLVMValueRef sbase, LLVMValueRef k0)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef o0 = which == 0 ? X->m0 : X->n0;
+    int threads = g->threads;
+    /* o and k of shared (row, col) */
+#define OK_OF(row, col, o, k)                                                                     \
+    do {                                                                                          \
+        LLVMValueRef r64_ = z64(G, row), c64_ = z64(G, col);                                      \
+        o = add(G, o0, x->kmajor ? r64_ : c64_);                                                  \
+        k = add(G, k0, x->kmajor ? c64_ : r64_);                                                  \
+    } while (0)
+    if (x->mode == LD_FAST16) {
+        int E = 16 / x->es, cpr = x->C / E, total = x->R * cpr;
+        for (int it = 0; it * threads < total; it++) {
+            LLVMValueRef ci = add(G, X->tid, I32(G, (int64_t)it * threads));
+            LLVMBasicBlockRef cont = (it + 1) * threads > total ? ic__pg_if(G, ult(G, ci, I32(G, total)), "chunk") : NULL;
+            LLVMValueRef row = LLVMBuildUDiv(b, ci, I32(G, cpr), "");
+            LLVMValueRef col = mul(G, LLVMBuildURem(b, ci, I32(G, cpr), ""), I32(G, E));
+            LLVMValueRef o, k;
+            OK_OF(row, col, o, k);
+            /* elements available along the contiguous dim, and the other dim in range */
+            LLVMValueRef avail, inr;
+            if (x->kmajor) {
+                avail = LLVMBuildSub(b, X->kend, k, "");
+                inr = slt(G, o, I64(G, x->O));
+            } else {
+                avail = LLVMBuildSub(b, I64(G, x->O), o, "");
+                inr = slt(G, k, X->kend);
+            }
+            avail = smax64(G, smin64(G, avail, I64(G, E)), I64(G, 0));
+            avail = sel(G, inr, avail, I64(G, 0));
+            LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSGT, avail, I64(G, 0), "");
+            LLVMValueRef src = gaddr(X, x, which, sel(G, ok, o, I64(G, 0)), sel(G, ok, k, I64(G, 0)));
+            LLVMValueRef dst = smem_ptr(X, add(G, sbase, tile_byte(X, x, row, col)));
+            cp_async(X, dst, src, 16, LLVMBuildTrunc(b, mul(G, avail, I64(G, x->es)), G->t_i32, ""));
+            ic__pg_endif(G, cont);
+        }
+        return;
+    }
+    /* element by element; threads walk the dim that is contiguous in global memory */
+    int total = x->R * x->C;
+    bool rows_fast = x->kmajor ? x->so == 1 : x->sk == 1; /* global stride 1 along the rows' dim */
+    for (int it = 0; it * threads < total; it++) {
+        LLVMValueRef ei = add(G, X->tid, I32(G, (int64_t)it * threads));
+        LLVMBasicBlockRef cont = (it + 1) * threads > total ? ic__pg_if(G, ult(G, ei, I32(G, total)), "elem") : NULL;
+        LLVMValueRef row, col;
+        if (rows_fast) {
+            row = LLVMBuildURem(b, ei, I32(G, x->R), "");
+            col = LLVMBuildUDiv(b, ei, I32(G, x->R), "");
+        } else {
+            row = LLVMBuildUDiv(b, ei, I32(G, x->C), "");
+            col = LLVMBuildURem(b, ei, I32(G, x->C), "");
+        }
+        LLVMValueRef o, k;
+        OK_OF(row, col, o, k);
+        LLVMValueRef ok = and_(G, slt(G, o, I64(G, x->O)), slt(G, k, X->kend));
+        LLVMValueRef src = gaddr(X, x, which, sel(G, ok, o, I64(G, 0)), sel(G, ok, k, I64(G, 0)));
+        LLVMValueRef dst = smem_ptr(X, add(G, sbase, tile_byte(X, x, row, col)));
+        if (x->mode == LD_ELEM4) {
+            cp_async(X, dst, src, 4, sel(G, ok, I32(G, 4), I32(G, 0)));
+        } else {
+            LLVMTypeRef mt = ic__pg_mem_type(G, x->dt);
+            LLVMValueRef v = LLVMBuildLoad2(b, mt, src, "");
+            LLVMSetAlignment(v, (unsigned)ic_dtype_size(x->dt));
+            if (g->tc) { /* raw 16-bit */
+                v = sel(G, ok, v, LLVMConstInt(G->t_i16, 0, 0));
+            } else {
+                v = ic__pg_convert(G, v, x->dt, IC_F32);
+                v = sel(G, ok, v, LLVMConstReal(G->t_f32, 0));
+            }
+            LLVMBuildStore(b, v, dst);
+        }
+        ic__pg_endif(G, cont);
+    }
+#undef OK_OF
+}
+
+static void load_stage(gctx *X, LLVMValueRef stage, LLVMValueRef kt)
+{
+    ic__pg *G = X->G;
+    LLVMValueRef sbase = mul(G, stage, I32(G, X->g->stage_bytes));
+    LLVMValueRef k0 = mul(G, kt, I64(G, X->g->BK));
+    load_operand(X, &X->g->A, 0, sbase, k0);
+    load_operand(X, &X->g->B, 1, sbase, k0);
+}
+
+/* ---- compute on one stage ---- */
+
+static LLVMValueRef accv(gctx *X, int i) { return LLVMBuildLoad2(X->G->b, X->G->t_f32, X->acc[i], ""); }
+
+static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMValueRef warp_n, LLVMValueRef lane)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    int WTM = g->BM / g->WM, WTN = g->BN / g->WN, MI = WTM / 16, NI = WTN / 8;
+    LLVMValueRef q = LLVMBuildUDiv(b, lane, I32(G, 8), ""), r = LLVMBuildURem(b, lane, I32(G, 8), "");
+    LLVMValueRef wm0 = mul(G, warp_m, I32(G, WTM)), wn0 = mul(G, warp_n, I32(G, WTN));
+    for (int kk = 0; kk < g->BK / 16; kk++) {
+        LLVMValueRef af[8][4], bfr[32][2];
+        for (int mi = 0; mi < MI; mi++) {
+            LLVMValueRef row, col;
+            LLVMValueRef mbase = add(G, wm0, I32(G, mi * 16));
+            if (g->A.kmajor) { /* rows m: lane%16, k: (lane/16)*8 */
+                row = add(G, mbase, LLVMBuildURem(b, lane, I32(G, 16), ""));
+                col = add(G, I32(G, kk * 16), mul(G, LLVMBuildUDiv(b, lane, I32(G, 16), ""), I32(G, 8)));
+            } else { /* rows k: (q/2)*8 + r, m: (q%2)*8 */
+                row = add(G, I32(G, kk * 16), add(G, mul(G, LLVMBuildUDiv(b, q, I32(G, 2), ""), I32(G, 8)), r));
+                col = add(G, mbase, mul(G, LLVMBuildURem(b, q, I32(G, 2), ""), I32(G, 8)));
+            }
+            ldmatrix4(X, smem_ptr(X, add(G, sbase, tile_byte(X, &g->A, row, col))), !g->A.kmajor, af[mi]);
+        }
+        for (int ni = 0; ni < NI; ni += 2) {
+            LLVMValueRef row, col, o[4];
+            LLVMValueRef nbase = add(G, wn0, I32(G, ni * 8));
+            if (g->B.kmajor) { /* rows n: (q/2)*8 + r, k: (q%2)*8 */
+                row = add(G, nbase, add(G, mul(G, LLVMBuildUDiv(b, q, I32(G, 2), ""), I32(G, 8)), r));
+                col = add(G, I32(G, kk * 16), mul(G, LLVMBuildURem(b, q, I32(G, 2), ""), I32(G, 8)));
+            } else { /* rows k: (q%2)*8 + r, n: (q/2)*8 */
+                row = add(G, I32(G, kk * 16), add(G, mul(G, LLVMBuildURem(b, q, I32(G, 2), ""), I32(G, 8)), r));
+                col = add(G, nbase, mul(G, LLVMBuildUDiv(b, q, I32(G, 2), ""), I32(G, 8)));
+            }
+            ldmatrix4(X, smem_ptr(X, add(G, sbase, tile_byte(X, &g->B, row, col))), !g->B.kmajor, o);
+            bfr[ni][0] = o[0];
+            bfr[ni][1] = o[1];
+            bfr[ni + 1][0] = o[2];
+            bfr[ni + 1][1] = o[3];
+        }
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++) {
+                int a0 = (mi * NI + ni) * 4;
+                LLVMValueRef c[4];
+                for (int i = 0; i < 4; i++)
+                    c[i] = accv(X, a0 + i);
+                mma(X, af[mi], bfr[ni], c);
+                for (int i = 0; i < 4; i++)
+                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
+            }
+    }
+}
+
+static LLVMValueRef fma_(ic__pg *G, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+    LLVMValueRef x[3] = { a, b, c };
+    return ic__pg_call(G, "llvm.fma", &G->t_f32, 1, x, 3);
+}
+
+static void compute_ffma(gctx *X, LLVMValueRef sbase, LLVMValueRef tx, LLVMValueRef ty)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    LLVMTypeRef v4 = LLVMVectorType(G->t_f32, 4);
+    LLVMValueRef acc[64];
+    for (int i = 0; i < 64; i++)
+        acc[i] = accv(X, i);
+    for (int kk = 0; kk < g->BK; kk++) {
+        LLVMValueRef av[8], bv[8];
+        for (int h = 0; h < 2; h++) {
+            LLVMValueRef ca = add(G, mul(G, ty, I32(G, 4)), I32(G, h * g->BM / 2));
+            LLVMValueRef cb = add(G, mul(G, tx, I32(G, 4)), I32(G, h * g->BN / 2));
+            LLVMValueRef pa = smem_ptr(X, add(G, sbase, tile_byte(X, &g->A, I32(G, kk), ca)));
+            LLVMValueRef pb = smem_ptr(X, add(G, sbase, tile_byte(X, &g->B, I32(G, kk), cb)));
+            LLVMValueRef la = LLVMBuildLoad2(b, v4, pa, ""), lb = LLVMBuildLoad2(b, v4, pb, "");
+            LLVMSetAlignment(la, 16);
+            LLVMSetAlignment(lb, 16);
+            for (int i = 0; i < 4; i++) {
+                av[h * 4 + i] = LLVMBuildExtractElement(b, la, I32(G, i), "");
+                bv[h * 4 + i] = LLVMBuildExtractElement(b, lb, I32(G, i), "");
+            }
+        }
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 8; j++)
+                acc[i * 8 + j] = fma_(G, av[i], bv[j], acc[i * 8 + j]);
+    }
+    for (int i = 0; i < 64; i++)
+        LLVMBuildStore(b, acc[i], X->acc[i]);
+}
+
+/* ---- epilogue ---- */
+
+/* Runs the BODY stages for output row m (i64) and columns n .. n+nl-1 with accumulators v. */
+static void epilogue_at(gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    const ic_kernel *k = G->k;
+    LLVMValueRef valid = and_(G, slt(G, m, I64(G, g->M)), slt(G, n, I64(G, g->N)));
+    /* clamp so that the epilogue's loads stay in range on masked lanes */
+    LLVMValueRef mc = smin64(G, m, I64(G, g->M - 1));
+    LLVMValueRef nc = smin64(G, n, I64(G, g->N - nl));
+    if (g->nmv > 0) {
+        int64_t sizes[IC_MAX_RANK];
+        for (int i = 0; i < g->nmv; i++)
+            sizes[i] = k->outer[g->mv[i]];
+        LLVMValueRef save[IC__PTX_NVARS];
+        memcpy(save, G->var, sizeof save);
+        ic__pg_decompose(G, mc, g->nmv, sizes, IC__PTX_NVARS - IC_MAX_RANK, g->M);
+        LLVMValueRef got[IC_MAX_RANK];
+        for (int i = 0; i < g->nmv; i++)
+            got[i] = G->var[IC__PTX_NVARS - IC_MAX_RANK + i];
+        memcpy(G->var, save, sizeof save);
+        for (int i = 0; i < g->nmv; i++)
+            G->var[g->mv[i]] = got[i];
+    }
+    if (g->nv >= 0)
+        G->var[g->nv] = nc;
+    G->nl = nl;
+    G->vec = nl > 1;
+    G->valid = NULL;
+    G->pvalid = valid;
+    G->it = -1;
+    ic__lv *r = &G->accres[g->rs][g->ri];
+    memset(r, 0, sizeof *r);
+    for (int l = 0; l < nl; l++)
+        r->v[l] = v[l];
+    r->uni = nl == 1;
+    for (int s = g->rs + 1; s < k->nstages; s++)
+        ic__pg_emit_stage(G, s);
+    G->pvalid = NULL;
+}
+
+/* The accumulator groups of this thread: row m, first column n, nl lanes. */
+static void epilogue(gctx *X, LLVMValueRef tx, LLVMValueRef ty, LLVMValueRef warp_m, LLVMValueRef warp_n,
+                     LLVMValueRef lane)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    if (g->tc) {
+        int WTM = g->BM / g->WM, WTN = g->BN / g->WN, MI = WTM / 16, NI = WTN / 8;
+        LLVMValueRef gid = z64(G, LLVMBuildUDiv(b, lane, I32(G, 4), ""));
+        LLVMValueRef tig = z64(G, LLVMBuildURem(b, lane, I32(G, 4), ""));
+        LLVMValueRef mw = add(G, X->m0, z64(G, mul(G, warp_m, I32(G, WTM))));
+        LLVMValueRef nw = add(G, X->n0, z64(G, mul(G, warp_n, I32(G, WTN))));
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++)
+                for (int h = 0; h < 2; h++) {
+                    LLVMValueRef m = add(G, mw, add(G, gid, I64(G, mi * 16 + h * 8)));
+                    LLVMValueRef n = add(G, nw, add(G, mul(G, tig, I64(G, 2)), I64(G, ni * 8)));
+                    int a0 = (mi * NI + ni) * 4 + h * 2;
+                    LLVMValueRef v[2] = { accv(X, a0), accv(X, a0 + 1) };
+                    if (g->N % 2 == 0) {
+                        epilogue_at(X, m, n, 2, v);
+                    } else {
+                        epilogue_at(X, m, n, 1, &v[0]);
+                        epilogue_at(X, m, add(G, n, I64(G, 1)), 1, &v[1]);
+                    }
+                }
+        return;
+    }
+    int nl = g->N % 4 == 0 ? 4 : g->N % 2 == 0 ? 2 : 1;
+    for (int hm = 0; hm < 2; hm++)
+        for (int i = 0; i < 4; i++) {
+            LLVMValueRef m = add(G, X->m0, z64(G, add(G, mul(G, ty, I32(G, 4)), I32(G, hm * g->BM / 2 + i))));
+            for (int hn = 0; hn < 2; hn++) {
+                LLVMValueRef n = add(G, X->n0, z64(G, add(G, mul(G, tx, I32(G, 4)), I32(G, hn * g->BN / 2))));
+                for (int j = 0; j < 4; j += nl) {
+                    LLVMValueRef v[4];
+                    for (int l = 0; l < nl; l++)
+                        v[l] = accv(X, (hm * 4 + i) * 8 + hn * 4 + j + l);
+                    epilogue_at(X, m, add(G, n, I64(G, j)), nl, v);
+                }
+            }
+        }
+}
+
+/* ---- split-k: the last block of a tile sums the partials ---- */
+
+static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    int64_t per = (int64_t)g->nacc * g->threads; /* floats a block writes */
+    LLVMValueRef ws = ic__pg_module_array(G, "ws", G->t_f32, g->ntiles * g->SK * per);
+    LLVMValueRef cnt = ic__pg_module_array(G, "cnt", G->t_i32, g->ntiles);
+    LLVMValueRef tid64 = z64(G, X->tid);
+    LLVMValueRef mine = add(G, mul(G, add(G, mul(G, tile, I64(G, g->SK)), split), I64(G, per)), tid64);
+    for (int i = 0; i < g->nacc; i++) {
+        LLVMValueRef ix = add(G, mine, I64(G, (int64_t)i * g->threads));
+        LLVMSetVolatile(LLVMBuildStore(b, accv(X, i), LLVMBuildGEP2(b, G->t_f32, ws, &ix, 1, "")), 1);
+    }
+    ic__pg_fence(G);
+    ic__pg_barrier(G);
+    LLVMValueRef zero = I64(G, 0);
+    LLVMValueRef ct[2] = { zero, tile };
+    LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, ct, 2, "");
+    LLVMValueRef pflag = smem_ptr(X, I32(G, g->flag_off));
+    LLVMBasicBlockRef cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntEQ, X->tid, I32(G, 0), ""), "count");
+    LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, pcnt, I32(G, 1), LLVMAtomicOrderingMonotonic, 0);
+    LLVMBuildStore(b, LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntEQ, old, I32(G, g->SK - 1), ""), G->t_i32, ""), pflag);
+    ic__pg_endif(G, cont);
+    ic__pg_barrier(G);
+    LLVMValueRef last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i32, pflag, ""), I32(G, 0), "");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "lasttile");
+    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "partial");
+    LLVMBuildCondBr(b, last, go, quit);
+    LLVMPositionBuilderAtEnd(b, quit);
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, go);
+    ic__pg_fence(G);
+    for (int i = 0; i < g->nacc; i++)
+        LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), X->acc[i]);
+    /* for (s = 0; s < SK; s++) acc += ws[tile, s] */
+    LLVMValueRef ps = ic__pg_alloca(G, G->t_i64);
+    LLVMBuildStore(b, zero, ps);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sum");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sumbody");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "summed");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef s = LLVMBuildLoad2(b, G->t_i64, ps, "");
+    LLVMBuildCondBr(b, slt(G, s, I64(G, g->SK)), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef base = add(G, mul(G, add(G, mul(G, tile, I64(G, g->SK)), s), I64(G, per)), tid64);
+    for (int i = 0; i < g->nacc; i++) {
+        LLVMValueRef ix = add(G, base, I64(G, (int64_t)i * g->threads));
+        LLVMValueRef v = LLVMBuildLoad2(b, G->t_f32, LLVMBuildGEP2(b, G->t_f32, ws, &ix, 1, ""), "");
+        LLVMSetVolatile(v, 1);
+        LLVMBuildStore(b, LLVMBuildFAdd(b, accv(X, i), v, ""), X->acc[i]);
+    }
+    LLVMBuildStore(b, add(G, s, I64(G, 1)), ps);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntEQ, X->tid, I32(G, 0), ""), "reset");
+    LLVMBuildStore(b, I32(G, 0), pcnt);
+    ic__pg_endif(G, cont);
+}
+
+/* ---- the kernel ---- */
+
+static LLVMValueRef dynamic_smem(ic__pg *G, const ic__pgemm *g)
+{
+    if (G->emu) { /* blocks run one at a time: a plain array of the module */
+        char name[300];
+        snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(G->fn));
+        LLVMTypeRef at = LLVMArrayType2(G->t_i8, (uint64_t)g->smem + 16);
+        LLVMValueRef gv = LLVMAddGlobal(G->mod, at, name);
+        LLVMSetLinkage(gv, LLVMInternalLinkage);
+        LLVMSetInitializer(gv, LLVMConstNull(at));
+        LLVMSetAlignment(gv, 16);
+        return gv;
+    }
+    LLVMValueRef gv = LLVMGetNamedGlobal(G->mod, "ic_dyn_smem");
+    if (!gv) {
+        gv = LLVMAddGlobalInAddressSpace(G->mod, LLVMArrayType2(G->t_i8, 0), "ic_dyn_smem", 3);
+        LLVMSetLinkage(gv, LLVMExternalLinkage);
+        LLVMSetAlignment(gv, 16);
+    }
+    return gv;
+}
+
+void ic__pgen_gemm(ic__pg *G)
+{
+    const ic__pgemm *g = G->pl->gemm;
+    LLVMBuilderRef b = G->b;
+    gctx X;
+    memset(&X, 0, sizeof X);
+    X.G = G;
+    X.g = g;
+    X.smem = dynamic_smem(G, g);
+    X.tid = G->tid;
+    /* two blocks an SM: the register budget that leaves (ptxas caps the kernel at 128 a
+     * thread for 256 threads) keeps a block's loads in flight while the other computes */
+    if (!G->emu && g->threads * 2 <= 1024)
+        ic__pg_annotate(G, "minctasm", 2);
+    LLVMValueRef accs[128];
+    X.acc = accs;
+    for (int i = 0; i < g->nacc; i++) {
+        accs[i] = ic__pg_alloca(G, G->t_f32);
+        LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), accs[i]);
+    }
+    /* block -> (batch, tile m, tile n, split); tiles grouped 8 along m for L2 reuse */
+    LLVMValueRef bid = z64(G, G->bid);
+    LLVMValueRef split = LLVMBuildURem(b, bid, I64(G, g->SK), "");
+    LLVMValueRef rest = LLVMBuildUDiv(b, bid, I64(G, g->SK), "");
+    LLVMValueRef tile = rest;
+    int64_t per_batch = g->tm * g->tn;
+    LLVMValueRef batch = LLVMBuildUDiv(b, rest, I64(G, per_batch), "");
+    LLVMValueRef t = LLVMBuildURem(b, rest, I64(G, per_batch), "");
+    int64_t GM = 8;
+    LLVMValueRef grp = LLVMBuildUDiv(b, t, I64(G, GM * g->tn), "");
+    LLVMValueRef first = mul(G, grp, I64(G, GM));
+    LLVMValueRef gsz = smin64(G, LLVMBuildSub(b, I64(G, g->tm), first, ""), I64(G, GM));
+    LLVMValueRef within = LLVMBuildURem(b, t, I64(G, GM * g->tn), "");
+    LLVMValueRef tmi = add(G, first, LLVMBuildURem(b, within, gsz, ""));
+    LLVMValueRef tni = LLVMBuildUDiv(b, within, gsz, "");
+    X.m0 = mul(G, tmi, I64(G, g->BM));
+    X.n0 = mul(G, tni, I64(G, g->BN));
+    /* batch variables, and the batch part of each operand's offset */
+    for (int v = 0; v < IC__PTX_NVARS; v++)
+        G->var[v] = I64(G, 0);
+    int64_t bsz[IC_MAX_RANK];
+    for (int i = 0; i < g->nbv; i++)
+        bsz[i] = G->k->outer[g->bv[i]];
+    if (g->nbv > 0) {
+        ic__pg_decompose(G, batch, g->nbv, bsz, IC__PTX_NVARS - IC_MAX_RANK, g->Bt);
+        LLVMValueRef got[IC_MAX_RANK];
+        for (int i = 0; i < g->nbv; i++)
+            got[i] = G->var[IC__PTX_NVARS - IC_MAX_RANK + i];
+        for (int v = 0; v < IC__PTX_NVARS; v++)
+            G->var[v] = I64(G, 0);
+        for (int i = 0; i < g->nbv; i++)
+            G->var[g->bv[i]] = got[i];
+    }
+    X.bbase[0] = I64(G, g->A.c0);
+    X.bbase[1] = I64(G, g->B.c0);
+    for (int i = 0; i < g->nbv; i++) {
+        X.bbase[0] = add(G, X.bbase[0], mul(G, G->var[g->bv[i]], I64(G, g->A.cb[i])));
+        X.bbase[1] = add(G, X.bbase[1], mul(G, G->var[g->bv[i]], I64(G, g->B.cb[i])));
+    }
+    X.kbeg = mul(G, split, I64(G, g->kchunk));
+    X.kend = smin64(G, add(G, X.kbeg, I64(G, g->kchunk)), I64(G, g->K));
+    /* tiles of this block: kt_begin .. kt_begin + nkt */
+    LLVMValueRef ktb = LLVMBuildUDiv(b, X.kbeg, I64(G, g->BK), "");
+    LLVMValueRef nkt = LLVMBuildSDiv(b, add(G, LLVMBuildSub(b, X.kend, X.kbeg, ""), I64(G, g->BK - 1)), I64(G, g->BK), "");
+    nkt = smax64(G, nkt, I64(G, 0));
+    LLVMValueRef warp = LLVMBuildUDiv(b, X.tid, I32(G, 32), ""), lane = LLVMBuildURem(b, X.tid, I32(G, 32), "");
+    LLVMValueRef warp_m = NULL, warp_n = NULL, tx = NULL, ty = NULL;
+    if (g->tc) {
+        warp_m = LLVMBuildUDiv(b, warp, I32(G, g->WN), "");
+        warp_n = LLVMBuildURem(b, warp, I32(G, g->WN), "");
+    } else {
+        tx = LLVMBuildURem(b, X.tid, I32(G, g->BN / 8), "");
+        ty = LLVMBuildUDiv(b, X.tid, I32(G, g->BN / 8), "");
+    }
+    /* prologue: stages 0 .. ST-2 */
+    for (int s = 0; s < g->ST - 1; s++) {
+        LLVMBasicBlockRef cont = ic__pg_if(G, slt(G, I64(G, s), nkt), "pro");
+        load_stage(&X, I32(G, s), add(G, ktb, I64(G, s)));
+        ic__pg_endif(G, cont);
+        cp_commit(&X);
+    }
+    /* main loop */
+    LLVMValueRef pi = ic__pg_alloca(G, G->t_i64);
+    LLVMBuildStore(b, I64(G, 0), pi);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kloop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kbody");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kdone");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef i = LLVMBuildLoad2(b, G->t_i64, pi, "");
+    LLVMBuildCondBr(b, slt(G, i, nkt), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    cp_wait(&X, g->ST - 2);
+    ic__pg_barrier(G);
+    LLVMValueRef pf = add(G, i, I64(G, g->ST - 1));
+    LLVMBasicBlockRef cont = ic__pg_if(G, slt(G, pf, nkt), "prefetch");
+    load_stage(&X, LLVMBuildTrunc(b, LLVMBuildURem(b, pf, I64(G, g->ST), ""), G->t_i32, ""), add(G, ktb, pf));
+    ic__pg_endif(G, cont);
+    cp_commit(&X);
+    LLVMValueRef sbase = mul(G, LLVMBuildTrunc(b, LLVMBuildURem(b, i, I64(G, g->ST), ""), G->t_i32, ""),
+                             I32(G, g->stage_bytes));
+    if (g->tc)
+        compute_tc(&X, sbase, warp_m, warp_n, lane);
+    else
+        compute_ffma(&X, sbase, tx, ty);
+    LLVMBuildStore(b, add(G, i, I64(G, 1)), pi);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    cp_wait(&X, 0);
+    if (g->SK > 1)
+        split_k_combine(&X, tile, split);
+    epilogue(&X, tx, ty, warp_m, warp_n, lane);
+}
