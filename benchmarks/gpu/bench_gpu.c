@@ -260,6 +260,7 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
         double best = ms;
         for (int i = 0; i < np; i++) {
             ic_ptx_kernel kk;
+            memset(&kk, 0, sizeof kk);
             double t = time_gemm(c, d, g, args, n, &ps[i], iters, &kk);
             if (t <= 0)
                 continue;
@@ -330,6 +331,7 @@ static void tune(ic_ctx *c, ic_cuda *d, const bench_graph *bg, const ic_graph *g
     int bi = -1;
     for (int i = 0; i < np; i++) {
         ic_ptx_kernel k;
+        memset(&k, 0, sizeof k);
         double ms = time_params(c, d, g, args, n, &ps[i], iters, &k);
         if (ms <= 0)
             continue;

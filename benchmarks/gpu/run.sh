@@ -30,6 +30,8 @@ else
     echo "missing $B/bench_gpu (sh benchmarks/gpu/build.sh $B)"; rc=1
 fi
 echo "== torch.compile =="
-PYTHONUNBUFFERED=1 timeout 400 python3 benchmarks/gpu/torch_bench.py 2>&1 | tee "$O/torch.txt" | grep -v '^RESULT' | tail -30
-python3 benchmarks/gpu/compare.py "$O/ic.txt" "$O/torch.txt" | tee "$O/compare.txt"
+PYTHONUNBUFFERED=1 timeout ${TORCH_TIMEOUT:-400} python3 benchmarks/gpu/torch_bench.py 2>&1 | tee "$O/torch.txt" | grep -v '^RESULT' | tail -30
+echo "== torch GEMMs: cuBLAS and torch.compile(mode=max-autotune) =="
+PYTHONUNBUFFERED=1 timeout ${TORCH_GEMM_TIMEOUT:-300} python3 benchmarks/gpu/torch_bench.py --gemm-only 2>&1 | tee "$O/torch_gemm.txt" | grep -v '^RESULT' | tail -20
+python3 benchmarks/gpu/compare.py "$O/ic.txt" "$O/torch.txt" "$O/torch_gemm.txt" | tee "$O/compare.txt"
 exit $rc

@@ -4,7 +4,10 @@ and bf16, device-to-device copy bandwidth, host overhead per call of the 3-op gr
 floats (eager and mode="reduce-overhead"), and the seed pattern's compile time.
 Prints one JSON object per result on lines starting with "RESULT ".
 
-    python3 benchmarks/gpu/torch_bench.py [--iters N] [--quick]
+    python3 benchmarks/gpu/torch_bench.py [--iters N] [--quick] [--gemm-only]
+
+--gemm-only: the GEMMs alone (torch.matmul and torch.compile(mode="max-autotune")), which
+benchmarks/gpu/run.sh runs in a second process with its own time limit.
 """
 import json
 import sys
@@ -66,11 +69,57 @@ def cases(dt):
         ("softmax", softmax, [rnd((8192, 4096), dt)]),
         ("layer_norm", layer_norm, [rnd((8192, 4096), dt), rnd((4096,), dt), rnd((4096,), dt)]),
         ("row_sum", row_sum, [rnd((16384, 4096), dt)]),
+        ("sum_all", sum_all, [rnd((1 << 26,), dt)]),
     ]
+
+
+def sum_all(x):
+    return x.sum()
+
+
+def linear_relu(x, w, b):
+    return torch.relu(F.linear(x, w, b))
+
+
+def gemms():
+    """4096^3 matmuls (bf16, f16, f32 without TF32) and linear + bias + relu [16384, 512] x
+    [512, 512]: torch.matmul (cuBLAS) and torch.compile(mode="max-autotune")."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    cases = []
+    for dt, tag in ((torch.bfloat16, "bf16"), (torch.float16, "f16"), (torch.float32, "f32")):
+        cases.append((f"matmul_{tag}_4096", torch.matmul, [rnd((4096, 4096), dt), rnd((4096, 4096), dt)],
+                      2 * 4096 ** 3))
+    for dt, tag in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):
+        cases.append((f"linear_relu_{tag}", linear_relu,
+                      [rnd((16384, 512), dt), rnd((512, 512), dt), rnd((512,), dt)], 2 * 16384 * 512 * 512))
+    for name, fn, a, flops in cases:  # cuBLAS first: cheap, and always comes back
+        ms = time_ms(fn, a, 20)
+        print(f"torch eager (cuBLAS) {name}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+        emit(bench=f"cublas_{name}", ms=ms, tflops=flops / ms / 1e9)
+    # max-autotune compiles for a while each: the linear (the target) first
+    for name, fn, a, flops in sorted(cases, key=lambda c: not c[0].startswith("linear")):
+        try:
+            torch._dynamo.reset()
+            t0 = time.perf_counter()
+            cf = torch.compile(fn, mode="max-autotune")
+            cf(*a)
+            torch.cuda.synchronize()
+            ct = time.perf_counter() - t0
+            ms = time_ms(cf, a, 20)
+            print(f"torch.compile max-autotune {name}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s "
+                  f"(compile {ct:.0f} s)", flush=True)
+            emit(bench=f"autotune_{name}", ms=ms, tflops=flops / ms / 1e9, compile_s=ct)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            print(f"torch.compile max-autotune {name}: failed: {e}", flush=True)
 
 
 def main():
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}", flush=True)
+    if "--gemm-only" in sys.argv:
+        gemms()
+        return
     # compile time of the seed pattern (the first compile of this process)
     args = [rnd((16384, 512), torch.float32), rnd((1, 512), torch.float32), rnd((16384, 512), torch.float32),
             rnd((1, 512), torch.float32), rnd((1, 512), torch.float32)]
