@@ -417,20 +417,26 @@ static int sweep(ic_ctx *c, int64_t M, int64_t N, int64_t K)
         tab[i] = bufs[i].kind == IC_BUF_OUTPUT ? (void *)C : bufs[i].index == 0 ? (void *)A : (void *)B;
     }
     int vl = ic_codegen_target_vector_bits(t) / 32;
-    static const int tiles[][2] = { { 8, 3 }, { 6, 4 }, { 14, 2 }, { 12, 2 }, { 4, 4 }, { 10, 2 }, { 7, 3 } };
-    static const int64_t kcs[] = { 256, 384, 512, 1024 };
+    /* mr, vectors per row, kc, nc, pack_a (0 = the heuristic's value) */
+    static const int cfgs[][5] = {
+        { 0, 0, 0, 0, 0 },          { 8, 3, 1024, 1056, 1 }, { 8, 3, 512, 0, 1 },    { 8, 3, 256, 0, 1 },
+        { 8, 3, 0, 0, -1 },         { 8, 3, 0, 1056, -1 },   { 6, 4, 0, 0, 1 },      { 6, 4, 0, 1024, -1 },
+        { 10, 2, 0, 0, 1 },         { 10, 2, 0, 1024, -1 },  { 14, 2, 0, 0, 1 },     { 12, 2, 0, 1024, 1 },
+        { 4, 4, 0, 0, 1 },          { 7, 3, 0, 0, -1 },
+    };
     printf("\nsweep: matmul f32 %lldx%lldx%lld, %d threads (median of %d)\n", (long long)M, (long long)N,
            (long long)K, g_threads, g_reps / 2 + 1);
-    for (size_t ti = 0; ti < sizeof tiles / sizeof *tiles; ti++)
-        for (size_t ki = 0; ki < sizeof kcs / sizeof *kcs; ki++)
-            for (int pa = -1; pa <= 1; pa += 2) {
+    for (size_t ci = 0; ci < sizeof cfgs / sizeof *cfgs; ci++) {
                 ic_codegen_params cp;
                 ic_codegen_params_default(t, ic_program_kernel(p, 0), bufs, &cp);
                 cp.threads = g_threads;
-                cp.gemm.mr = tiles[ti][0];
-                cp.gemm.nr = tiles[ti][1] * vl;
-                cp.gemm.kc = kcs[ki];
-                cp.gemm.pack_a = pa;
+                cp.gemm.mr = cfgs[ci][0];
+                cp.gemm.nr = cfgs[ci][1] * vl;
+                cp.gemm.kc = cfgs[ci][2];
+                cp.gemm.nc = cfgs[ci][3];
+                cp.gemm.pack_a = cfgs[ci][4];
+                int pa = cp.gemm.pack_a;
+                ic_gemm_params_default(t, ic_program_kernel(p, 0), bufs, &cp.gemm);
                 ic__jit *jit;
                 ic__kernel_fn fn;
                 if (ic__jit_kernels(c, 1, ic_program_kernel(p, 0), nb, bufs, &cp, &jit, &fn)) {
@@ -449,12 +455,12 @@ static int sweep(ic_ctx *c, int64_t M, int64_t N, int64_t K)
                     ts[r] = (g_threads == 1 ? cpu_s() : now_s()) - t0;
                 }
                 timing tm = summarize(ts, R < 64 ? R : 64);
-                printf("  mr %2d nr %3d kc %4lld pack_a %2d: median %8.3f ms %7.1f GFLOP/s, best %8.3f ms %7.1f GFLOP/s\n",
-                       cp.gemm.mr, cp.gemm.nr, (long long)cp.gemm.kc, pa, tm.med * 1e3, 2.0 * M * N * K / tm.med * 1e-9,
-                       tm.best * 1e3, 2.0 * M * N * K / tm.best * 1e-9);
+                printf("  mr %2d nr %3d kc %4lld nc %4lld pack_a %2d: median %8.3f ms %7.1f GFLOP/s, best %8.3f ms %7.1f GFLOP/s\n",
+                       cp.gemm.mr, cp.gemm.nr, (long long)cp.gemm.kc, (long long)cp.gemm.nc, pa, tm.med * 1e3,
+                       2.0 * M * N * K / tm.med * 1e-9, tm.best * 1e3, 2.0 * M * N * K / tm.best * 1e-9);
                 fflush(stdout);
                 ic__jit_destroy(jit);
-            }
+    }
     ic_codegen_target_destroy(t);
     ic_program_destroy(p);
     ic_program_destroy(p0);

@@ -5,7 +5,7 @@
  * Prints a table, and one JSON object per result on lines starting with "RESULT " (read by
  * benchmarks/gpu/compare.py).
  *
- *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm]
+ *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME]
  *
  * GEMMs: 4096^3 matmul in bf16, f16, f32 and linear [16384, 512] x [512, 512] + bias + relu
  * (bf16, f32) in TFLOP/s, each checked on 256 sampled outputs against a double dot product.
@@ -468,6 +468,7 @@ int main(int argc, char **argv)
 {
     int iters = 50;
     bool quick = false, tuning = false, gemm_only = false, no_gemm = false;
+    const char *only = NULL; /* benchmarks whose name contains this */
     const char *seed = "benchmarks/graphs/seed_pattern.json";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -476,6 +477,8 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--tune"))
             tuning = true;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else if (!strcmp(argv[i], "--gemm-only"))
             gemm_only = true;
         else if (!strcmp(argv[i], "--no-gemm"))
@@ -483,7 +486,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed-graph") && i + 1 < argc)
             seed = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--seed-graph PATH]\n");
+            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME] [--seed-graph PATH]\n");
             return 1;
         }
     }
@@ -505,10 +508,11 @@ int main(int argc, char **argv)
     printf("RESULT {\"bench\":\"copy\",\"gbps\":%.3f}\n", copy);
     int ng = (int)(sizeof graphs / sizeof *graphs);
     for (int i = 0; i < ng; i++)
-        if ((!quick || i % 2 == 0) && !gemm_only)
+        if ((!quick || i % 2 == 0) && !gemm_only && (!only || strstr(graphs[i].name, only)))
             bandwidth(c, d, &graphs[i], iters, copy, tuning);
     for (size_t i = 0; i < sizeof gemms / sizeof *gemms && !no_gemm; i++)
-        gemm_bench(c, d, &gemms[i], iters < 20 ? iters : 20, tuning);
+        if (!only || strstr(gemms[i].name, only))
+            gemm_bench(c, d, &gemms[i], iters < 20 ? iters : 20, tuning);
     if (!gemm_only) {
         overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);
         overhead(c, d, IC_CUDA_DEFAULT, true);

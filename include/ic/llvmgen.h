@@ -36,11 +36,13 @@ extern "C" {
  * blocks mc x kc x nc, OpenMP over row or column panels. 0 means the heuristic everywhere
  * (ic_gemm_params_default); the autotuner searches these. */
 typedef struct ic_gemm_params {
-    int disable;          /* 1: the generic loop nest instead of the GEMM path */
+    int disable;          /* 1: the generic loop nest instead of the GEMM path (so does
+                           * ic_codegen_params.vector_width 1, scalar code) */
     int mr, nr;           /* register tile: mr rows x nr columns (nr: a multiple of the lanes) */
     int64_t mc, kc, nc;   /* cache blocks: rows of A per block, depth per pass, columns of packed B */
     int threads;          /* team cap (0 = ic_codegen_params.threads, else libomp's default) */
-    int pack_a;           /* 1: copy A into mr-row panels; -1: read A in place (f32 only); 0: heuristic */
+    int pack_a;           /* 1: copy A into mr-row panels; -1: read A in place (f32 only); 0: in
+                           * place when f32 and contiguous along k, else packed */
     int prepack;          /* 1 (freezing): B operands that are params with data are packed once at
                            * compile time into constant panels; 0: packed at run time */
     int unroll;           /* unroll of the micro-kernel's k loop */

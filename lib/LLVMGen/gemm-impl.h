@@ -44,9 +44,9 @@ typedef struct ic__gemm {
     int64_t shared_bytes;         /* B block the team packs together (row split), 0 = none */
 } ic__gemm;
 
-/* Recognises kernel g->k as a contraction and plans it with g->p->gemm; false (and *m
- * untouched but for scratch) when it is not one or the GEMM path is disabled. */
-IC_HIDDEN bool ic__gemm_match(const ic__cg *g, ic__gemm *m);
+/* Recognises kernel g->k as a contraction and plans it with g->p->gemm (packing constant
+ * operands when freezing); false when it is not one or the GEMM path is disabled. */
+IC_HIDDEN bool ic__gemm_match(ic__cg *g, ic__gemm *m);
 /* Pure recognition (no plan): shared by ic_kernel_is_gemm and ic_gemm_params_default. */
 IC_HIDDEN bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs,
                                   ic__gemm *m);

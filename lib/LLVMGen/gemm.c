@@ -139,9 +139,13 @@ static void set_opnd(ic__gemm_opnd *o, const ic_linstr *ld, const int64_t *r, in
 
 bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic__gemm *m)
 {
-    if (!k || !bufs || k->ninner > 1 || k->nstages < 1 || k->stages[0].kind != IC_STAGE_REDUCE ||
+    if (!k || !bufs || !k->stages || k->ninner < 0 || k->ninner > 1 || k->nstages < 1 ||
+        k->stages[0].kind != IC_STAGE_REDUCE || k->stages[0].ninstr <= 0 || !k->stages[0].instr ||
         k->nouter < 0 || k->nouter > IC_MAX_RANK)
         return false;
+    for (int s = 1; s < k->nstages; s++)
+        if (k->stages[s].ninstr < 0 || (k->stages[s].ninstr > 0 && !k->stages[s].instr))
+            return false;
     int64_t K = k->ninner ? k->inner[0] : 1, cells = 1;
     for (int d = 0; d < k->nouter; d++)
         cells *= k->outer[d];
@@ -171,6 +175,9 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     int lx = operand_load(st, mul->a, bufs, nbufs), ly = operand_load(st, mul->b, bufs, nbufs);
     if (lx < 0 || ly < 0 || !epilogue_ok(k, red))
         return false;
+    int ox = st->instr[lx].a, oy = st->instr[ly].a; /* the offsets */
+    if (ox < 0 || ox >= lx || oy < 0 || oy >= ly)
+        return false;
 
     int nv = k->nouter + k->ninner;
     affine_t A = { nv, NULL, NULL };
@@ -179,14 +186,14 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     bool ok = A.c && A.ok;
     if (ok) {
         affine_pass(st, &A);
-        ok = A.ok[st->instr[lx].a] && A.ok[st->instr[ly].a];
+        ok = A.ok[ox] && A.ok[oy];
     }
     if (!ok) {
         free(A.c);
         free(A.ok);
         return false;
     }
-    const int64_t *rx = aff_row(&A, st->instr[lx].a), *ry = aff_row(&A, st->instr[ly].a);
+    const int64_t *rx = aff_row(&A, ox), *ry = aff_row(&A, oy);
 
     /* Columns: the innermost outer var only one operand varies along (that operand is the
      * columns operand); rows: the innermost var only the other one varies along. The rest
@@ -281,8 +288,6 @@ void ic_gemm_params_default(const ic_codegen_target *t, const ic_kernel *k, cons
     }
     if (!out->unroll)
         out->unroll = 4;
-    if (!out->pack_a)
-        out->pack_a = 1;
     if (!out->bf16_dot)
         out->bf16_dot = t && has_feature(t->features, "avx512bf16") ? 1 : -1;
     if (!out->serial_flops)
@@ -345,71 +350,88 @@ static bool prepack(ic__cg *g, ic__gemm *m, const void *data)
     return true;
 }
 
-bool ic__gemm_match(const ic__cg *g, ic__gemm *m)
+/* Skinny N: the vectors run along the graph's m instead (the operands swap roles). */
+static void swap_roles(ic__gemm *m)
 {
-    const ic_gemm_params *user = &g->p->gemm;
-    if (user->disable == 1 || !ic__gemm_recognise(g->k, g->bufs, g->nbufs, m))
-        return false;
-    /* skinny N: let the vectors run along the graph's m (swap the operands' roles) */
-    int vl = g->t->vector_bits / 32;
-    if (m->N < vl && m->M > m->N) {
-        ic__gemm_opnd t = m->x;
-        m->x = m->y;
-        m->y = t;
-        int v = m->rowvar;
-        m->rowvar = m->colvar;
-        m->colvar = v;
-        int64_t s = m->M;
-        m->M = m->N;
-        m->N = s;
-        m->swapped = true;
-    }
-    ic_gemm_params p = *user;
-    ic_gemm_params_default(g->t, g->k, g->bufs, &p);
+    ic__gemm_opnd t = m->x;
+    m->x = m->y;
+    m->y = t;
+    int v = m->rowvar;
+    m->rowvar = m->colvar;
+    m->colvar = v;
+    int64_t s = m->M;
+    m->M = m->N;
+    m->N = s;
+    m->swapped = true;
+}
+
+/* Tile, blocks and panels from the parameters p (defaults filled), clamped to what the
+ * emitter supports and to the problem. */
+static void plan_blocks(const ic__cg *g, ic__gemm *m, ic_gemm_params p)
+{
+    int vl = m->vl;
     p.mr = (int)imax(1, imin(p.mr, 16));
     p.nr = (int)round_up(imax(vl, imin(p.nr, 8 * vl)), vl);
     p.kc = imax(1, imin(p.kc, m->K));
     p.mc = round_up(imax(p.mc, p.mr), p.mr);
     p.nc = round_up(imax(p.nc, p.nr), p.nr);
     p.unroll = (int)imax(1, imin(p.unroll, 16));
-    m->p = p;
-    m->vl = vl;
-    m->nv = p.nr / vl;
-    m->kc = p.kc;
-    m->npc = (m->K + p.kc - 1) / p.kc;
-    m->pm = (m->M + p.mr - 1) / p.mr;
-    m->pn = (m->N + p.nr - 1) / p.nr;
-    m->p.nc = imin(p.nc, m->pn * p.nr);
-    m->p.mc = imin(p.mc, m->pm * p.mr);
-    /* reading A in place needs f32 (no conversion) */
-    /* bf16 x bf16: vdpbf16ps on pairs along k when the host has AVX512-BF16 (detected at run
-     * time), else both are converted to f32 when packed */
+    /* bf16 x bf16: vdpbf16ps on pairs along k when the host has AVX512-BF16 (its features are
+     * detected at run time), else both operands are converted to f32 when packed */
     m->bf16_dot = p.bf16_dot == 1 && m->x.dt == IC_BF16 && m->y.dt == IC_BF16 && vl == 16 &&
                   has_feature(g->t->features, "avx512bf16") && has_feature(g->t->features, "avx512f");
     m->esize = m->bf16_dot ? 2 : 4;
-    if (m->bf16_dot) { /* even passes: a pass holds whole pairs */
-        m->kc = round_up(m->kc, 2);
-        m->p.kc = m->kc;
-        m->npc = (m->K + m->kc - 1) / m->kc;
-    }
+    if (m->bf16_dot) /* a pass holds whole pairs */
+        p.kc = round_up(p.kc, 2);
+    m->kc = p.kc;
     m->kp = m->bf16_dot ? round_up(m->K, 2) : m->K;
-    m->pack_a = p.pack_a != -1 || m->x.dt != IC_F32;
-    m->ldt = m->npc > 1 ? m->p.nc : p.nr;
-    m->a_floats = m->pack_a ? (m->p.mc * m->kc * m->esize + 3) / 4 : 0;
-    const ic_buffer *yb = &g->bufs[m->y.buf];
-    if (p.prepack == 1 && yb->kind == IC_BUF_PARAM && yb->data)
-        prepack((ic__cg *)g, m, yb->data); /* out of memory: packed at run time instead */
-    m->b_floats = m->prepacked ? 0 : (m->p.nc * m->kp * m->esize + 3) / 4;
-    m->t_floats = m->npc > 1 ? m->p.mc * m->p.nc : (int64_t)p.mr * p.nr;
+    m->nv = p.nr / vl;
+    m->npc = (m->K + p.kc - 1) / p.kc;
+    m->pm = (m->M + p.mr - 1) / p.mr;
+    m->pn = (m->N + p.nr - 1) / p.nr;
+    p.nc = imin(p.nc, m->pn * p.nr);
+    p.mc = imin(p.mc, m->pm * p.mr);
+    /* A is read in place (no copy) when it is f32 and contiguous along k: mr rows are mr
+     * streams the prefetchers follow; otherwise (or when asked) it is packed into panels */
+    bool in_place = p.pack_a == -1 || (p.pack_a == 0 && m->x.s_k == 1 && p.mr <= 8);
+    m->pack_a = !in_place || m->x.dt != IC_F32;
+    m->ldt = m->npc > 1 ? p.nc : p.nr;
+    m->p = p;
+}
+
+/* Threads and scratch: per thread A panels, a B block and accumulator tiles; a B block the
+ * team shares when every thread reads the same B. */
+static void plan_threads(const ic__cg *g, ic__gemm *m)
+{
+    const ic_gemm_params *p = &m->p;
+    m->a_floats = m->pack_a ? (p->mc * m->kc * m->esize + 3) / 4 : 0;
+    m->b_floats = m->prepacked ? 0 : (p->nc * m->kp * m->esize + 3) / 4;
+    m->t_floats = m->npc > 1 ? p->mc * p->nc : (int64_t)p->mr * p->nr;
     m->slot_bytes = (round_up(m->a_floats, 16) + round_up(m->b_floats, 16) + round_up(m->t_floats, 16)) * 4;
     double flops = 2.0 * (double)m->M * (double)m->N * (double)m->K * (double)m->batch;
-    int threads = p.threads > 0 ? p.threads : g->p->threads > 0 ? g->p->threads : host_threads();
-    bool serial = g->p->parallel_depth <= 0 || g->p->threads == 1 || flops < (double)p.serial_flops;
-    int64_t tiles = m->batch * m->pm * m->pn;
-    m->tmax = serial ? 1 : (int)imin(threads, tiles);
-    /* row split with a B every thread reads: the team packs it once, together */
+    int threads = p->threads > 0 ? p->threads : g->p->threads > 0 ? g->p->threads : host_threads();
+    bool serial = g->p->parallel_depth <= 0 || threads == 1 || flops < (double)p->serial_flops;
+    m->tmax = serial ? 1 : (int)imin(threads, m->batch * m->pm * m->pn);
+    m->shared_bytes = 0;
     if (m->tmax > 1 && !m->y.batched && !m->prepacked)
-        m->shared_bytes = round_up(m->p.nc * m->kp * m->esize, 64);
+        m->shared_bytes = round_up(p->nc * m->kp * m->esize, 64);
+}
+
+bool ic__gemm_match(ic__cg *g, ic__gemm *m)
+{
+    const ic_gemm_params *user = &g->p->gemm;
+    if (user->disable == 1 || g->p->vector_width == 1 || !ic__gemm_recognise(g->k, g->bufs, g->nbufs, m))
+        return false;
+    m->vl = g->t->vector_bits / 32;
+    if (m->N < m->vl && m->M > m->N)
+        swap_roles(m);
+    ic_gemm_params p = *user;
+    ic_gemm_params_default(g->t, g->k, g->bufs, &p);
+    plan_blocks(g, m, p);
+    const ic_buffer *yb = &g->bufs[m->y.buf];
+    if (m->p.prepack == 1 && yb->kind == IC_BUF_PARAM && yb->data)
+        prepack(g, m, yb->data); /* out of memory: packed at run time instead */
+    plan_threads(g, m);
     return true;
 }
 

@@ -1,17 +1,22 @@
 /* gemm_emit.c - LLVM IR of a recognised contraction (gemm-impl.h), BLIS style:
  *
  *   K(bufs)                    scratch (stack, the kernel's own block, or malloc when another
- *                              run holds it), then forks K.gemm.omp on a team or calls work
- *   K.gemm.work(bufs.., scratch, tid, nth)
- *     rows (batch x row panels) or column panels split across the team; per thread:
+ *                              run holds that block), then forks K.gemm.omp on a team of
+ *                              min(omp_get_max_threads, plan) threads, or calls work directly
+ *   K.gemm.work(bufs.., scratch, tid, nth, gtid)
+ *     row panels (over the batch) or column panels are split across the team; per thread:
  *     for batch: for jc (nc columns): pack Y[:, jc..] (all of K) unless prepacked
  *       for ic (mc rows): for pc (kc deep): pack X[ic.., pc..] (or read it in place)
  *         for jr (nr): for ir (mr): micro-kernel -> accumulator tile; after the last pc the
  *           epilogue (the kernel's later stages) runs over the tile: bias, activation,
  *           residual, casts, stores -- never a separate pass over C
- *   K.gemm.micro.RxV(A, B, kc, C, first)   R x V vectors of f32 accumulators in registers,
- *                              llvm.fma of a broadcast A element and a row of B vectors
- *   K.gemm.packA / K.gemm.packB             panels, zero padded, converted to f32
+ *     with a row split and a Y without batch dims the team packs each Y block together
+ *     (a share of its panels per thread, then a barrier) instead of once per thread
+ *   K.gemm.micro.RxV(A, B, kc, C, first)   R x V vectors of f32 accumulators in registers:
+ *                              llvm.fma of a broadcast A element and a row of B vectors, or
+ *                              vdpbf16ps of a broadcast bf16 pair and a row of B pairs
+ *   K.gemm.packA / K.gemm.packB             panels, zero padded, converted to f32 (or bf16
+ *                              pairs); unit-stride operands by vl x vl block transposes
  * Edges: rows past M and columns past N are zero in the panels; the last row panel and the
  * last column panel use micro-kernels of fewer rows / vectors; the epilogue covers exactly
  * the valid part of each tile. */

@@ -284,6 +284,7 @@ Test(gemm, matmul_1d_operands)
         { 2, 1, { 17, 64 }, { 64 } },      /* matrix @ vector */
         { 1, 2, { 3 }, { 3, 257 } },
         { 2, 1, { 257, 7 }, { 7 } },
+        { 1, 1, { 97 }, { 97 } },          /* dot product: no outer loop at all */
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
         ic_graph *g = ict_graph(c, "mm1d");
@@ -642,7 +643,7 @@ Test(gemm, params_default_fills_every_field)
     cr_assert(p.mr > 0 && p.nr > 0 && p.nr % vl == 0, "tile %dx%d (lanes %d)", p.mr, p.nr, vl);
     cr_assert(p.mc > 0 && p.mc % p.mr == 0 && p.kc > 0 && p.nc > 0 && p.nc % p.nr == 0,
               "blocks mc %lld kc %lld nc %lld", (long long)p.mc, (long long)p.kc, (long long)p.nc);
-    cr_assert(p.unroll > 0 && p.serial_flops > 0 && p.pack_a != 0 && p.bf16_dot != 0);
+    cr_assert(p.unroll > 0 && p.serial_flops > 0 && p.bf16_dot != 0);
     /* the accumulators, a row of B and a broadcast fit the register file */
     int regs = vl == 16 ? 32 : 16;
     cr_assert_leq(p.mr * (p.nr / vl) + p.nr / vl + 1, regs);
@@ -845,6 +846,30 @@ Test(gemm, freezing_folds_a_cast_of_a_weight)
     ic_compiled_destroy(cc);
     cr_assert(plain >= 2 && frozen == 1, "kernels: %d without freezing, %d with", plain, frozen);
     check_opts(c, g, &o, 1);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* Scalar code (vector_width 1) keeps the generic loop nest, with the same results. */
+Test(gemm, scalar_code_keeps_the_loop_nest)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = mm_graph(c, 17, 31, 7, IC_F32, false);
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.vector_width = 1;
+    char *ir = dump(c, g, &o, "llvm");
+    cr_assert(strstr(ir, ".gemm.") == NULL, "GEMM path taken for scalar code");
+    free(ir);
+    ic_tensor *args = make_args(c, g, 5u);
+    ic_tensor want;
+    cr_assert_eq(ic_ref_run(c, g, NULL, 2, args, 1, &want), IC_OK);
+    ic_tensor *got = run(c, g, &o, args);
+    char m[1024];
+    cr_assert(ict_allclose(&got[0], &want, m, sizeof m), "%s", m);
+    free_tensors(c, got, 1);
+    ic_tensor_free(c, &want);
+    free_tensors(c, args, 2);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }

@@ -107,6 +107,10 @@ static void gemm_cases(case_fn f, const char *dt)
     GEMM_CASE("matmul 17x97x33", T3("[17,97]", "[97,33]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
     GEMM_CASE("matmul 257x64x136 (16-byte copies)", T3("[257,64]", "[64,136]", NULL),
               "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("matmul 64x128x128 (whole tiles, 16-byte copies)", T3("[64,128]", "[128,128]", NULL),
+              "{'name':'y','op':'matmul','inputs':['a','b']}");
+    GEMM_CASE("bmm 2x128x256x64 (whole tiles, 16-byte copies)", T3("[2,128,256]", "[2,256,64]", NULL),
+              "{'name':'y','op':'bmm','inputs':['a','b']}");
     GEMM_CASE("matmul 3x257x97", T3("[3,257]", "[257,97]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
     GEMM_CASE("matmul 1x64x97", T3("[1,64]", "[64,97]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
     GEMM_CASE("matmul 97x16x1", T3("[97,16]", "[16,1]", NULL), "{'name':'y','op':'matmul','inputs':['a','b']}");
