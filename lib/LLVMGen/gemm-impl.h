@@ -14,6 +14,10 @@ typedef struct ic__gemm_opnd {
     int64_t c0, s_i, s_k;
     int64_t sb[IC_MAX_RANK];      /* per batch dim (ic__gemm.bvar) */
     bool batched;                 /* some sb[d] != 0 */
+    int expr;                     /* -1: the offset is affine (c0, s_i, s_k, sb). Else the rows
+                                   * operand's offset is not (a view like permute + reshape
+                                   * folded into div/mod index math): the stage-0 instruction
+                                   * computing it, evaluated per element while packing */
 } ic__gemm_opnd;
 
 /* A recognised contraction and how it is generated (all sizes are compile-time constants). */
@@ -50,6 +54,9 @@ IC_HIDDEN bool ic__gemm_match(ic__cg *g, ic__gemm *m);
 /* Pure recognition (no plan): shared by ic_kernel_is_gemm and ic_gemm_params_default. */
 IC_HIDDEN bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs,
                                   ic__gemm *m);
+/* need[i] for the instructions of stage st that the value of instruction root depends on
+ * (root included); false if one of them is a REDUCE, ACC or STORE (no plain expression). */
+IC_HIDDEN bool ic__gemm_expr_mark(const ic_stage *st, int root, bool *need);
 /* Generates kernel g->k (matched as m) as the exported function g->sym. */
 IC_HIDDEN ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m);
 /* Frees what a plan owns (the prepacked panels). */

@@ -137,6 +137,49 @@ static void set_opnd(ic__gemm_opnd *o, const ic_linstr *ld, const int64_t *r, in
     }
 }
 
+bool ic__gemm_expr_mark(const ic_stage *st, int root, bool *need)
+{
+    memset(need, 0, sizeof(bool) * (size_t)st->ninstr);
+    need[root] = true;
+    for (int i = root; i >= 0; i--) {
+        if (!need[i])
+            continue;
+        const ic_linstr *in = &st->instr[i];
+        int ops[3] = { in->a, in->b, in->c }, n;
+        switch (in->op) {
+        case IC_L_VAR: case IC_L_CONST: n = 0; break;
+        case IC_L_ACC: case IC_L_REDUCE: case IC_L_STORE: return false;
+        case IC_L_SELECT: n = 3; break;
+        default: n = in->op >= IC_L_LOAD && in->op <= IC_L_CAST ? 1 : 2; break;
+        }
+        for (int j = 0; j < n; j++) {
+            if (ops[j] < 0 || ops[j] >= i)
+                return false;
+            need[ops[j]] = true;
+        }
+    }
+    return true;
+}
+
+/* Which loop variables the offset o varies along: the nonzero coefficients when it is affine,
+ * else the variables its expression reads. False when it is no plain expression. */
+static bool offset_vars(const ic_stage *st, const affine_t *A, int o, bool *need, bool *v)
+{
+    memset(v, 0, sizeof(bool) * (size_t)A->nv);
+    if (A->ok[o]) {
+        const int64_t *r = aff_row((affine_t *)A, o);
+        for (int d = 0; d < A->nv; d++)
+            v[d] = r[d] != 0;
+        return true;
+    }
+    if (!ic__gemm_expr_mark(st, o, need))
+        return false;
+    for (int i = 0; i <= o; i++)
+        if (need[i] && st->instr[i].op == IC_L_VAR && st->instr[i].a >= 0 && st->instr[i].a < A->nv)
+            v[st->instr[i].a] = true;
+    return true;
+}
+
 bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic__gemm *m)
 {
     if (!k || !bufs || !k->stages || k->ninner < 0 || k->ninner > 1 || k->nstages < 1 ||
@@ -183,14 +226,19 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     affine_t A = { nv, NULL, NULL };
     A.c = malloc(sizeof(int64_t) * (size_t)st->ninstr * (size_t)(nv + 1));
     A.ok = malloc(sizeof(bool) * (size_t)st->ninstr);
-    bool ok = A.c && A.ok;
+    bool *need = malloc(sizeof(bool) * (size_t)st->ninstr);
+    bool vx[2 * IC_MAX_RANK + 1], vy[2 * IC_MAX_RANK + 1];
+    bool ok = A.c && A.ok && need && nv <= 2 * IC_MAX_RANK;
     if (ok) {
+        /* one operand's offset may be any expression of the loop variables (packed element by
+         * element, gemm_emit.c): a view such as attention's permute + reshape of the heads */
         affine_pass(st, &A);
-        ok = A.ok[ox] && A.ok[oy];
+        ok = (A.ok[ox] || A.ok[oy]) && offset_vars(st, &A, ox, need, vx) && offset_vars(st, &A, oy, need, vy);
     }
     if (!ok) {
         free(A.c);
         free(A.ok);
+        free(need);
         return false;
     }
     const int64_t *rx = aff_row(&A, ox), *ry = aff_row(&A, oy);
@@ -203,14 +251,13 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     m->rowvar = m->colvar = -1;
     int colop = -1; /* 0: x, 1: y */
     for (int d = k->nouter - 1; d >= 0 && m->colvar < 0; d--) {
-        bool vx = rx[d] != 0, vy = ry[d] != 0;
-        if (vx != vy)
-            m->colvar = d, colop = vy ? 1 : 0;
+        if (vx[d] != vy[d])
+            m->colvar = d, colop = vy[d] ? 1 : 0;
     }
     if (m->colvar >= 0)
         for (int d = k->nouter - 1; d >= 0; d--) {
-            bool vrow = colop == 1 ? rx[d] != 0 : ry[d] != 0;
-            bool vcol = colop == 1 ? ry[d] != 0 : rx[d] != 0;
+            bool vrow = colop == 1 ? vx[d] : vy[d];
+            bool vcol = colop == 1 ? vy[d] : vx[d];
             if (d != m->colvar && vrow && !vcol) {
                 m->rowvar = d;
                 break;
@@ -229,11 +276,21 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     int kvar = k->ninner ? k->nouter : -1;
     const ic_linstr *Lrow = &st->instr[colop == 1 ? lx : ly], *Lcol = &st->instr[colop == 1 ? ly : lx];
     const int64_t *rrow = colop == 1 ? rx : ry, *rcol = colop == 1 ? ry : rx;
-    set_opnd(&m->x, Lrow, rrow, nv, m->rowvar, kvar, m);
-    set_opnd(&m->y, Lcol, rcol, nv, m->colvar, kvar, m);
+    int orow = colop == 1 ? ox : oy, ocol = colop == 1 ? oy : ox;
+    const bool *vrow = colop == 1 ? vx : vy;
+    bool fits = A.ok[ocol]; /* the columns operand is packed by strides (or prepacked) */
+    if (fits) {
+        set_opnd(&m->x, Lrow, rrow, nv, m->rowvar, kvar, m);
+        set_opnd(&m->y, Lcol, rcol, nv, m->colvar, kvar, m);
+        m->y.expr = -1;
+        m->x.expr = A.ok[orow] ? -1 : orow;
+        for (int d = 0; d < m->nb && m->x.expr >= 0; d++)
+            m->x.batched |= vrow[m->bvar[d]];
+    }
     free(A.c);
     free(A.ok);
-    return true;
+    free(need);
+    return fits;
 }
 
 bool ic_kernel_is_gemm(const ic_kernel *k, const ic_buffer *bufs)
@@ -378,7 +435,7 @@ static void plan_blocks(const ic__cg *g, ic__gemm *m, ic_gemm_params p)
     p.unroll = (int)imax(1, imin(p.unroll, 16));
     /* bf16 x bf16: vdpbf16ps on pairs along k when the host has AVX512-BF16 (its features are
      * detected at run time), else both operands are converted to f32 when packed */
-    m->bf16_dot = p.bf16_dot == 1 && m->x.dt == IC_BF16 && m->y.dt == IC_BF16 && vl == 16 &&
+    m->bf16_dot = p.bf16_dot == 1 && m->x.dt == IC_BF16 && m->y.dt == IC_BF16 && vl == 16 && m->x.expr < 0 &&
                   has_feature(g->t->features, "avx512bf16") && has_feature(g->t->features, "avx512f");
     m->esize = m->bf16_dot ? 2 : 4;
     if (m->bf16_dot) /* a pass holds whole pairs */
@@ -394,7 +451,7 @@ static void plan_blocks(const ic__cg *g, ic__gemm *m, ic_gemm_params p)
     /* A is read in place (no copy) when it is f32 and contiguous along k: mr rows are mr
      * streams the prefetchers follow; otherwise (or when asked) it is packed into panels */
     bool in_place = p.pack_a == -1 || (p.pack_a == 0 && m->x.s_k == 1 && p.mr <= 8);
-    m->pack_a = !in_place || m->x.dt != IC_F32;
+    m->pack_a = !in_place || m->x.dt != IC_F32 || m->x.expr >= 0; /* an expression: packed */
     m->ldt = m->npc > 1 ? p.nc : p.nr;
     m->p = p;
 }
@@ -423,7 +480,7 @@ bool ic__gemm_match(ic__cg *g, ic__gemm *m)
     if (user->disable == 1 || g->p->vector_width == 1 || !ic__gemm_recognise(g->k, g->bufs, g->nbufs, m))
         return false;
     m->vl = g->t->vector_bits / 32;
-    if (m->N < m->vl && m->M > m->N)
+    if (m->N < m->vl && m->M > m->N && m->x.expr < 0) /* the expression operand stays X */
         swap_roles(m);
     ic_gemm_params p = *user;
     ic_gemm_params_default(g->t, g->k, g->bufs, &p);

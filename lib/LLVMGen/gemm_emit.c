@@ -34,6 +34,7 @@ typedef struct {
     LLVMValueRef micro[2][2];   /* [rows: full / edge][columns: full / edge] */
     int mre, nve;               /* edge rows (M % mr, 0 = none), vectors of the last column panel */
     LLVMValueRef packa, packb, work, panels;
+    bool *xneed;                /* X with an expression index: the stage-0 instructions of it */
 } em_t;
 
 /* ---- small builders ---- */
@@ -74,7 +75,8 @@ static LLVMMetadataRef md_pair(ic__cg *g, const char *name, LLVMValueRef v)
     return LLVMMDNodeInContext2(g->ctx, ops, v ? 2 : 1);
 }
 
-/* llvm.loop metadata: no vectorisation (the code is vector already), unrolled `unroll` times. */
+/* llvm.loop metadata: no vectorisation (the code is vector already), unrolled `unroll` times
+ * (1: never, which keeps the packing loops' block transposes a single copy in the IR). */
 static LLVMValueRef md_scalar_loop(ic__cg *g, int unroll)
 {
     LLVMMetadataRef ops[3];
@@ -84,6 +86,8 @@ static LLVMValueRef md_scalar_loop(ic__cg *g, int unroll)
     ops[n++] = md_pair(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, 0, 0));
     if (unroll > 1)
         ops[n++] = md_pair(g, "llvm.loop.unroll.count", LLVMConstInt(g->t_i32, (unsigned)unroll, 0));
+    else
+        ops[n++] = md_pair(g, "llvm.loop.unroll.disable", NULL);
     LLVMMetadataRef node = LLVMMDNodeInContext2(g->ctx, ops, (size_t)n);
     LLVMMetadataReplaceAllUsesWith(self, node);
     return LLVMMetadataAsValue(g->ctx, node);
@@ -109,13 +113,28 @@ static LLVMValueRef lp_open(ic__cg *g, lp_t *L, LLVMValueRef lo, LLVMValueRef hi
     return L->iv;
 }
 
+/* llvm.loop metadata: never unrolled. The block, panel and batch loops run a handful of
+ * times with constant trip counts, so full unrolling would copy the whole GEMM body (packing
+ * calls, micro-kernel dispatch, epilogue) several times over: no faster, and each copy costs
+ * optimisation and JIT codegen time (about half the compile time of a GEMM kernel). */
+static LLVMValueRef md_no_unroll(ic__cg *g)
+{
+    LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = { self, md_pair(g, "llvm.loop.unroll.disable", NULL) };
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, node);
+    return LLVMMetadataAsValue(g->ctx, node);
+}
+
+/* md NULL: an outer loop, kept rolled (md_no_unroll). */
 static void lp_close(ic__cg *g, lp_t *L, LLVMValueRef md)
 {
+    if (!md)
+        md = md_no_unroll(g);
     LLVMValueRef next = add(g, L->iv, I(g, L->step));
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
     LLVMValueRef br = LLVMBuildBr(g->b, L->head);
-    if (md)
-        LLVMSetMetadata(br, g->md_loop, md);
+    LLVMSetMetadata(br, g->md_loop, md);
     LLVMAddIncoming(L->iv, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(g->b, L->exit);
 }
@@ -542,19 +561,23 @@ static LLVMValueRef emit_packb(em_t *E)
             LLVMBasicBlockRef join = if_open(g, full, "vec");
             lp_t L;
             LLVMValueRef k = lp_open(g, &L, I(g, 0), I(g, kv), m->vl, "kv");
-            for (int jb = 0; jb < m->nv; jb++) {
-                LLVMValueRef v[64] = { 0 };
-                for (int jj = 0; jj < m->vl; jj++) {
-                    LLVMValueRef off = add(g, add(g, base, I(g, (int64_t)(jb * m->vl + jj) * y->s_i)), k);
-                    v[jj] = load_vec_f32(E, y->dt, gep(g, et, src, off));
-                }
-                transpose_block(E, v);
-                for (int kk = 0; kk < m->vl; kk++) {
-                    LLVMValueRef p = gep(g, g->t_f32, d, add(g, muli(g, add(g, k, I(g, kk)), nr), I(g, jb * m->vl)));
-                    LLVMValueRef st = LLVMBuildStore(g->b, v[kk], p);
-                    LLVMSetAlignment(st, E->valign);
-                }
+            /* a loop over the panel's nv blocks, not nv copies of the transpose: a third of
+             * the IR (and of the compile time) of this function for the same speed */
+            lp_t Lj;
+            LLVMValueRef jb = lp_open(g, &Lj, I(g, 0), I(g, m->nv), 1, "jb");
+            LLVMValueRef col = muli(g, jb, m->vl);
+            LLVMValueRef v[64] = { 0 };
+            for (int jj = 0; jj < m->vl; jj++) {
+                LLVMValueRef off = add(g, add(g, base, muli(g, add(g, col, I(g, jj)), y->s_i)), k);
+                v[jj] = load_vec_f32(E, y->dt, gep(g, et, src, off));
             }
+            transpose_block(E, v);
+            for (int kk = 0; kk < m->vl; kk++) {
+                LLVMValueRef p = gep(g, g->t_f32, d, add(g, muli(g, add(g, k, I(g, kk)), nr), col));
+                LLVMValueRef st = LLVMBuildStore(g->b, v[kk], p);
+                LLVMSetAlignment(st, E->valign);
+            }
+            lp_close(g, &Lj, md_scalar_loop(g, 1));
             lp_close(g, &L, md_scalar_loop(g, 1));
             if_close(g, join);
         }
@@ -760,6 +783,48 @@ static void batch_setup(em_t *E, wk_t *W, LLVMValueRef b)
               : LLVMBuildGEP2(g->b, ic__gen_mem_type(g, m->y.dt), g->bufptr[m->y.buf], &yoff, 1, "y");
 }
 
+/* X whose offset is an expression (m->x.expr): rows ic.. ic+mcur-1 (of the current batch),
+ * depth pc.. pc+kcur-1 into mr-row panels in packA's layout, each element's offset computed
+ * by the kernel's own index instructions with the loop variables bound. Inline in the work
+ * function, where the batch variables are in scope; rows past mcur (M's edge) are zero. */
+static ic_status emit_packa_expr(em_t *E, wk_t *W, LLVMValueRef ic, LLVMValueRef mcur, LLVMValueRef pc,
+                                 LLVMValueRef kcur)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    int64_t mr = m->p.mr;
+    int kvar = g->k->ninner ? g->k->nouter : -1;
+    LLVMTypeRef et = ic__gen_mem_type(g, m->x.dt);
+    lp_t P, Li, Lk;
+    LLVMValueRef np = sdiv(g, add(g, mcur, I(g, mr - 1)), I(g, mr));
+    LLVMValueRef p = lp_open(g, &P, I(g, 0), np, 1, "xp");
+    LLVMValueRef d = gep(g, g->t_f32, W->Ap, mul(g, muli(g, p, mr), kcur));
+    LLVMValueRef i = lp_open(g, &Li, I(g, 0), I(g, mr), 1, "xi");
+    LLVMValueRef r = add(g, muli(g, p, mr), i);
+    LLVMValueRef valid = icmp(g, LLVMIntSLT, r, mcur);
+    LLVMBasicBlockRef join = if_open(g, valid, "xrow");
+    if (m->rowvar >= 0)
+        g->vars[m->rowvar] = add(g, ic, r);
+    LLVMValueRef k = lp_open(g, &Lk, I(g, 0), kcur, 1, "xk");
+    if (kvar >= 0)
+        g->vars[kvar] = add(g, pc, k);
+    ic_status s = ic__gen_stage_subset(g, 0, E->xneed);
+    LLVMValueRef off = g->vals[m->x.expr];
+    store_f32(g, load_f32(g, m->x.dt, gep(g, et, g->bufptr[m->x.buf], off)), d, add(g, muli(g, k, mr), i));
+    lp_close(g, &Lk, NULL);
+    if_close(g, join);
+    if (m->M % mr) {
+        join = if_open(g, LLVMBuildNot(g->b, valid, ""), "xzero");
+        k = lp_open(g, &Lk, I(g, 0), kcur, 1, "xz");
+        store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, mr), i));
+        lp_close(g, &Lk, NULL);
+        if_close(g, join);
+    }
+    lp_close(g, &Li, NULL);
+    lp_close(g, &P, NULL);
+    return s;
+}
+
 /* Rows [mlo, mhi) x columns [jc, jc + ncur) of the current batch with the packed B block
  * bblk: for ic: for pc: pack A; for jr: for ir: micro-kernel, then the epilogue. */
 static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi, LLVMValueRef jc,
@@ -775,7 +840,10 @@ static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi
     LLVMValueRef kcur = m->npc > 1 ? smin(g, I(g, kc), sub(g, I(g, K), pc)) : I(g, K);
     /* depth of the packed A panel and of the micro-kernel's loop: pairs are whole */
     LLVMValueRef kcp = m->bf16_dot ? LLVMBuildAnd(g->b, add(g, kcur, I(g, 1)), I(g, ~(int64_t)1), "") : kcur;
-    if (m->pack_a) {
+    ic_status s = IC_OK;
+    if (m->x.expr >= 0) {
+        s = emit_packa_expr(E, W, ic, mcur, pc, kcur);
+    } else if (m->pack_a) {
         LLVMValueRef pa[6] = { W->xsrc, ic, mcur, pc, kcur, W->Ap };
         LLVMBuildCall2(g->b, E->packa_ty, E->packa, pa, 6, "");
     }
@@ -792,7 +860,8 @@ static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi
     LLVMValueRef margs[5] = { aptr, bptr, kcp, tile, first };
     call_micro(E, rows, cols, margs);
     LLVMBasicBlockRef ejoin = m->npc > 1 ? if_open(g, lastp, "epi") : NULL;
-    ic_status s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
+    if (!s)
+        s = emit_epilogue(E, tile, add(g, ic, ir), rows, add(g, jc, jr), cols);
     if (ejoin)
         if_close(g, ejoin);
     lp_close(g, &Lir, NULL);
@@ -1163,13 +1232,20 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
     for (int r = 0; r < (E.mre ? 2 : 1); r++)
         for (int c = 0; c < (E.nve && E.nve < m->nv ? 2 : 1); c++)
             E.micro[r][c] = emit_micro(&E, rv[r], cv[c]);
-    if (m->pack_a)
+    if (m->x.expr >= 0) { /* packed inline (emit_packa_expr) */
+        const ic_stage *st0 = &g->k->stages[0];
+        if (!(E.xneed = ic__calloc(g->c, (size_t)st0->ninstr + 1, sizeof(bool))))
+            return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", g->k->name);
+        ic__gemm_expr_mark(st0, m->x.expr, E.xneed);
+    } else if (m->pack_a) {
         E.packa = m->bf16_dot ? emit_packa_bf16(&E) : emit_packa(&E);
+    }
     if (m->prepacked)
         E.panels = emit_panels(&E);
     else
         E.packb = m->bf16_dot ? emit_packb_bf16(&E) : emit_packb(&E);
     ic_status s = emit_work(&E);
+    ic__free(g->c, E.xneed);
     if (s)
         return s;
     LLVMValueRef task = m->tmax > 1 ? emit_omp_task(&E) : NULL;

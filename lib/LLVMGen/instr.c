@@ -492,9 +492,16 @@ static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, 
 
 ic_status ic__gen_stage(ic__cg *g, int s)
 {
+    return ic__gen_stage_subset(g, s, NULL);
+}
+
+ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need)
+{
     const ic_stage *st = &g->k->stages[s];
     for (int i = 0; i < st->ninstr; i++) {
         const ic_linstr *in = &st->instr[i];
+        if (need && !need[i])
+            continue;
         LLVMValueRef a = NULL, bv = NULL, c = NULL, v = NULL;
         ic_dtype at = IC_F32;
         switch (in->op) {

@@ -85,6 +85,9 @@ IC_HIDDEN LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMV
                                        LLVMValueRef pi, LLVMValueRef v, LLVMValueRef idx);
 /* Emits stage s's instructions for one iteration at the builder's position. */
 IC_HIDDEN ic_status ic__gen_stage(ic__cg *g, int s);
+/* Only the instructions i with need[i] (their operands must be needed too): e.g. the index
+ * expression of one load (gemm_emit.c packs an operand whose index is not affine). */
+IC_HIDDEN ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need);
 /* Static validation of a kernel (operand order and types) before any IR is built. */
 IC_HIDDEN ic_status ic__gen_check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs,
                                          const ic_buffer *bufs);

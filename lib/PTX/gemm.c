@@ -365,7 +365,13 @@ static LLVMValueRef inline_asm(ic__pg *G, LLVMTypeRef ret, const char *text, con
     LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, 0);
     LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), side, 0,
                                        LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(G->b, ft, fn, args, (unsigned)n, "");
+    LLVMValueRef call = LLVMBuildCall2(G->b, ft, fn, args, (unsigned)n, "");
+    /* warp-collective (mma.sync.aligned, ldmatrix): LLVM must not sink it into a branch only
+     * some lanes take (an unrolled last k step feeding the masked epilogue stores), which
+     * hangs the warp */
+    unsigned conv = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, (unsigned)LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(G->ctx, conv, 0));
+    return call;
 }
 
 typedef struct {
@@ -474,7 +480,7 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
     LLVMValueRef r = inline_asm(G, st, X->g->bf16
         ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
         : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
-        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
+        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, true);
     for (int i = 0; i < 4; i++)
         c[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
 }

@@ -22,6 +22,8 @@ typedef struct ic__slot {
     void **staging;          /* [nargs], aligned */
     void **staging_raw;      /* [nargs] */
     size_t *staging_cap;     /* [nargs], bytes */
+    double *prof_ms;         /* IC_PROFILE: [nkernels] ms spent in each kernel by this slot's runs */
+    int64_t prof_runs;       /* IC_PROFILE: runs made with this slot */
 } ic__slot;
 
 /* n bytes 64-byte aligned from the context's allocator; *raw is what to free. */
@@ -62,6 +64,7 @@ struct ic_compiled {
     ic__variant **variants;
     int nvariants, capvariants;
     ic__variant *last;     /* most recently used */
+    bool profile;          /* IC_PROFILE: time every kernel of every run (summary at destroy) */
 };
 
 static double now_ms(void)
@@ -417,6 +420,8 @@ done:
 
 /* ---- public API ---- */
 
+static void profile_print(const ic_compiled *cc, const ic__variant *v);
+
 ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **out)
 {
     if (!out)
@@ -442,6 +447,8 @@ ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, 
     if (o && o->debug_dir && !(cc->o.debug_dir = ic__strdup(c, o->debug_dir)))
         cc->mode = NULL;
     pthread_mutex_init(&cc->lock, NULL);
+    const char *prof = getenv("IC_PROFILE");
+    cc->profile = prof && *prof && strcmp(prof, "0") != 0;
     cc->nsyms = ic_graph_num_symbols(g);
     cc->bound = ic__malloc(c, sizeof(int64_t) * (size_t)(cc->nsyms + 1));
     if (!cc->mode || !cc->bound) {
@@ -479,6 +486,8 @@ void ic_compiled_destroy(ic_compiled *cc)
 {
     if (!cc)
         return;
+    for (int i = 0; i < cc->nvariants && cc->profile; i++)
+        profile_print(cc, cc->variants[i]);
     for (int i = 0; i < cc->nvariants; i++)
         variant_destroy(cc->c, cc->variants[i]);
     ic__free(cc->c, cc->variants);
@@ -569,7 +578,7 @@ static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args,
 static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
 {
     size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(v->nbufs + 2 * v->nargs) +
-               sizeof(size_t) * (size_t)v->nargs + 16;
+               sizeof(size_t) * (size_t)v->nargs + sizeof(double) * (size_t)v->nkernels + 16;
     ic__slot *s = ic__calloc(c, 1, n);
     if (!s)
         return NULL;
@@ -577,6 +586,7 @@ static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
     s->staging = s->bufs + v->nbufs;
     s->staging_raw = s->staging + v->nargs;
     s->staging_cap = (size_t *)(s->staging_raw + v->nargs);
+    s->prof_ms = (double *)(s->staging_cap + v->nargs);
     if (v->arena_bytes > 0 && !alloc64(c, (size_t)v->arena_bytes, &s->arena_raw)) {
         ic__free(c, s);
         return NULL;
@@ -732,6 +742,43 @@ static ic_status bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s
     return IC_OK;
 }
 
+/* IC_PROFILE: the kernels one by one, each timed into the slot's counters (no locks: a slot
+ * serves one run at a time; profile_print sums the slots). */
+static void run_profiled(const ic__variant *v, ic__slot *slot)
+{
+    for (int k = 0; k < v->nkernels; k++) {
+        double t = now_ms();
+        v->fns[k](slot->bufs);
+        slot->prof_ms[k] += now_ms() - t;
+    }
+    slot->prof_runs++;
+}
+
+/* IC_PROFILE: per kernel of each variant, the runs, mean ms per run and share of the total. */
+static void profile_print(const ic_compiled *cc, const ic__variant *v)
+{
+    int64_t runs = 0;
+    double total = 0;
+    for (const ic__slot *s = v->all_slots; s; s = s->next_all)
+        runs += s->prof_runs;
+    if (runs == 0)
+        return;
+    fprintf(stderr, "ic: profile of '%s' (%d kernels, %lld runs):\n", ic_graph_name(cc->g), v->nkernels,
+            (long long)runs);
+    for (int k = 0; k < v->nkernels; k++)
+        for (const ic__slot *s = v->all_slots; s; s = s->next_all)
+            total += s->prof_ms[k];
+    fprintf(stderr, "  %-40s %10s %10s %7s\n", "kernel", "total ms", "ms/run", "share");
+    for (int k = 0; k < v->nkernels; k++) {
+        double ms = 0;
+        for (const ic__slot *s = v->all_slots; s; s = s->next_all)
+            ms += s->prof_ms[k];
+        fprintf(stderr, "  %-40s %10.3f %10.3f %6.1f%%\n", ic_program_kernel(v->prog, k)->name, ms,
+                ms / (double)runs, total > 0 ? 100.0 * ms / total : 0.0);
+    }
+    fprintf(stderr, "  %-40s %10.3f %10.3f\n", "all kernels", total, total / (double)runs);
+}
+
 ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, ic_tensor *outs)
 {
     if (!cc)
@@ -755,8 +802,12 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
         return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory for a run arena");
     if (!(s = check_outputs(cc, v, nargs, args, nouts, outs)) && !(s = check_indices(cc, v, args)) &&
         !(s = bind_buffers(cc, v, slot, args, outs))) {
-        for (int k = 0; k < v->nkernels; k++)
-            v->fns[k](slot->bufs);
+        if (cc->profile) {
+            run_profiled(v, slot);
+        } else {
+            for (int k = 0; k < v->nkernels; k++)
+                v->fns[k](slot->bufs);
+        }
     }
     slot_release(cc, v, slot);
     return s;
