@@ -807,7 +807,7 @@ static ic_status emit_packa_expr(em_t *E, wk_t *W, LLVMValueRef ic, LLVMValueRef
         g->vars[m->rowvar] = add(g, ic, r);
     LLVMValueRef k = lp_open(g, &Lk, I(g, 0), kcur, 1, "xk");
     if (kvar >= 0)
-        g->vars[kvar] = add(g, pc, k);
+        g->vars[kvar] = k;
     ic_status s = ic__gen_stage_subset(g, 0, E->xneed);
     LLVMValueRef off = g->vals[m->x.expr];
     store_f32(g, load_f32(g, m->x.dt, gep(g, et, g->bufptr[m->x.buf], off)), d, add(g, muli(g, k, mr), i));

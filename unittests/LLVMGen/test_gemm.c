@@ -581,17 +581,19 @@ Test(gemm, frozen_matmul_batched_weight)
 
 /* ---- the recogniser on hand-built loop IR ---- */
 
-/* C[m, n] = sum_k A[m * K + k] * B[k * N + n] over buffers 0, 1 -> 2. */
-static kb_t *kb_matmul(int64_t M, int64_t N, int64_t K, bool with_div)
+/* C[m, n] = sum_k A[m * K + k] * B[k * N + n] over buffers 0, 1 -> 2. with_div 1 (2): A's (B's)
+ * k index goes through a floor division by 1, an index that is not affine. */
+static kb_t *kb_matmul(int64_t M, int64_t N, int64_t K, int with_div)
 {
     /* K = 1: no inner loop at all (as Lower makes it), the k index is the constant 0 */
     kb_t *kb = kb_new("mm", 2, (int64_t[]){ M, N }, K == 1 ? 0 : 1, (int64_t[]){ K });
     kb->buftype[0] = kb->buftype[1] = kb->buftype[2] = IC_F32;
     kb_stage(kb, IC_STAGE_REDUCE);
     int m = kb_var(kb, 0), n = kb_var(kb, 1), k = K == 1 ? kb_consti(kb, IC_I64, 0) : kb_var(kb, 2);
-    int ka = with_div ? kb_bin(kb, IC_L_IDIV, IC_I64, k, kb_consti(kb, IC_I64, 1)) : k;
+    int kd = with_div ? kb_bin(kb, IC_L_IDIV, IC_I64, k, kb_consti(kb, IC_I64, 1)) : k;
+    int ka = with_div == 1 ? kd : k, kbi = with_div == 2 ? kd : k;
     int oa = kb_bin(kb, IC_L_ADD, IC_I64, kb_bin(kb, IC_L_MUL, IC_I64, m, kb_consti(kb, IC_I64, K)), ka);
-    int ob = kb_bin(kb, IC_L_ADD, IC_I64, kb_bin(kb, IC_L_MUL, IC_I64, k, kb_consti(kb, IC_I64, N)), n);
+    int ob = kb_bin(kb, IC_L_ADD, IC_I64, kb_bin(kb, IC_L_MUL, IC_I64, kbi, kb_consti(kb, IC_I64, N)), n);
     int x = kb_load(kb, 0, IC_F32, oa), y = kb_load(kb, 1, IC_F32, ob);
     int r = kb_reduce(kb, IC_RED_SUM, IC_F32, kb_bin(kb, IC_L_MUL, IC_F32, x, y), -1);
     kb_stage(kb, IC_STAGE_BODY);
@@ -608,25 +610,29 @@ Test(gemm, recogniser)
     memset(bufs, 0, sizeof bufs);
     for (int i = 0; i < 3; i++)
         bufs[i].dtype = IC_F32, bufs[i].kind = i < 2 ? IC_BUF_ARG : IC_BUF_OUTPUT;
-    kb_t *kb = kb_matmul(5, 6, 7, false);
+    kb_t *kb = kb_matmul(5, 6, 7, 0);
     cr_assert(ic_kernel_is_gemm(&kb->k, bufs), "a plain matmul kernel is not recognised");
     free(kb);
-    /* a non-affine index (floor division) keeps the loop nest */
-    kb = kb_matmul(5, 6, 7, true);
-    cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "non-affine index recognised");
+    /* a rows operand with a non-affine index (floor division) is packed through its index
+     * expression (gemm_emit.c); the columns operand needs strides: the loop nest keeps it */
+    kb = kb_matmul(5, 6, 7, 1);
+    cr_assert(ic_kernel_is_gemm(&kb->k, bufs), "non-affine rows operand not recognised");
+    free(kb);
+    kb = kb_matmul(5, 6, 7, 2);
+    cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "non-affine columns operand recognised");
     free(kb);
     /* a product reduced with max is no GEMM */
-    kb = kb_matmul(5, 6, 7, false);
+    kb = kb_matmul(5, 6, 7, 0);
     kb->ins[0][kb->st[0].ninstr - 1].pred = IC_RED_MAX;
     cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "max-reduction recognised");
     free(kb);
     /* an empty sum (K = 0) is left to the loop nests */
-    kb = kb_matmul(5, 6, 0, false);
+    kb = kb_matmul(5, 6, 0, 0);
     cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "K = 0 recognised");
     free(kb);
     /* f64 products stay generic */
     bufs[0].dtype = bufs[1].dtype = IC_F64;
-    kb = kb_matmul(5, 6, 7, false);
+    kb = kb_matmul(5, 6, 7, 0);
     cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "f64 recognised");
     free(kb);
 }
@@ -735,7 +741,7 @@ Test(gemm, hand_built_kernels_run)
     static const int64_t cs[][3] = { { 5, 6, 7 }, { 33, 17, 1 }, { 1, 40, 9 } };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
         int64_t M = cs[i][0], N = cs[i][1], K = cs[i][2];
-        kb_t *kb = kb_matmul(M, N, K, false);
+        kb_t *kb = kb_matmul(M, N, K, (int)(i % 2)); /* i odd: A read through an expression */
         ic_buffer bufs[3] = { kb_buf(IC_BUF_ARG, IC_F32, M * K, 0), kb_buf(IC_BUF_ARG, IC_F32, K * N, 1),
                               kb_buf(IC_BUF_OUTPUT, IC_F32, M * N, 0) };
         float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
@@ -870,6 +876,64 @@ Test(gemm, scalar_code_keeps_the_loop_nest)
     free_tensors(c, got, 1);
     ic_tensor_free(c, &want);
     free_tensors(c, args, 2);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* ---- operands read through views whose index is not affine ---- */
+
+static ic_value permute(ic_graph *g, const char *name, ic_value a, int n, const int64_t *dims)
+{
+    ic_attrs at;
+    ic_attrs_init(&at, IC_OP_PERMUTE);
+    at.has_dims = true, at.ndims = n;
+    memcpy(at.dims, dims, sizeof(int64_t) * (size_t)n);
+    ic_operand in[1] = { ic_val(a) };
+    return node(g, name, IC_OP_PERMUTE, 1, in, &at);
+}
+
+static ic_value reshape(ic_graph *g, const char *name, ic_value a, int n, const int64_t *shape)
+{
+    ic_attrs at;
+    ic_attrs_init(&at, IC_OP_RESHAPE);
+    at.nshape = n;
+    for (int i = 0; i < n; i++)
+        at.shape[i] = ic_dim_const(shape[i]);
+    ic_operand in[1] = { ic_val(a) };
+    return node(g, name, IC_OP_RESHAPE, 1, in, &at);
+}
+
+/* Attention's output projection: heads [B, H, S, D] -> permute(0, 2, 1, 3) -> reshape [B, S, H*D]
+ * -> linear: the rows operand's k index is (k mod D) + (k div D) * S * D, packed through that
+ * expression; also rows that mix the batch with a permuted dim (div/mod on the row index). */
+Test(gemm, view_operands_pack_through_their_index)
+{
+    ic_ctx *c = ict_ctx();
+    /* B H S D out; the last: K = 1105 takes several passes over K */
+    static const int64_t cs[][5] = { { 2, 3, 17, 5, 7 }, { 1, 12, 9, 64, 33 }, { 3, 2, 64, 16, 48 },
+                                     { 1, 17, 5, 65, 9 } };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            int64_t B = cs[i][0], H = cs[i][1], S = cs[i][2], D = cs[i][3], O = cs[i][4];
+            ic_dtype dt = f16 ? IC_F16 : IC_F32;
+            ic_graph *g = ict_graph(c, "heads_linear");
+            ic_value x = input(g, "x", dt, 4, (int64_t[]){ B, H, S, D });
+            ic_value w = input(g, "w", dt, 2, (int64_t[]){ O, H * D });
+            ic_value b = input(g, "b", dt, 1, (int64_t[]){ O });
+            ic_value v = reshape(g, "ctx2", permute(g, "ctxp", x, 4, (int64_t[]){ 0, 2, 1, 3 }), 3,
+                                 (int64_t[]){ B, S, H * D });
+            ic_operand ops[3] = { ic_val(v), ic_val(w), ic_val(b) };
+            output(g, node(g, "attn", IC_OP_LINEAR, 3, ops, NULL));
+            check(c, g, 1);
+            ic_graph_destroy(g);
+        }
+    /* rows [3, 4] from a permuted [2, 6] (the row index divides and wraps), K = 5 */
+    ic_graph *g = ict_graph(c, "rows_view");
+    ic_value a = input(g, "a", IC_F32, 3, (int64_t[]){ 2, 5, 6 });
+    ic_value bm = input(g, "b", IC_F32, 2, (int64_t[]){ 5, 7 });
+    ic_value v = reshape(g, "av", permute(g, "ap", a, 3, (int64_t[]){ 0, 2, 1 }), 3, (int64_t[]){ 3, 4, 5 });
+    output(g, op2(g, "c", IC_OP_MATMUL, v, bm));
+    check(c, g, 1);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
