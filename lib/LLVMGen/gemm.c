@@ -340,8 +340,13 @@ void ic_gemm_params_default(const ic_codegen_target *t, const ic_kernel *k, cons
     if (!out->nc) {
         /* a packed block of B (all of K) of about 2 MB: the L2 of one core */
         int64_t nc = (int64_t)(2 << 20) / 4 / imax(K, 1);
-        nc = imax(nc, 4 * (int64_t)out->nr);
-        out->nc = imin(round_up(nc, out->nr) , round_up(N, out->nr));
+        nc = round_up(imax(nc, 4 * (int64_t)out->nr), out->nr);
+        /* N a little over the budget (BERT's 768 x 768: 720 + a last block of 48) is one
+         * block: a thin last block would pass over all of M again and repack a packed A for
+         * a sliver of the work (the o-projection's view operand: 10% of its time) */
+        if (round_up(N, out->nr) <= nc + nc / 4)
+            nc = round_up(N, out->nr);
+        out->nc = imin(nc, round_up(N, out->nr));
     }
     if (!out->unroll)
         out->unroll = 4;

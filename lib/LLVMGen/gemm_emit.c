@@ -30,10 +30,10 @@ typedef struct {
     ic__gemm *m;
     LLVMTypeRef vty;            /* <vl x float> */
     unsigned valign;            /* alignment of tile and panel vectors */
-    LLVMTypeRef micro_ty, packa_ty, packb_ty, work_ty;
+    LLVMTypeRef micro_ty, packa_ty, packb_ty, work_ty, block_ty;
     LLVMValueRef micro[2][2];   /* [rows: full / edge][columns: full / edge] */
     int mre, nve;               /* edge rows (M % mr, 0 = none), vectors of the last column panel */
-    LLVMValueRef packa, packb, work, panels;
+    LLVMValueRef packa, packb, work, panels, block;
     bool *xneed;                /* X with an expression index: the stage-0 instructions of it */
 } em_t;
 
@@ -463,7 +463,7 @@ static LLVMValueRef emit_packa(em_t *E)
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
     const ic__gemm_opnd *x = &m->x;
-    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, false);
+    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
     noalias(g, fn, 0);
     noalias(g, fn, 5);
     LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
@@ -524,7 +524,7 @@ static LLVMValueRef emit_packb(em_t *E)
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
     const ic__gemm_opnd *y = &m->y;
-    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, false);
+    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
     noalias(g, fn, 0);
     noalias(g, fn, 3);
     LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
@@ -617,7 +617,7 @@ static LLVMValueRef emit_packa_bf16(em_t *E)
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
     const ic__gemm_opnd *x = &m->x;
-    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, false);
+    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
     noalias(g, fn, 0);
     noalias(g, fn, 5);
     LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
@@ -659,7 +659,7 @@ static LLVMValueRef emit_packb_bf16(em_t *E)
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
     const ic__gemm_opnd *y = &m->y;
-    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, false);
+    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
     noalias(g, fn, 0);
     noalias(g, fn, 3);
     LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
@@ -708,6 +708,26 @@ static LLVMValueRef emit_packb_bf16(em_t *E)
 
 /* ---- the epilogue ---- */
 
+/* llvm.loop metadata of the epilogue's column loop: vectorised at the kernel's width, neither
+ * interleaved nor unrolled. A tile row is at most nr (a few vectors) long, so copies of the
+ * vector body buy nothing, and with activations such as GELU each copy is ~100 instructions
+ * of IR to optimise and compile. */
+static LLVMValueRef md_epilogue(ic__cg *g)
+{
+    LLVMMetadataRef ops[5];
+    int n = 0, w = g->p->vector_width;
+    LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    ops[n++] = self;
+    ops[n++] = md_pair(g, "llvm.loop.vectorize.enable", LLVMConstInt(g->t_i1, w != 1, 0));
+    if (w > 1)
+        ops[n++] = md_pair(g, "llvm.loop.vectorize.width", LLVMConstInt(g->t_i32, (unsigned)w, 0));
+    ops[n++] = md_pair(g, "llvm.loop.interleave.count", LLVMConstInt(g->t_i32, 1, 0));
+    ops[n++] = md_pair(g, "llvm.loop.unroll.disable", NULL);
+    LLVMMetadataRef node = LLVMMDNodeInContext2(g->ctx, ops, (size_t)n);
+    LLVMMetadataReplaceAllUsesWith(self, node);
+    return LLVMMetadataAsValue(g->ctx, node);
+}
+
 /* The kernel's later stages over the valid rows x cols of an accumulator tile whose (0, 0)
  * is C[r0, c0]: the REDUCE's ACC reads the tile. The column loop is vectorised by LLVM. */
 static ic_status emit_epilogue(em_t *E, LLVMValueRef tile, LLVMValueRef r0, LLVMValueRef rows,
@@ -727,7 +747,7 @@ static ic_status emit_epilogue(em_t *E, LLVMValueRef tile, LLVMValueRef r0, LLVM
     ic_status s = IC_OK;
     for (int st = 1; st < g->k->nstages && !s; st++)
         s = ic__gen_stage(g, st);
-    lp_close(g, &Lj, ic__gen_loop_md(g));
+    lp_close(g, &Lj, md_epilogue(g));
     lp_close(g, &Li, NULL);
     return s;
 }
@@ -807,11 +827,11 @@ static ic_status emit_packa_expr(em_t *E, wk_t *W, LLVMValueRef ic, LLVMValueRef
         g->vars[m->rowvar] = add(g, ic, r);
     LLVMValueRef k = lp_open(g, &Lk, I(g, 0), kcur, 1, "xk");
     if (kvar >= 0)
-        g->vars[kvar] = k;
+        g->vars[kvar] = add(g, pc, k);
     ic_status s = ic__gen_stage_subset(g, 0, E->xneed);
     LLVMValueRef off = g->vals[m->x.expr];
     store_f32(g, load_f32(g, m->x.dt, gep(g, et, g->bufptr[m->x.buf], off)), d, add(g, muli(g, k, mr), i));
-    lp_close(g, &Lk, NULL);
+    lp_close(g, &Lk, md_scalar_loop(g, 1));
     if_close(g, join);
     if (m->M % mr) {
         join = if_open(g, LLVMBuildNot(g->b, valid, ""), "xzero");
@@ -827,8 +847,8 @@ static ic_status emit_packa_expr(em_t *E, wk_t *W, LLVMValueRef ic, LLVMValueRef
 
 /* Rows [mlo, mhi) x columns [jc, jc + ncur) of the current batch with the packed B block
  * bblk: for ic: for pc: pack A; for jr: for ir: micro-kernel, then the epilogue. */
-static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi, LLVMValueRef jc,
-                            LLVMValueRef ncur, LLVMValueRef bblk)
+static ic_status emit_block_body(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi, LLVMValueRef jc,
+                                 LLVMValueRef ncur, LLVMValueRef bblk)
 {
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
@@ -870,6 +890,69 @@ static ic_status emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi
         lp_close(g, &Lpc, NULL);
     lp_close(g, &Lic, NULL);
     return s;
+}
+
+/* K.gemm.block(used bufs.., Ap, Ct, x, bblk, mlo, mhi, jc, ncur, b): emit_block_body as a
+ * function of its own, which the team path and the private path of the work function both
+ * call: one copy of the blocks' loops, packing and epilogue instead of two (the epilogue, an
+ * activation such as GELU vectorised with its remainder loop, is most of a GEMM kernel's IR,
+ * so this is about a quarter of its optimisation and code generation time). One call per
+ * batch and column block costs nothing next to the block's work. */
+static ic_status emit_block_fn(em_t *E)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    LLVMTypeRef ps[IC__MAX_KBUFS + 9];
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++)
+        if (g->used[i])
+            ps[n++] = g->t_ptr;
+    int nb = n;
+    for (int i = 0; i < 4; i++)
+        ps[n++] = g->t_ptr; /* Ap, Ct, x, bblk */
+    for (int i = 0; i < 5; i++)
+        ps[n++] = g->t_i64; /* mlo, mhi, jc, ncur, b */
+    E->block_ty = LLVMFunctionType(g->t_void, ps, (unsigned)n, 0);
+    LLVMValueRef fn = E->block = new_fn(g, ".gemm.block", E->block_ty, true);
+    for (int i = 0, a = 0; i < g->nbufs; i++) {
+        g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
+        if (g->used[i])
+            noalias(g, fn, (unsigned)a++);
+    }
+    noalias(g, fn, (unsigned)nb);     /* Ap: this thread's panels */
+    noalias(g, fn, (unsigned)nb + 1); /* Ct: this thread's tiles */
+    wk_t W;
+    memset(&W, 0, sizeof W);
+    W.pe = m->bf16_dot ? g->t_i16 : g->t_f32;
+    W.Ap = LLVMGetParam(fn, (unsigned)nb), W.Ct = LLVMGetParam(fn, (unsigned)nb + 1);
+    W.xsrc = LLVMGetParam(fn, (unsigned)nb + 2);
+    LLVMValueRef P[5];
+    for (int i = 0; i < 5; i++)
+        P[i] = LLVMGetParam(fn, (unsigned)(nb + 4 + i));
+    LLVMValueRef rest = P[4]; /* the batch loop variables, for the epilogue and X's expression */
+    for (int d = m->nb - 1; d >= 0; d--) {
+        g->vars[m->bvar[d]] = LLVMBuildURem(g->b, rest, I(g, m->bdim[d]), "");
+        rest = LLVMBuildUDiv(g->b, rest, I(g, m->bdim[d]), "");
+    }
+    ic_status s = emit_block_body(E, &W, P[0], P[1], P[2], P[3], LLVMGetParam(fn, (unsigned)nb + 3));
+    LLVMBuildRetVoid(g->b);
+    return s;
+}
+
+/* The work function's call of K.gemm.block for batch b. */
+static void emit_block(em_t *E, wk_t *W, LLVMValueRef mlo, LLVMValueRef mhi, LLVMValueRef jc, LLVMValueRef ncur,
+                       LLVMValueRef bblk, LLVMValueRef b)
+{
+    ic__cg *g = E->g;
+    LLVMValueRef args[IC__MAX_KBUFS + 9];
+    int n = 0;
+    for (int i = 0; i < g->nbufs; i++)
+        if (g->used[i])
+            args[n++] = g->bufptr[i];
+    LLVMValueRef rest[9] = { W->Ap, W->Ct, W->xsrc, bblk, mlo, mhi, jc, ncur, b };
+    for (int i = 0; i < 9; i++)
+        args[n++] = rest[i];
+    LLVMBuildCall2(g->b, E->block_ty, E->block, args, (unsigned)n, "");
 }
 
 /* The rows of batch b inside the row panels [r0, r1): [*mlo, *mhi). */
@@ -921,12 +1004,12 @@ static ic_status emit_shared(em_t *E, wk_t *W, LLVMValueRef shared, LLVMValueRef
     batch_setup(E, W, b);
     LLVMValueRef mlo, mhi;
     batch_rows(E, b, r0, r1, &mlo, &mhi);
-    ic_status s = emit_block(E, W, mlo, mhi, jc, ncur, shared);
+    emit_block(E, W, mlo, mhi, jc, ncur, shared, b);
     lp_close(g, &Lb, NULL);
     if_close(g, join);
     barrier(E, gtid); /* the block is read until everyone is done */
     lp_close(g, &Ljc, NULL);
-    return s;
+    return IC_OK;
 }
 
 /* Each thread its own B blocks (packed when they change, or the prepacked panels). */
@@ -964,11 +1047,11 @@ static ic_status emit_private(em_t *E, wk_t *W, LLVMValueRef r0, LLVMValueRef r1
         if_close(g, join);
         bblk = W->Bp;
     }
-    ic_status s = emit_block(E, W, mlo, mhi, jc, ncur, bblk);
+    emit_block(E, W, mlo, mhi, jc, ncur, bblk, b);
     lp_close(g, &Ljc, NULL);
     lp_close(g, &Lb, NULL);
     if_close(g, done);
-    return s;
+    return IC_OK;
 }
 
 /* K.gemm.work(bufs.., scratch, tid, nth, gtid): thread tid of nth. Scratch: the shared B
@@ -1244,7 +1327,9 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
         E.panels = emit_panels(&E);
     else
         E.packb = m->bf16_dot ? emit_packb_bf16(&E) : emit_packb(&E);
-    ic_status s = emit_work(&E);
+    ic_status s = emit_block_fn(&E);
+    if (!s)
+        s = emit_work(&E);
     ic__free(g->c, E.xneed);
     if (s)
         return s;

@@ -726,10 +726,13 @@ static ic_status gen_kernel(ic__cg *g)
 {
     const ic_kernel *k = g->k;
     ic_status r;
+    g->gemm = false;
     if ((r = mark_used_buffers(g)))
         return r;
     bool gemm; /* gemm: contractions go through the packed GEMM path (gemm.c) */
-    if ((r = ic__gemm_try(g, &gemm)) || gemm)
+    r = ic__gemm_try(g, &gemm);
+    g->gemm = gemm;
+    if (r || gemm)
         return r;
     g->mode = ic_kernel_mode_of(k);
     g->strip = g->p->strip > 0 ? g->p->strip : 64;
@@ -930,6 +933,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
         if ((r = gen_kernel_scratch(&g, k, &scratch)))
             break;
         r = gen_kernel(&g);
+        m->ngemm += g.gemm;
         ic__free(c, scratch);
     }
     LLVMDisposeBuilder(g.b);

@@ -1,7 +1,8 @@
 /* decompose.c - reductions, normalisations and contractions as stages of one kernel:
  *   sum mean prod amax amin argmax: one REDUCE (float sums and products accumulate in f64,
  *     as the reference does; mean = sum / n);
- *   softmax / log_softmax: REDUCE max, then REDUCE sum exp(x - max) (f64), then the row;
+ *   softmax / log_softmax: REDUCE max, then REDUCE sum exp(x - max) (in the compute type:
+ *     the terms lie in (0, 1]), then the row;
  *   layer_norm: one REDUCE of sum and sum of squares in f64, then the row with weight/bias;
  *   rms_norm: one REDUCE of the sum of squares in f64;
  *   matmul / bmm / linear: a REDUCE over K of a * b (accumulated in the compute type, f32 for
@@ -173,7 +174,9 @@ static bool emit_norm(ic__gen *G, const ic_node *n, ic__redinfo *ri, const ic__i
             return (ri->r0 = ic__kb_reduce(b, IC_RED_MAX, t, x, -1)) >= 0;
         int m = ic__kb_acc(b, ri->stage0, ri->r0);
         int e = ic__kb_un(b, IC_L_EXP, t, ic__kb_bin(b, IC_L_SUB, t, x, m));
-        return (ri->r1 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, ic__kb_cast(b, IC_F64, e), -1)) >= 0;
+        /* exp(x - max) lies in (0, 1]: lane-wise partial sums in the compute type keep the
+         * spec's tolerance and keep twice the vector lanes of an f64 sum. */
+        return (ri->r1 = ic__kb_reduce(b, IC_RED_SUM, t, e, -1)) >= 0;
     }
     int xd = ic__kb_cast(b, IC_F64, x);
     int sq = ic__kb_bin(b, IC_L_MUL, IC_F64, xd, xd);
@@ -289,9 +292,10 @@ static int norm_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri, const
     if (op == IC_OP_SOFTMAX || op == IC_OP_LOG_SOFTMAX) {
         int xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
         int s = ic__kb_acc(b, ri->stage1, ri->r1);
-        if (op == IC_OP_SOFTMAX)
-            return ic__kb_bin(b, IC_L_DIV, t, ic__kb_un(b, IC_L_EXP, t, xm), ic__kb_cast(b, t, s));
-        return ic__kb_bin(b, IC_L_SUB, t, xm, ic__kb_cast(b, t, ic__kb_un(b, IC_L_LOG, IC_F64, s)));
+        if (op == IC_OP_SOFTMAX) /* one division per row, a multiply per element */
+            return ic__kb_bin(b, IC_L_MUL, t, ic__kb_un(b, IC_L_EXP, t, xm),
+                              ic__kb_bin(b, IC_L_DIV, t, ic__kb_const_f(b, t, 1.0), s));
+        return ic__kb_bin(b, IC_L_SUB, t, xm, ic__kb_un(b, IC_L_LOG, t, s));
     }
     int cnt = ic__kb_const_f(b, IC_F64, (double)reduced_count(G, n));
     int eps = ic__kb_const_f(b, IC_F64, n->attrs.eps);

@@ -15,6 +15,17 @@ IC_HIDDEN ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__ji
 /* Hands m's module to the JIT (m keeps its kernel symbols). */
 IC_HIDDEN ic_status ic__jit_add(ic__jit *jit, ic_llvm_module *m);
 IC_HIDDEN ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn);
+
+/* Machine code of one module made outside the JIT, so that several threads can compile the
+ * modules of one graph at once (each module has its own LLVM context); the JIT then only
+ * links it. */
+typedef struct ic__object ic__object;
+/* Code generation of m's (optimised) module for m's target into *out (caller owns it). m
+ * is left as it was, for the caller to destroy. Thread-safe across distinct modules. */
+IC_HIDDEN ic_status ic__jit_emit_object(ic_ctx *c, ic_llvm_module *m, ic__object **out);
+/* Hands o to the JIT (o is consumed, on failure too); its symbols resolve on lookup. */
+IC_HIDDEN ic_status ic__jit_add_object(ic__jit *jit, ic__object *o);
+IC_HIDDEN void ic__jit_object_free(ic_ctx *c, ic__object *o);
 IC_HIDDEN void ic__jit_destroy(ic__jit *jit);
 
 /* Generates, optimises (O3) and JIT-compiles explicit kernels: fns[i] runs kernel i.

@@ -1,6 +1,7 @@
 /* compile.c - ic_compile / ic_run: the compile pipeline (specialise -> lower -> fuse ->
- * LLVM IR -> O3 -> LLJIT), per-symbol-value variants, and the execution plan (planned
- * arenas reused across runs, a pool of them for concurrent runs, staging for strided args). */
+ * LLVM IR -> optimise -> object code, one module per distinct kernel on several threads ->
+ * LLJIT), per-symbol-value variants, and the execution plan (planned arenas reused across
+ * runs, a pool of them for concurrent runs, staging for strided args, IC_PROFILE). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ typedef struct ic__slot {
     void **staging;          /* [nargs], aligned */
     void **staging_raw;      /* [nargs] */
     size_t *staging_cap;     /* [nargs], bytes */
+    void **alt;              /* [nbufs] the table of a kernel that runs another's code (remap) */
     double *prof_ms;         /* IC_PROFILE: [nkernels] ms spent in each kernel by this slot's runs */
     int64_t prof_runs;       /* IC_PROFILE: runs made with this slot */
 } ic__slot;
@@ -33,6 +35,10 @@ static void *alloc64(ic_ctx *c, size_t n, void **raw)
     return *raw ? (void *)(((uintptr_t)*raw + 63) & ~(uintptr_t)63) : NULL;
 }
 
+/* A kernel that runs the code of another (the same code on other buffers): the table it is
+ * called with has pairs[2i] (a buffer the code reads) point at pairs[2i + 1] (its own). */
+typedef struct { int n; int *pairs; } ic__remap;
+
 typedef struct ic__variant {
     int64_t *vals;         /* symbol values it is specialised for ([nsyms]) */
     ic_graph *spec;        /* owned when the graph has symbols, else NULL */
@@ -42,6 +48,8 @@ typedef struct ic__variant {
     ic__jit *jit;
     int nkernels;
     ic__kernel_fn *fns;
+    int *code;             /* [nkernels] the kernel whose code each kernel runs (itself or earlier) */
+    ic__remap *remap;      /* [nkernels] its buffer renaming (n 0 for its own code) */
     int nbufs;
     int64_t arena_bytes;
     int nargs, nouts;
@@ -154,15 +162,6 @@ static bool dump_wanted(const ic_ctx *c, const char *stage)
         p = e ? e + 1 : NULL;
     }
     return false;
-}
-
-static void dump_stage(ic_ctx *c, const char *stage, ic_llvm_module *m)
-{
-    if (!dump_wanted(c, stage))
-        return;
-    char *text = strcmp(stage, "asm") == 0 ? ic_llvm_module_asm_string(m) : ic_llvm_module_ir_string(m);
-    fprintf(stderr, "== after %s ==\n%s", stage, text ? text : "(none)\n");
-    free(text);
 }
 
 /* ---- the pipeline ---- */
@@ -303,6 +302,10 @@ static void variant_destroy(ic_ctx *c, ic__variant *v)
     }
     ic__jit_destroy(v->jit);
     ic__free(c, v->fns);
+    for (int k = 0; v->remap && k < v->nkernels; k++)
+        ic__free(c, v->remap[k].pairs);
+    ic__free(c, v->remap);
+    ic__free(c, v->code);
     if (v->prog)
         ic_program_destroy(v->prog);
     if (v->spec)
@@ -314,13 +317,370 @@ static void variant_destroy(ic_ctx *c, ic__variant *v)
     ic__free(c, v);
 }
 
+/* ---- kernels that are the same code (dedup) ---- */
+
+/* Kernel b is kernel a with its buffers renamed: the same loops, instructions and parameters,
+ * and a one-to-one map between the buffers they touch of equal dtype (the code depends on
+ * nothing else of a buffer, whether argument, temporary or output; only frozen weights, packed
+ * at compile time, must be the same weight). Then b runs a's code on a buffer table in
+ * which a's buffer numbers point at b's buffers (the attention's q, k and v projections, the
+ * layers of a model). fwd/bwd: [nbufs] scratch; on success the pairs (a's buffer, b's buffer)
+ * are appended to pairs (room for nbufs) and their count returned, else -1. */
+static int same_code(const ic_kernel *a, const ic_kernel *b, const ic_codegen_params *pa,
+                     const ic_codegen_params *pb, const ic_program *p, int *fwd, int *bwd, int *pairs)
+{
+    if (a->nouter != b->nouter || a->ninner != b->ninner || a->nstages != b->nstages ||
+        memcmp(a->outer, b->outer, sizeof a->outer) || memcmp(a->inner, b->inner, sizeof a->inner) ||
+        memcmp(pa, pb, sizeof *pa))
+        return -1;
+    int nb = ic_program_num_buffers(p), n = 0;
+    for (int i = 0; i < nb; i++)
+        fwd[i] = bwd[i] = -1;
+    for (int s = 0; s < a->nstages; s++) {
+        const ic_stage *sa = &a->stages[s], *sb = &b->stages[s];
+        if (sa->kind != sb->kind || sa->ninstr != sb->ninstr)
+            return -1;
+        for (int i = 0; i < sa->ninstr; i++) {
+            const ic_linstr *x = &sa->instr[i], *y = &sb->instr[i];
+            if (x->op != y->op || x->type != y->type || x->a != y->a || x->b != y->b || x->c != y->c ||
+                x->pred != y->pred || x->imm.is_int != y->imm.is_int || x->imm.i != y->imm.i ||
+                memcmp(&x->imm.f, &y->imm.f, sizeof x->imm.f))
+                return -1;
+            if (x->op != IC_L_LOAD && x->op != IC_L_STORE)
+                continue;
+            if (x->buf < 0 || y->buf < 0 || x->buf >= nb || y->buf >= nb)
+                return -1;
+            if (fwd[x->buf] < 0 && bwd[y->buf] < 0) {
+                const ic_buffer *bx = ic_program_buffer(p, x->buf), *by = ic_program_buffer(p, y->buf);
+                bool frozen = pa->gemm.prepack == 1 && (bx->kind == IC_BUF_PARAM || by->kind == IC_BUF_PARAM);
+                if (bx->dtype != by->dtype || (frozen && (bx->kind != by->kind || bx->data != by->data)))
+                    return -1;
+                fwd[x->buf] = y->buf, bwd[y->buf] = x->buf;
+                pairs[2 * n] = x->buf, pairs[2 * n + 1] = y->buf;
+                n++;
+            }
+            if (fwd[x->buf] != y->buf || bwd[y->buf] != x->buf)
+                return -1;
+        }
+    }
+    return n;
+}
+
+/* v->code[k]: the kernel whose code kernel k runs (k itself, or an earlier kernel that is the
+ * same code) and v->remap[k] its buffer pairs. */
+static ic_status find_same_code(ic_ctx *c, ic__variant *v, const ic_codegen_params *params)
+{
+    int nk = v->nkernels, nb = ic_program_num_buffers(v->prog);
+    v->code = ic__calloc(c, (size_t)nk + 1, sizeof *v->code);
+    v->remap = ic__calloc(c, (size_t)nk + 1, sizeof *v->remap);
+    int *scratch = ic__calloc(c, (size_t)(4 * nb) + 1, sizeof(int));
+    if (!v->code || !v->remap || !scratch) {
+        ic__free(c, scratch);
+        return ic__error(c, IC_ENOMEM, "compile: out of memory");
+    }
+    ic_status s = IC_OK;
+    for (int k = 0; k < nk && !s; k++) {
+        v->code[k] = k;
+        const ic_kernel *kk = ic_program_kernel(v->prog, k);
+        for (int j = 0; j < k; j++) {
+            if (v->code[j] != j)
+                continue;
+            int n = same_code(ic_program_kernel(v->prog, j), kk, &params[j], &params[k], v->prog, scratch,
+                              scratch + nb, scratch + 2 * nb);
+            if (n < 0)
+                continue;
+            ic__remap *r = &v->remap[k];
+            if (!(r->pairs = ic__malloc(c, sizeof(int) * (size_t)(2 * n + 1)))) {
+                s = ic__error(c, IC_ENOMEM, "compile: out of memory");
+                break;
+            }
+            memcpy(r->pairs, scratch + 2 * nb, sizeof(int) * (size_t)(2 * n));
+            r->n = n;
+            v->code[k] = j;
+            break;
+        }
+    }
+    ic__free(c, scratch);
+    return s;
+}
+
+/* ---- code generation, one module per kernel, on several threads ---- */
+
+/* The jobs of one variant's code generation: one per distinct kernel. Workers take jobs in
+ * order; each job builds its own LLVM module (own context), optimises it and compiles it to
+ * object code, so jobs share nothing but this table. */
+typedef struct {
+    ic_ctx *c;
+    const ic__variant *v;
+    const ic_codegen_params *params;
+    ic_buffer *bufs;            /* [nbufs] copies of the program's buffers */
+    int nbufs, njobs;
+    int *kernel;                /* [njobs] kernel index of each job */
+    ic__object **obj;           /* [njobs] */
+    char **sym;                 /* [njobs] the kernel's symbol */
+    char **ir, **as;            /* [njobs] optimised IR / assembly text (dumps only) */
+    int *job_of;                /* [nkernels] the job of each kernel that runs its own code */
+    bool want_ir, want_as, want_obj;
+    pthread_mutex_t lock;       /* next, status, cpu */
+    int next;
+    ic_status status;           /* the first failure */
+    double cpu_gen, cpu_opt, cpu_obj; /* CPU ms of each step, all threads */
+} ic__build;
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One job: loop IR of kernel -> LLVM IR -> optimised (ic_llvm_module_optimize) -> object code
+ * (+ dumps). */
+static ic_status build_job(ic__build *B, int j, const ic_codegen_target *t, double cpu[3])
+{
+    ic_ctx *c = B->c;
+    int k = B->kernel[j];
+    ic_kernel kern = *ic_program_kernel(B->v->prog, k);
+    ic_llvm_module *m = NULL;
+    double t0 = thread_cpu_ms();
+    ic_status s = ic_llvmgen_kernels(c, 1, &kern, B->nbufs, B->bufs, t, &B->params[k], &m);
+    double t1 = thread_cpu_ms();
+    if (!s)
+        s = ic_llvm_module_optimize(m);
+    double t2 = thread_cpu_ms();
+    if (!s && !(B->sym[j] = ic__strdup(c, ic_llvm_module_kernel_symbol(m, 0))))
+        s = ic__error(c, IC_ENOMEM, "compile: out of memory");
+    if (!s && B->want_ir)
+        B->ir[j] = ic_llvm_module_ir_string(m);
+    if (!s && B->want_as)
+        B->as[j] = ic_llvm_module_asm_string(m);
+    double t3 = thread_cpu_ms();
+    if (!s && B->want_obj)
+        s = ic__jit_emit_object(c, m, &B->obj[j]);
+    cpu[0] += t1 - t0, cpu[1] += t2 - t1, cpu[2] += thread_cpu_ms() - t3;
+    ic_llvm_module_destroy(m);
+    return s;
+}
+
+static void *build_worker(void *arg)
+{
+    ic__build *B = arg;
+    double cpu[3] = { 0, 0, 0 };
+    /* a target (and its target machine) per thread: LLVM's target machines cache per-function
+     * subtargets without locks */
+    ic_codegen_target *t = NULL;
+    ic_status s = ic_codegen_target_create(B->c, &t);
+    for (;;) {
+        pthread_mutex_lock(&B->lock);
+        if (s && !B->status)
+            B->status = s;
+        int j = B->status ? B->njobs : B->next++;
+        pthread_mutex_unlock(&B->lock);
+        if (j >= B->njobs)
+            break;
+        s = build_job(B, j, t, cpu);
+    }
+    ic_codegen_target_destroy(t);
+    pthread_mutex_lock(&B->lock);
+    B->cpu_gen += cpu[0], B->cpu_opt += cpu[1], B->cpu_obj += cpu[2];
+    pthread_mutex_unlock(&B->lock);
+    return NULL;
+}
+
+/* Threads for code generation: IC_COMPILE_THREADS, else the cores online; at most one per job. */
+static int build_threads(int njobs)
+{
+    const char *e = getenv("IC_COMPILE_THREADS");
+    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    n = n < 1 ? 1 : n > 64 ? 64 : n;
+    return (int)(n < njobs ? n : njobs);
+}
+
+/* Runs the jobs on build_threads() threads, the calling one included. */
+static ic_status build_run(ic__build *B, int *nthreads)
+{
+    int n = build_threads(B->njobs);
+    pthread_t tids[64];
+    int started = 0;
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&tids[started], NULL, build_worker, B) == 0)
+            started++;
+    build_worker(B); /* even if no thread could start, every job gets done here */
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    *nthreads = started + 1;
+    return B->status;
+}
+
+static void build_free(ic__build *B)
+{
+    for (int j = 0; j < B->njobs; j++) {
+        if (B->obj)
+            ic__jit_object_free(B->c, B->obj[j]);
+        if (B->sym)
+            ic__free(B->c, B->sym[j]);
+        if (B->ir)
+            free(B->ir[j]);
+        if (B->as)
+            free(B->as[j]);
+    }
+    ic__free(B->c, B->obj);
+    ic__free(B->c, B->sym);
+    ic__free(B->c, B->ir);
+    ic__free(B->c, B->as);
+    ic__free(B->c, B->kernel);
+    ic__free(B->c, B->job_of);
+    ic__free(B->c, B->bufs);
+    pthread_mutex_destroy(&B->lock);
+}
+
+/* Optimised IR (or assembly) of every kernel in program order, for the dumps: a module per
+ * distinct kernel, and a comment for each kernel that runs another's code. malloc'd. */
+static char *build_text(const ic__build *B, const ic__variant *v, char **text)
+{
+    size_t n = 1;
+    for (int j = 0; j < B->njobs; j++)
+        n += text[j] ? strlen(text[j]) : 0;
+    for (int k = 0; k < v->nkernels; k++) {
+        const char *name = ic_program_kernel(v->prog, k)->name;
+        n += 2 * (name ? strlen(name) : 1) + 128;
+    }
+    char *out = malloc(n), *p = out, *end = out + n;
+    if (!out)
+        return NULL;
+    *p = 0;
+    for (int k = 0; k < v->nkernels; k++) {
+        const char *name = ic_program_kernel(v->prog, k)->name, *orig = ic_program_kernel(v->prog, v->code[k])->name;
+        if (v->code[k] == k)
+            snprintf(p, (size_t)(end - p), "; ---- kernel %d '%s' ----\n%s", k, name ? name : "?",
+                     text[B->job_of[k]] ? text[B->job_of[k]] : "");
+        else
+            snprintf(p, (size_t)(end - p), "; ---- kernel %d '%s': the code of kernel %d '%s', on its own buffers ----\n",
+                     k, name ? name : "?", v->code[k], orig ? orig : "?");
+        p += strlen(p);
+    }
+    return out;
+}
+
+/* The jobs of v (v->code set): one per distinct kernel, GEMM kernels first. build_free(B)
+ * afterwards, also on failure. */
+static ic_status build_init(ic_ctx *c, const ic__variant *v, const ic_codegen_params *params, ic__build *B)
+{
+    memset(B, 0, sizeof *B);
+    pthread_mutex_init(&B->lock, NULL);
+    B->c = c, B->v = v, B->params = params;
+    B->nbufs = ic_program_num_buffers(v->prog);
+    for (int k = 0; k < v->nkernels; k++)
+        B->njobs += v->code[k] == k;
+    B->bufs = ic__calloc(c, (size_t)B->nbufs + 1, sizeof *B->bufs);
+    B->kernel = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->kernel);
+    B->obj = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->obj);
+    B->sym = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->sym);
+    B->ir = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->ir);
+    B->as = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->as);
+    B->job_of = ic__calloc(c, (size_t)v->nkernels + 1, sizeof *B->job_of);
+    if (!B->bufs || !B->kernel || !B->obj || !B->sym || !B->ir || !B->as || !B->job_of)
+        return ic__error(c, IC_ENOMEM, "compile: out of memory");
+    for (int i = 0; i < B->nbufs; i++)
+        B->bufs[i] = *ic_program_buffer(v->prog, i);
+    /* GEMM kernels first: they take 3-5 times as long to compile as loop nests, and the
+     * threads take jobs in order, so the small jobs fill the gaps at the end */
+    for (int pass = 0, j = 0; pass < 2; pass++)
+        for (int k = 0; k < v->nkernels; k++)
+            if (v->code[k] == k && ic_kernel_is_gemm(ic_program_kernel(v->prog, k), B->bufs) == (pass == 0))
+                B->job_of[k] = j, B->kernel[j++] = k;
+    return IC_OK;
+}
+
+/* Stages 4-6 of compile_variant: the distinct kernels (find_same_code) each become a module
+ * that is generated, optimised and compiled to object code, on several threads; the JIT then
+ * links the objects and every kernel's function is looked up. stats: for the log. */
+static ic_status codegen_variant(ic_compiled *cc, ic__variant *v, const ic_codegen_target *t,
+                                 const ic_codegen_params *params, ic__dbg *dbg, char *stats, size_t nstats)
+{
+    ic_ctx *c = cc->c;
+    ic__build B;
+    ic_status s = build_init(c, v, params, &B);
+    if (s)
+        goto done;
+    B.want_ir = dbg->on || dump_wanted(c, "llvm");
+    B.want_as = dbg->on || dump_wanted(c, "asm");
+    B.want_obj = true;
+    double t0 = now_ms();
+    int nthreads = 1;
+    if ((s = build_run(&B, &nthreads)))
+        goto done;
+    double t1 = now_ms();
+    if (B.want_ir || B.want_as) {
+        char *ir = B.want_ir ? build_text(&B, v, B.ir) : NULL;
+        char *as = B.want_as ? build_text(&B, v, B.as) : NULL;
+        if (dump_wanted(c, "llvm"))
+            fprintf(stderr, "== after llvm ==\n%s", ir ? ir : "(none)\n");
+        if (dump_wanted(c, "asm"))
+            fprintf(stderr, "== after asm ==\n%s", as ? as : "(none)\n");
+        dbg_write(dbg, "output_code.ll", print_text, ir);
+        dbg_write(dbg, "output_code.s", print_text, as);
+        free(ir);
+        free(as);
+    }
+    if ((s = ic__jit_create(c, t, &v->jit)))
+        goto done;
+    for (int j = 0; j < B.njobs && !s; j++) {
+        s = ic__jit_add_object(v->jit, B.obj[j]);
+        B.obj[j] = NULL;
+    }
+    for (int k = 0; k < v->nkernels && !s; k++)
+        if (v->code[k] == k)
+            s = ic__jit_lookup(v->jit, B.sym[B.job_of[k]], (void **)&v->fns[k]);
+    for (int k = 0; k < v->nkernels && !s; k++)
+        v->fns[k] = v->fns[v->code[k]];
+    snprintf(stats, nstats, "codegen %.1f on %d thread%s [cpu ms: llvmgen %.1f, optimise %.1f, object code %.1f], "
+             "link %.1f", t1 - t0, nthreads, nthreads > 1 ? "s" : "", B.cpu_gen, B.cpu_opt, B.cpu_obj,
+             now_ms() - t1);
+done:
+    build_free(&B);
+    return s;
+}
+
+/* ic-dump's llvm-opt and asm stages: the optimised modules of prog's kernels exactly as
+ * ic_compile makes them (one per distinct kernel, its pipeline), in kernel order. */
+static ic_status dump_modules(ic_ctx *c, ic_program *prog, const ic_codegen_params *params, bool as, FILE *f)
+{
+    ic__variant v;
+    memset(&v, 0, sizeof v);
+    v.prog = prog;
+    v.nkernels = ic_program_num_kernels(prog);
+    ic__build B;
+    int nthreads;
+    ic_status s = find_same_code(c, &v, params);
+    if (!s) {
+        if (!(s = build_init(c, &v, params, &B))) {
+            B.want_ir = !as, B.want_as = as;
+            s = build_run(&B, &nthreads);
+        }
+        char *text = s ? NULL : build_text(&B, &v, as ? B.as : B.ir);
+        if (text)
+            fputs(text, f);
+        else if (!s)
+            s = ic__error(c, IC_ENOMEM, "dump: out of memory");
+        free(text);
+        build_free(&B);
+    }
+    for (int k = 0; v.remap && k < v.nkernels; k++)
+        ic__free(c, v.remap[k].pairs);
+    ic__free(c, v.remap);
+    ic__free(c, v.code);
+    return s;
+}
+
 /* The whole compile of one variant, stage by stage:
  *   1 specialise   symbols -> the sizes in vals (graphs with symbols only)
  *   2 lower        graph -> loop IR, one kernel per op (views folded into indices)
  *   3 fuse         group kernels (fusion on)            [debug: ir_pre/post_fusion.txt]
- *   4 llvmgen      loop IR -> LLVM IR, per-kernel params
- *   5 O3           default<O3>, vectorizers on           [debug: output_code.ll/.s]
- *   6 jit          LLJIT owns the code; look up each kernel
+ *   4 llvmgen      loop IR -> LLVM IR, per-kernel params, a module per distinct kernel
+ *   5 optimise     default<O3> (O1 for GEMM kernels), vectorizers on [debug: output_code.ll/.s]
+ *   6 jit          object code (4-6 on several threads, codegen_variant); LLJIT links it
+ *                  and owns the code; look up each kernel
  * Every stage's output is a new object; failures free what was made. */
 static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__variant **out)
 {
@@ -330,8 +690,8 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     ic_program *pre = NULL;
     ic_codegen_target *t = NULL;
     ic_codegen_params *params = NULL;
-    ic_llvm_module *m = NULL;
     ic__dbg dbg;
+    char stats[256] = "";
     *out = NULL;
     ic__variant *v = ic__calloc(c, 1, sizeof *v);
     if (!v || !(v->vals = ic__calloc(c, (size_t)cc->nsyms + 1, sizeof(int64_t))))
@@ -361,36 +721,15 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
         ic_program_destroy(pre);
     pre = NULL;
     double t_lower = now_ms();
-    /* 4 */
+    /* 4, 5, 6 */
     if ((s = ic_codegen_target_create(c, &t)))
         goto done;
     if (!(params = kernel_params(c, v->prog, t, &cc->o)))
         goto oom;
-    if ((s = ic_llvmgen(c, v->prog, t, params, &m)))
-        goto done;
-    double t_gen = now_ms();
-    /* 5 */
-    if ((s = ic_llvm_module_optimize(m)))
-        goto done;
-    double t_opt = now_ms();
-    dump_stage(c, "llvm", m);
-    dump_stage(c, "asm", m);
-    if (dbg.on) {
-        char *ir = ic_llvm_module_ir_string(m), *as = ic_llvm_module_asm_string(m);
-        dbg_write(&dbg, "output_code.ll", print_text, ir);
-        dbg_write(&dbg, "output_code.s", print_text, as);
-        free(ir);
-        free(as);
-    }
-    /* 6 */
     v->nkernels = ic_program_num_kernels(v->prog);
     if (!(v->fns = ic__calloc(c, (size_t)v->nkernels + 1, sizeof(ic__kernel_fn))))
         goto oom;
-    if ((s = ic__jit_create(c, t, &v->jit)) || (s = ic__jit_add(v->jit, m)))
-        goto done;
-    for (int i = 0; i < v->nkernels && !s; i++)
-        s = ic__jit_lookup(v->jit, ic_llvm_module_kernel_symbol(m, i), (void **)&v->fns[i]);
-    if (s)
+    if ((s = find_same_code(c, v, params)) || (s = codegen_variant(cc, v, t, params, &dbg, stats, sizeof stats)))
         goto done;
     /* the execution plan: TEMP offsets come from the program's arena plan */
     v->nbufs = ic_program_num_buffers(v->prog);
@@ -398,9 +737,11 @@ static ic_status compile_variant(ic_compiled *cc, const int64_t *vals, ic__varia
     if ((s = make_signatures(c, v)) || (s = make_index_checks(c, v)))
         goto done;
     v->compile_ms = now_ms() - t0;
-    ic__logf(c, 1, "ic: compiled '%s': %d kernels in %.1f ms (lower+fuse %.1f, llvmgen %.1f, "
-             "O3 %.1f, jit %.1f)", ic_graph_name(cc->g), v->nkernels, v->compile_ms, t_lower - t0,
-             t_gen - t_lower, t_opt - t_gen, now_ms() - t_opt);
+    int ncode = 0;
+    for (int k = 0; k < v->nkernels; k++)
+        ncode += v->code[k] == k;
+    ic__logf(c, 1, "ic: compiled '%s': %d kernels (%d distinct) in %.1f ms (lower+fuse %.1f, %s)",
+             ic_graph_name(cc->g), v->nkernels, ncode, v->compile_ms, t_lower - t0, stats);
     goto done;
 oom:
     s = ic__error(c, IC_ENOMEM, "compile: out of memory");
@@ -408,7 +749,6 @@ done:
     if (pre && pre != (v ? v->prog : NULL))
         ic_program_destroy(pre);
     ic__free(c, params);
-    ic_llvm_module_destroy(m);
     ic_codegen_target_destroy(t);
     if (s) {
         variant_destroy(c, v);
@@ -577,7 +917,7 @@ static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args,
 
 static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
 {
-    size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(v->nbufs + 2 * v->nargs) +
+    size_t n = sizeof(ic__slot) + sizeof(void *) * (size_t)(2 * v->nbufs + 2 * v->nargs) +
                sizeof(size_t) * (size_t)v->nargs + sizeof(double) * (size_t)v->nkernels + 16;
     ic__slot *s = ic__calloc(c, 1, n);
     if (!s)
@@ -586,7 +926,8 @@ static ic__slot *slot_new(ic_ctx *c, const ic__variant *v)
     s->staging = s->bufs + v->nbufs;
     s->staging_raw = s->staging + v->nargs;
     s->staging_cap = (size_t *)(s->staging_raw + v->nargs);
-    s->prof_ms = (double *)(s->staging_cap + v->nargs);
+    s->alt = (void **)(s->staging_cap + v->nargs);
+    s->prof_ms = (double *)(s->alt + v->nbufs);
     if (v->arena_bytes > 0 && !alloc64(c, (size_t)v->arena_bytes, &s->arena_raw)) {
         ic__free(c, s);
         return NULL;
@@ -742,13 +1083,25 @@ static ic_status bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s
     return IC_OK;
 }
 
+/* The buffer table kernel k is called with: the slot's, or for a kernel that runs another's
+ * code, the slot's alternate table with the buffers that code reads pointing at k's own. */
+static void *const *kernel_table(const ic__variant *v, ic__slot *slot, int k)
+{
+    const ic__remap *r = &v->remap[k];
+    if (r->n == 0)
+        return slot->bufs;
+    for (int i = 0; i < r->n; i++)
+        slot->alt[r->pairs[2 * i]] = slot->bufs[r->pairs[2 * i + 1]];
+    return slot->alt;
+}
+
 /* IC_PROFILE: the kernels one by one, each timed into the slot's counters (no locks: a slot
  * serves one run at a time; profile_print sums the slots). */
 static void run_profiled(const ic__variant *v, ic__slot *slot)
 {
     for (int k = 0; k < v->nkernels; k++) {
         double t = now_ms();
-        v->fns[k](slot->bufs);
+        v->fns[k](kernel_table(v, slot, k));
         slot->prof_ms[k] += now_ms() - t;
     }
     slot->prof_runs++;
@@ -806,7 +1159,7 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
             run_profiled(v, slot);
         } else {
             for (int k = 0; k < v->nkernels; k++)
-                v->fns[k](slot->bufs);
+                v->fns[k](kernel_table(v, slot, k));
         }
     }
     slot_release(cc, v, slot);
@@ -904,11 +1257,13 @@ ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options
         s = ic__error(c, IC_ENOMEM, "out of memory");
         goto done;
     }
+    if (!st_llvm) { /* what ic_compile compiles: a module per distinct kernel */
+        s = dump_modules(c, prog, params, st_asm, f);
+        goto done;
+    }
     if ((s = ic_llvmgen(c, prog, t, params, &m)))
         goto done;
-    if (!st_llvm && (s = ic_llvm_module_optimize(m)))
-        goto done;
-    s = st_asm ? ic_llvm_module_print_asm(f, m) : ic_llvm_module_print(f, m);
+    s = ic_llvm_module_print(f, m);
 done:
     if (pre && pre != prog)
         ic_program_destroy(pre);

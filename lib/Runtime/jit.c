@@ -53,6 +53,57 @@ ic_status ic__jit_add(ic__jit *jit, ic_llvm_module *m)
     return e ? ic__llvm_error(jit->c, e, "jit: adding the module") : IC_OK;
 }
 
+/* Machine code of one module, compiled ahead of the JIT (ic__jit_emit_object). */
+struct ic__object {
+    LLVMMemoryBufferRef buf;
+};
+
+ic_status ic__jit_emit_object(ic_ctx *c, ic_llvm_module *m, ic__object **out)
+{
+    *out = NULL;
+    if (!m->mod)
+        return ic__error(c, IC_EINVAL, "jit: the module was already handed over");
+    /* a target machine per call: codegen mutates per-function state (subtarget caches) of
+     * its target machine, so threads compiling at once must not share one */
+    LLVMTargetMachineRef tm = ic__codegen_target_machine(m->t);
+    ic__object *o = ic__calloc(c, 1, sizeof *o);
+    if (!tm || !o) {
+        if (tm)
+            LLVMDisposeTargetMachine(tm);
+        ic__free(c, o);
+        return ic__error(c, IC_ENOMEM, "jit: out of memory for a target machine");
+    }
+    char *msg = NULL;
+    LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(tm, m->mod, LLVMObjectFile, &msg, &o->buf);
+    LLVMDisposeTargetMachine(tm);
+    if (bad) {
+        ic_status s = ic__error(c, IC_ELLVM, "jit: code generation: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        ic__free(c, o);
+        return s;
+    }
+    *out = o;
+    return IC_OK;
+}
+
+void ic__jit_object_free(ic_ctx *c, ic__object *o)
+{
+    if (!o)
+        return;
+    if (o->buf)
+        LLVMDisposeMemoryBuffer(o->buf);
+    ic__free(c, o);
+}
+
+ic_status ic__jit_add_object(ic__jit *jit, ic__object *o)
+{
+    LLVMMemoryBufferRef buf = o->buf;
+    o->buf = NULL; /* the JIT owns it now, even on failure */
+    ic__jit_object_free(jit->c, o);
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit->j, LLVMOrcLLJITGetMainJITDylib(jit->j), buf);
+    return e ? ic__llvm_error(jit->c, e, "jit: adding object code") : IC_OK;
+}
+
 ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn)
 {
     LLVMOrcExecutorAddress addr = 0;

@@ -913,9 +913,9 @@ Test(gemm, view_operands_pack_through_their_index)
     static const int64_t cs[][5] = { { 2, 3, 17, 5, 7 }, { 1, 12, 9, 64, 33 }, { 3, 2, 64, 16, 48 },
                                      { 1, 17, 5, 65, 9 } };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
-        for (int f16 = 0; f16 < 2; f16++) {
+        for (int d = 0; d < 3; d++) { /* f32, f16, bf16 (converted when packed: no dot products) */
             int64_t B = cs[i][0], H = cs[i][1], S = cs[i][2], D = cs[i][3], O = cs[i][4];
-            ic_dtype dt = f16 ? IC_F16 : IC_F32;
+            ic_dtype dt = d == 0 ? IC_F32 : d == 1 ? IC_F16 : IC_BF16;
             ic_graph *g = ict_graph(c, "heads_linear");
             ic_value x = input(g, "x", dt, 4, (int64_t[]){ B, H, S, D });
             ic_value w = input(g, "w", dt, 2, (int64_t[]){ O, H * D });
