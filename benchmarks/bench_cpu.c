@@ -292,23 +292,12 @@ static void poison(ic_tensor *t)
     memset(t->data, 0xff, (size_t)ic_tensor_numel(t) * ic_dtype_size(t->dtype));
 }
 
-static void tolerance(ic_dtype dt, double *rtol, double *atol)
-{
-    switch (dt) {
-    case IC_F64: *rtol = 1e-7, *atol = 1e-7; break;
-    case IC_F32: *rtol = 1e-4, *atol = 1e-5; break;
-    case IC_F16: *rtol = 1e-3, *atol = 1e-3; break;
-    case IC_BF16: *rtol = 1.6e-2, *atol = 1e-2; break;
-    default: *rtol = 0, *atol = 0; break;
-    }
-}
-
 /* torch.allclose with the spec's tolerances; on a mismatch msg names the worst element. */
 static bool allclose(const ic_tensor *got, const ic_tensor *want, const char *name, char *msg,
                      size_t msz)
 {
     double rtol, atol, worst_excess = -1;
-    tolerance(want->dtype, &rtol, &atol);
+    ic_dtype_tolerance(want->dtype, &rtol, &atol);
     int64_t n = ic_tensor_numel(want), bad = 0, worst = -1;
     bool f32 = got->dtype == IC_F32 && want->dtype == IC_F32 &&
                ic_tensor_is_contiguous(got) && ic_tensor_is_contiguous(want);

@@ -35,6 +35,9 @@ IC_API const char *ic_dtype_name(ic_dtype t);          /* "f32" */
 IC_API size_t ic_dtype_size(ic_dtype t);                /* bytes per element */
 IC_API bool ic_dtype_is_float(ic_dtype t);
 IC_API bool ic_dtype_from_name(const char *s, ic_dtype *out);
+/* The spec's tolerances for comparing results of dtype t against PyTorch or the reference:
+ * |got - want| <= atol + rtol * |want|; 0 and 0 (exact) for integers and bool. */
+IC_API void ic_dtype_tolerance(ic_dtype t, double *rtol, double *atol);
 
 typedef enum {
     IC_KIND_UNARY, IC_KIND_BINARY, IC_KIND_TERNARY, IC_KIND_REDUCE, IC_KIND_NORM,

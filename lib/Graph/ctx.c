@@ -231,6 +231,17 @@ bool ic_dtype_is_float(ic_dtype t)
     return t == IC_F32 || t == IC_F64 || t == IC_F16 || t == IC_BF16;
 }
 
+void ic_dtype_tolerance(ic_dtype t, double *rtol, double *atol)
+{
+    switch (t) {
+    case IC_F64: *rtol = 1e-7, *atol = 1e-7; break;
+    case IC_F32: *rtol = 1e-4, *atol = 1e-5; break;
+    case IC_F16: *rtol = 1e-3, *atol = 1e-3; break;
+    case IC_BF16: *rtol = 1.6e-2, *atol = 1e-2; break;
+    default: *rtol = 0, *atol = 0; break; /* integers and bool: exact */
+    }
+}
+
 bool ic_dtype_from_name(const char *s, ic_dtype *out)
 {
     for (int i = 0; i < IC_DTYPE_COUNT; i++)

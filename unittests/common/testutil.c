@@ -207,13 +207,7 @@ void ict_assert_error_(ic_ctx *c, ic_status s, ic_status want, const char *const
 
 void ict_tol(ic_dtype dt, double *rtol, double *atol)
 {
-    switch (dt) {
-    case IC_F64: *rtol = 1e-7; *atol = 1e-7; break;
-    case IC_F32: *rtol = 1e-4; *atol = 1e-5; break;
-    case IC_F16: *rtol = 1e-3; *atol = 1e-3; break;
-    case IC_BF16: *rtol = 1.6e-2; *atol = 1e-2; break;
-    default: *rtol = 0; *atol = 0; break;
-    }
+    ic_dtype_tolerance(dt, rtol, atol);
 }
 
 /* Byte address of row-major logical element i. */
