@@ -30,7 +30,8 @@ static const char usage[] =
     "                   loops: loop-nest kernels, one per op (Lower);\n"
     "                   fused: the kernels after fusion, with each boundary's reason (Fuse);\n"
     "                   llvm: LLVM IR before O3; llvm-opt: after O3; asm: host assembly;\n"
-    "                   ptx: PTX for an sm_90 GPU (no GPU needed; when built with lib/PTX);\n"
+    "                   ptx: PTX for an sm_90 GPU (no GPU needed; when built with lib/PTX;\n"
+    "                   f16/bf16 GEMMs on wgmma make the module target sm_90a);\n"
     "                   sass: that PTX assembled by ptxas -arch=sm_90 and disassembled by\n"
     "                   cuobjdump -sass (CUDA toolkit: ptxas from $IC_PTXAS,\n"
     "                   /usr/local/cuda/bin or PATH, cuobjdump beside it or on PATH)\n"
@@ -246,7 +247,9 @@ static bool assemble_and_disassemble(const char *ptx, const char *ptxas, const c
     snprintf(out, sizeof out, "%s/sass.txt", dir);
     int st = 0;
     bool ok = write_file(src, ptx, e);
-    char *as[] = { (char *)ptxas, "-arch=sm_90", "-o", bin, src, NULL };
+    /* modules with Hopper wgmma kernels target sm_90a */
+    char *arch = strstr(ptx, ".target sm_90a") ? "-arch=sm_90a" : "-arch=sm_90";
+    char *as[] = { (char *)ptxas, arch, "-o", bin, src, NULL };
     ok = ok && spawn_wait(as, log, &st, e);
     if (ok && st != 0)
         ok = tool_failed("ptxas", log, st, g, e);

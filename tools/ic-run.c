@@ -29,6 +29,9 @@ static const char usage[] =
     "                               through the CUDA driver on GPU N (0); host<->device copies\n"
     "                               are timed apart from the runs, and the host overhead per\n"
     "                               call (us) is reported\n"
+    "  --allow-tf32                 cuda: f32 matmuls on tensor cores in TF32 (operands\n"
+    "                               rounded to 10-bit mantissas; torch's allow_tf32). --check\n"
+    "                               then compares f32 outputs with bf16's tolerances\n"
     "  --mode NAME                  as torch.compile: default; reduce-overhead (cuda: each\n"
     "                               run replays one CUDA graph); max-autotune and\n"
     "                               max-autotune-no-cudagraphs (not implemented yet: they run as\n"
@@ -62,6 +65,7 @@ typedef struct {
     uint64_t seed;
     int64_t iters, warmup, threads; /* -1: not given */
     bool check, json, no_compare, help;
+    bool allow_tf32;                /* --allow-tf32 (cuda) */
     bool cuda;                      /* --device cuda[:N] */
     int ordinal;                    /* N */
 } run_opts;
@@ -145,6 +149,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
             o->json = true;
         } else if (strcmp(a, "--no-compare") == 0) {
             o->no_compare = true;
+        } else if (strcmp(a, "--allow-tf32") == 0) {
+            o->allow_tf32 = true;
         } else if (cli_opt(argc, argv, &i, "--inputs", &v, e)) {
             if (!(o->inputs = v))
                 return false;
@@ -206,6 +212,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
     if (o->cuda && ref)
         return cli_fail(e, "--backend ref is the reference executor, which runs on the CPU: drop "
                            "--device %s (--check compares the GPU's outputs with it)", o->device);
+    if (!o->cuda && o->allow_tf32)
+        return cli_fail(e, "--allow-tf32 lets GPU matmuls use TF32 tensor cores; it has no meaning "
+                           "for --device %s", o->device);
     if (o->cuda && o->threads > 0)
         return cli_fail(e, "--threads sets the OpenMP threads of --device cpu; it has no meaning "
                            "for --device %s", o->device);
@@ -228,6 +237,7 @@ typedef struct {
     ic_tensor *outs;       /* [nouts] allocated once (compiled) or by ic_ref_run (ref) */
     int nouts;
     bool checked, matches; /* --check / --expect results */
+    bool tf32;             /* ran with --allow-tf32: f32 outputs carry TF32's error */
     /* cuda only: the compile's stages, the copies (outside the timed runs) and the host time
      * of one ic_cuda_launch */
     double lower_ms, ptx_ms, load_ms;
@@ -431,6 +441,7 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     memset(&co, 0, sizeof co);
     co.mode = strcmp(mode_used(o), "reduce-overhead") == 0 ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
     co.no_fusion = !fusion;
+    co.allow_tf32 = b->tf32 = o->allow_tf32;
     if (ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     if (!alloc_outputs(c, g, a->vals, b, e))
@@ -473,6 +484,33 @@ static bool run_ref(ic_ctx *c, const ic_graph *g, const cli_args *a, int64_t war
 
 /* ---- checking ---- */
 
+/* f32 outputs of a run with --allow-tf32: TF32 rounds matmul operands to 10-bit mantissas
+ * (relative error 2^-11, f16's precision) and sums in f32, so results are compared with bf16's
+ * tolerances instead of f32's. Fills r as cli_compare does. */
+static bool compare_tf32(const ic_tensor *got, const ic_tensor *want, cli_cmp *r)
+{
+    if (cli_compare(got, want, r) || !r->same_shape)
+        return r->same_shape && r->nbad == 0;
+    cli_tol(IC_BF16, &r->rtol, &r->atol);
+    r->nbad = 0;
+    r->worst_excess = -1;
+    for (int64_t i = 0; i < r->nelem; i++) {
+        double g = ic_tensor_get(got, i), w = ic_tensor_get(want, i), x;
+        if (isnan(g) || isnan(w) || isinf(g) || isinf(w))
+            x = (isnan(g) && isnan(w)) || g == w ? 0 : INFINITY;
+        else
+            x = fabs(g - w) / (r->atol + r->rtol * fabs(w));
+        r->nbad += x > 1;
+        if (x > r->worst_excess) {
+            r->worst_excess = x;
+            r->worst = i;
+            snprintf(r->got, sizeof r->got, "%.9g", g);
+            snprintf(r->want, sizeof r->want, "%.9g", w);
+        }
+    }
+    return r->nbad == 0;
+}
+
 /* Compares b's outputs with want (graph output order), printing one line on stderr for each
  * output that differs. */
 static bool check_outputs(const ic_graph *g, backend_run *b, const ic_tensor *want,
@@ -485,7 +523,9 @@ static bool check_outputs(const ic_graph *g, backend_run *b, const ic_tensor *wa
         ic_graph_node(g, ic_graph_output(g, i), &ni);
         cli_cmp r;
         char msg[CLI_ERRMAX], who[128];
-        if (cli_compare(&b->outs[i], &want[i], &r))
+        bool ok = b->tf32 && want[i].dtype == IC_F32 ? compare_tf32(&b->outs[i], &want[i], &r)
+                                                    : cli_compare(&b->outs[i], &want[i], &r);
+        if (ok)
             continue;
         snprintf(who, sizeof who, "%s vs %s", b->name, against);
         cli_mismatch_msg(who, ni.name, &b->outs[i], &want[i], &r, msg, sizeof msg);
@@ -730,6 +770,7 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, con
     json_object_set_new(j, "sm", d ? json_integer(ic_cuda_sm(d)) : json_null());
     json_object_set_new(j, "mode", json_string(o->mode));
     json_object_set_new(j, "mode_used", json_string(mode_used(o)));
+    json_object_set_new(j, "allow_tf32", json_boolean(o->allow_tf32));
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         json_object_set_new(syms, ic_graph_symbol_name(g, s), json_integer(a->vals[s]));
     json_object_set_new(j, "symbols", syms);

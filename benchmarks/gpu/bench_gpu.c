@@ -8,7 +8,10 @@
  *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME]
  *
  * GEMMs: 4096^3 matmul in bf16, f16, f32 and linear [16384, 512] x [512, 512] + bias + relu
- * (bf16, f32) in TFLOP/s, each checked on 256 sampled outputs against a double dot product.
+ * (bf16, f32) in TFLOP/s, each checked on 256 sampled outputs against a double dot product;
+ * the f32 ones again with ic_cuda_options.allow_tf32 (matmul_f32_tf32_4096,
+ * linear_relu_f32_tf32: mma.sync m16n8k8 .tf32; their spot-check error is TF32's, about 1e-3
+ * relative, against 1e-6 for FFMA). `bench_gpu --gemm-only --only tf32` runs those alone.
  * --tune also times each graph's kernel under a sweep of launch params (block, threads per
  * row, elements per thread), the search an autotuner would make, and prints the best.
  */
@@ -147,7 +150,7 @@ static const bench_graph graphs[] = {
     "{'name':'w','dtype':'" dt "','shape':[512,512]},{'name':'b','dtype':'" dt "','shape':[512]}],"       \
     "'nodes':[{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'relu','inputs':['h']}],'outputs':['y']}"
 
-typedef struct { const char *name; const char *json; int64_t M, N, K; bool relu_bias, linear; } gemm_graph;
+typedef struct { const char *name; const char *json; int64_t M, N, K; bool relu_bias, linear, tf32; } gemm_graph;
 
 static const gemm_graph gemms[] = {
     { "matmul_bf16_4096", MATMUL("bf16", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
@@ -155,6 +158,8 @@ static const gemm_graph gemms[] = {
     { "matmul_f32_4096", MATMUL("f32", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
     { "linear_relu_bf16", LINRELU("bf16"), 16384, 512, 512, true, true },
     { "linear_relu_f32", LINRELU("f32"), 16384, 512, 512, true, true },
+    { "matmul_f32_tf32_4096", MATMUL("f32", "4096", "4096", "4096"), 4096, 4096, 4096, false, false, true },
+    { "linear_relu_f32_tf32", LINRELU("f32"), 16384, 512, 512, true, true, true },
 };
 
 static double tget(const ic_tensor *t, int64_t i)
@@ -191,9 +196,9 @@ static double spot_check(const gemm_graph *gg, const ic_tensor *args, const ic_t
 }
 
 static double time_gemm(ic_ctx *c, ic_cuda *d, const ic_graph *g, const ic_tensor *args, int n,
-                        const ic_ptx_params *p, int iters, ic_ptx_kernel *used)
+                        const ic_ptx_params *p, bool tf32, int iters, ic_ptx_kernel *used)
 {
-    ic_cuda_options o = { .params = p, .nparams = p ? 1 : 0 };
+    ic_cuda_options o = { .params = p, .nparams = p ? 1 : 0, .allow_tf32 = tf32 };
     ic_cuda_compiled *cc = NULL;
     double ms = -1;
     if (ic_cuda_compile(d, g, &o, &cc) == IC_OK && ic_cuda_upload(cc, n, args) == IC_OK &&
@@ -215,8 +220,9 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
     int n = make_args(c, g, args);
     double flops = 2.0 * (double)gg->M * (double)gg->N * (double)gg->K;
     ic_cuda_compiled *cc = NULL;
+    ic_cuda_options co = { .allow_tf32 = gg->tf32 };
     double t0 = now_ms();
-    if (ic_cuda_compile(d, g, NULL, &cc))
+    if (ic_cuda_compile(d, g, &co, &cc))
         die(c, gg->name);
     double tc = now_ms() - t0;
     ic_tensor out;
@@ -240,6 +246,14 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
     ic_cuda_compiled_destroy(cc);
     if (tuning) {
         bool tc16 = strstr(gg->name, "f32") == NULL;
+        static const ic_ptx_params tfp[] = { /* TF32: tile_k at most 32 (f32 tiles are twice the bytes) */
+            { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 4, .stages = 3 },
+            { .tile_m = 128, .tile_n = 128, .tile_k = 16, .warps_m = 2, .warps_n = 4, .stages = 4 },
+            { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 4, .warps_n = 2, .stages = 3 },
+            { .tile_m = 128, .tile_n = 256, .tile_k = 16, .warps_m = 2, .warps_n = 4, .stages = 3 },
+            { .tile_m = 256, .tile_n = 128, .tile_k = 16, .warps_m = 4, .warps_n = 2, .stages = 3 },
+            { .tile_m = 64, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 2, .stages = 4 },
+        };
         static const ic_ptx_params tcp[] = {
             { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 4, .stages = 3 },
             { .tile_m = 128, .tile_n = 128, .tile_k = 64, .warps_m = 2, .warps_n = 4, .stages = 3 },
@@ -255,13 +269,14 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
             { .tile_m = 128, .tile_n = 64, .tile_k = 16, .stages = 3 },
             { .tile_m = 64, .tile_n = 64, .tile_k = 16, .stages = 4 },
         };
-        const ic_ptx_params *ps = tc16 ? tcp : ffp;
-        int np = tc16 ? (int)(sizeof tcp / sizeof *tcp) : (int)(sizeof ffp / sizeof *ffp);
+        const ic_ptx_params *ps = gg->tf32 ? tfp : tc16 ? tcp : ffp;
+        int np = gg->tf32 ? (int)(sizeof tfp / sizeof *tfp)
+                 : tc16 ? (int)(sizeof tcp / sizeof *tcp) : (int)(sizeof ffp / sizeof *ffp);
         double best = ms;
         for (int i = 0; i < np; i++) {
             ic_ptx_kernel kk;
             memset(&kk, 0, sizeof kk);
-            double t = time_gemm(c, d, g, args, n, &ps[i], iters, &kk);
+            double t = time_gemm(c, d, g, args, n, &ps[i], gg->tf32, iters, &kk);
             if (t <= 0)
                 continue;
             printf("  tune %-16s tile %3dx%3dx%2d warps %dx%d stages %d split %d: %8.3f ms %7.1f TFLOP/s\n", gg->name,

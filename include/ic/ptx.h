@@ -43,8 +43,10 @@ typedef enum {
                          * threads_per_row threads split the inner dims, combined in shared memory */
     IC_PTX_GEMM,        /* a contraction (REDUCE-sum over one inner dim of load(A) * load(B),
                          * offsets affine in (m, k) and (k, n), any batch dims) as a tiled
-                         * shared-memory GEMM: f16/bf16 on tensor cores (mma.sync m16n8k16,
-                         * ldmatrix, cp.async stages), f32 on FFMA; the kernel's later BODY
+                         * shared-memory GEMM: f16/bf16 on tensor cores (on sm_90
+                         * warpgroup MMAs, wgmma.mma_async; elsewhere mma.sync m16n8k16,
+                         * ldmatrix, cp.async stages), f32 on FFMA (on tensor cores in TF32,
+                         * m16n8k8, with ic_ptx_options.allow_tf32); the kernel's later BODY
                          * stages (bias, activation, residual, casts) run on the accumulators
                          * before the store (the epilogue) */
 } ic_ptx_mode;
@@ -74,6 +76,12 @@ typedef struct ic_ptx_params {
     int warps_m, warps_n;
     int stages;
     int split_k;
+    /* GEMM, f16/bf16: Hopper warpgroup MMAs (wgmma.mma_async from 128B-swizzled shared stages,
+     * a producer warpgroup and 1-2 consumer warpgroups synchronised by mbarriers; tile_m 64 or
+     * 128, tile_n 64, 128 or 256, tile_k 64). 0 = heuristic (on sm_90 targets unless
+     * ic_ptx_options.wgmma is -1, for shapes that fill the GPU), 1 = whenever the operands allow
+     * (16-byte aligned rows; also in the emulator; the PTX targets sm_90a), -1 = never */
+    int wgmma;
 } ic_ptx_params;
 
 typedef struct ic_ptx_options {
@@ -83,6 +91,14 @@ typedef struct ic_ptx_options {
     int opt_level;          /* 0..3 (LLVM pipeline); 0 = 3. Use -1 for no optimisation */
     int num_sms;            /* multiprocessors, for the geometry heuristics (0 = 132) */
     bool keep_ir;           /* keep the optimised LLVM IR text (ic_ptx_module_llvm_ir) */
+    bool allow_tf32;        /* f32 contractions on tensor cores in TF32 (mma.sync m16n8k8:
+                             * operands rounded to 10-bit mantissas, f32 accumulation), like
+                             * torch.backends.cuda.matmul.allow_tf32; false (default): FFMA,
+                             * exact f32 products */
+    int wgmma;              /* Hopper warpgroup GEMMs (wgmma.mma_async, mbarrier pipelines) for
+                             * f16/bf16 contractions: 0 = when sm is 90 (the module's PTX
+                             * target becomes sm_90a, which only sm_90 devices run), -1 = never
+                             * (mma.sync, as on other devices) */
 } ic_ptx_options;
 
 /* One generated kernel and how to launch it: grid x block threads, 1-D. */
@@ -141,6 +157,15 @@ IC_API ic_status ic_ptx_emulate_kernels(ic_ctx *c, int nkernels, const ic_kernel
  * allocated by the caller, contiguous, with output i's dtype and element count. */
 IC_API ic_status ic_ptx_emulate(ic_ctx *c, const ic_program *p, const ic_ptx_params *params,
                                 const ic_tensor *args, int nargs, ic_tensor *outs, int nouts);
+/* The same two under options o (NULL = defaults): of them the emulator uses allow_tf32 and
+ * num_sms (the code is generated for its portable target, whatever o->sm says). */
+IC_API ic_status ic_ptx_emulate_kernels_opts(ic_ctx *c, int nkernels, const ic_kernel *kernels,
+                                             int nbufs, const ic_buffer *bufs,
+                                             const ic_ptx_options *o, const ic_ptx_params *params,
+                                             void *const *mem);
+IC_API ic_status ic_ptx_emulate_opts(ic_ctx *c, const ic_program *p, const ic_ptx_options *o,
+                                     const ic_ptx_params *params, const ic_tensor *args, int nargs,
+                                     ic_tensor *outs, int nouts);
 
 /* ------------------------------------------------------------------------------------------
  * CUDA runtime (lib/Runtime/cuda*.c): the driver API through dlopen("libcuda.so.1").
@@ -195,6 +220,7 @@ typedef struct ic_cuda_options {
     const ic_ptx_params *params;  /* one per kernel of the program, or NULL (heuristic) */
     int nparams;
     int ptx_opt_level;            /* ic_ptx_options.opt_level */
+    bool allow_tf32;              /* ic_ptx_options.allow_tf32 (default false) */
 } ic_cuda_options;
 
 /* A graph compiled for d. Symbolic dims are bound at each upload from the argument shapes;

@@ -8,8 +8,10 @@
  *
  * 1. Realize: reductions, normalisations and matmuls are always materialised; a pointwise
  *    node is materialised when it is a graph output, a matmul operand (reading it inline
- *    would recompute it for every output column), or expensive and read more than once.
- *    Every other pointwise node is computed inline wherever it is read.
+ *    would recompute it for every output column) unless it is a cheap producer (a cast, a
+ *    scale: cheap_producer) that the GEMM applies once per element as it packs or copies
+ *    the operand, or expensive and read more than once. Every other pointwise node is
+ *    computed inline wherever it is read.
  * 2. Group: each materialised node starts as its own kernel; a producer kernel is merged
  *    into a consumer kernel when the merged kernel lowers (same loop domain, reductions read
  *    only where they are computed, matmul operands still loaded) and no other kernel sits
@@ -45,6 +47,7 @@ typedef struct {
     int *cost;           /* per node: ops when inlined */
     bool *costly;        /* per node: materialised because recomputing it would cost */
     bool *mm_operand;    /* per node: read by a matmul as an operand */
+    ic_value *mm_reader; /* per node: the first matmul reading it as an operand */
 } fz;
 
 static const ic_node *N(const fz *f, ic_value v) { return ic__node(f->g, v); }
@@ -106,6 +109,38 @@ static int64_t reads(const fz *f, ic_value v, ic_value b)
     return r < 1 ? 1 : r > 1000000 ? 1000000 : r;
 }
 
+static bool is_float(ic_dtype t) { return t == IC_F32 || t == IC_F64 || t == IC_F16 || t == IC_BF16; }
+
+/* A pointwise producer cheap enough to run on a matmul operand as the GEMM loads it (once per
+ * element packed or copied to shared memory, not per output column): a float cast, neg, abs,
+ * relu, or +-*÷ by a number, of an input or param (through views), or (up to `depth` deep) of
+ * such a producer. Anything else is materialised as before; so is a producer of a computed
+ * value, which that value's kernel applies once as its epilogue instead. */
+static bool cheap_producer(const fz *f, ic_value v, int depth)
+{
+    const ic_node *n = N(f, v);
+    if (depth <= 0 || cls(f, v) != IC__CL_PW || !is_float(n->info.dtype))
+        return false;
+    switch (n->info.op) {
+    case IC_OP_CAST: case IC_OP_NEG: case IC_OP_ABS: case IC_OP_RELU:
+    case IC_OP_ADD: case IC_OP_SUB: case IC_OP_MUL: case IC_OP_DIV:
+        break;
+    default:
+        return false;
+    }
+    int tensors = 0;
+    ic_value in = -1;
+    for (int i = 0; i < n->info.ninputs; i++)
+        if (n->in[i].node >= 0)
+            tensors++, in = n->in[i].node;
+        else if (n->in[i].node != IC_SCALAR)
+            return false;
+    if (tensors != 1 || !is_float(N(f, in)->info.dtype))
+        return false;
+    ic_value b = base_of(f, in);
+    return cls(f, b) == IC__CL_LEAF || (f->grp[b] < 0 && cheap_producer(f, b, depth - 1));
+}
+
 static void realize(fz *f, int64_t *uses)
 {
     for (int v = 0; v < f->n; v++) {
@@ -114,11 +149,9 @@ static void realize(fz *f, int64_t *uses)
             if (n->in[i].node >= 0) {
                 ic_value b = base_of(f, n->in[i].node);
                 uses[b] += reads(f, v, b);
-                ic__class bc = cls(f, b);
-                if (cls(f, v) == IC__CL_MM && i < 2 && bc != IC__CL_LEAF) {
+                if (cls(f, v) == IC__CL_MM && i < 2 && cls(f, b) != IC__CL_LEAF && !f->mm_operand[b]) {
                     f->mm_operand[b] = true;
-                    set_why(f, b, "'%s' is an operand of matmul '%s' (operands are read from memory)",
-                            N(f, b)->info.name, n->info.name);
+                    f->mm_reader[b] = v;
                 }
             }
     }
@@ -136,7 +169,13 @@ static void realize(fz *f, int64_t *uses)
             }
         f->cost[v] = c > 1000000 ? 1000000 : c;
         bool expensive = (uses[v] > 1 && c > f->o->max_inline_ops) || c > 4 * f->o->max_inline_ops;
-        if (ic__reduce_like(k) || is_output(f, v) || f->mm_operand[v] || expensive) {
+        /* a matmul operand is read from memory, unless it is a cheap producer the GEMM
+         * applies as it loads (its inputs' groups are decided: they come first) */
+        bool operand = f->mm_operand[v] && !cheap_producer(f, v, 4);
+        if (operand)
+            set_why(f, v, "'%s' is an operand of matmul '%s' (operands are read from memory)",
+                    n->info.name, N(f, f->mm_reader[v])->info.name);
+        if (ic__reduce_like(k) || is_output(f, v) || operand || expensive) {
             f->grp[v] = f->ng++;
             f->costly[v] = expensive;
             if (expensive)
@@ -625,6 +664,7 @@ static void fz_free(fz *f)
     ic__free(f->c, f->cost);
     ic__free(f->c, f->costly);
     ic__free(f->c, f->mm_operand);
+    ic__free(f->c, f->mm_reader);
 }
 
 static ic_status fuse(fz *f, ic_program **out)
@@ -637,7 +677,9 @@ static ic_status fuse(fz *f, ic_program **out)
     f->cost = ic__calloc(f->c, (size_t)f->n + 1, sizeof(int));
     f->costly = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
     f->mm_operand = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
-    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly || !f->mm_operand) {
+    f->mm_reader = ic__calloc(f->c, (size_t)f->n + 1, sizeof(ic_value));
+    if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly || !f->mm_operand ||
+        !f->mm_reader) {
         ic__free(f->c, uses);
         return ic__error(f->c, IC_ENOMEM, "out of memory");
     }

@@ -18,6 +18,10 @@ typedef struct ic__gemm_opnd {
                                    * operand's offset is not (a view like permute + reshape
                                    * folded into div/mod index math): the stage-0 instruction
                                    * computing it, evaluated per element while packing */
+    int val, ld;                  /* stage-0 instructions: the f32 value multiplied, its LOAD */
+    bool xform;                   /* a producer fused into the operand (a cast, a scale: more
+                                   * than the conversion of dt to f32) lies between them: the
+                                   * packing runs its instructions on each element it loads */
 } ic__gemm_opnd;
 
 /* A recognised contraction and how it is generated (all sizes are compile-time constants). */
@@ -57,6 +61,9 @@ IC_HIDDEN bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int
 /* need[i] for the instructions of stage st that the value of instruction root depends on
  * (root included); false if one of them is a REDUCE, ACC or STORE (no plain expression). */
 IC_HIDDEN bool ic__gemm_expr_mark(const ic_stage *st, int root, bool *need);
+/* need[i] for the instructions between operand o's LOAD and its value (constants included,
+ * the LOAD and its offset not): what the packing emits on each loaded element. */
+IC_HIDDEN void ic__gemm_chain_mark(const ic_stage *st, const ic__gemm_opnd *o, bool *need);
 /* Generates kernel g->k (matched as m) as the exported function g->sym. */
 IC_HIDDEN ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m);
 /* Frees what a plan owns (the prepacked panels). */

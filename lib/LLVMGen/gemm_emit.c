@@ -16,7 +16,9 @@
  *                              llvm.fma of a broadcast A element and a row of B vectors, or
  *                              vdpbf16ps of a broadcast bf16 pair and a row of B pairs
  *   K.gemm.packA / K.gemm.packB             panels, zero padded, converted to f32 (or bf16
- *                              pairs); unit-stride operands by vl x vl block transposes
+ *                              pairs); unit-stride operands by vl x vl block transposes; an
+ *                              operand with a fused producer (x.to(f32), x * s) element by
+ *                              element through the producer's instructions (opnd_f32)
  * Edges: rows past M and columns past N are zero in the panels; the last row panel and the
  * last column panel use micro-kernels of fewer rows / vectors; the epilogue covers exactly
  * the valid part of each tile. */
@@ -35,6 +37,7 @@ typedef struct {
     int mre, nve;               /* edge rows (M % mr, 0 = none), vectors of the last column panel */
     LLVMValueRef packa, packb, work, panels, block;
     bool *xneed;                /* X with an expression index: the stage-0 instructions of it */
+    bool *chain[2];             /* X, Y with a fused producer: its instructions (ic__gemm_chain_mark) */
 } em_t;
 
 /* ---- small builders ---- */
@@ -248,6 +251,21 @@ static LLVMValueRef load_f32(ic__cg *g, ic_dtype dt, LLVMValueRef p)
     }
 }
 
+/* Element of operand o (0: X, 1: Y) at p as f32: load_f32, or with a producer fused into
+ * the operand the raw element through the producer's instructions. */
+static LLVMValueRef opnd_f32(em_t *E, int which, LLVMValueRef p)
+{
+    ic__cg *g = E->g;
+    const ic__gemm_opnd *o = which ? &E->m->y : &E->m->x;
+    if (!o->xform)
+        return load_f32(g, o->dt, p);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, ic__gen_mem_type(g, o->dt), p, "");
+    LLVMSetAlignment(v, (unsigned)ic_dtype_size(o->dt));
+    g->vals[o->ld] = v;
+    ic__gen_stage_subset(g, 0, E->chain[which]);
+    return g->vals[o->val];
+}
+
 static void store_f32(ic__cg *g, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx)
 {
     LLVMValueRef s = LLVMBuildStore(g->b, v, gep(g, g->t_f32, base, idx));
@@ -431,7 +449,7 @@ static void store_lanes(em_t *E, LLVMValueRef v, int n, LLVMValueRef p)
 static bool transposable(const em_t *E, const ic__gemm_opnd *o)
 {
     int vl = E->m->vl;
-    return o->s_k == 1 && vl >= 2 && (vl & (vl - 1)) == 0 && vl <= 64;
+    return o->s_k == 1 && vl >= 2 && (vl & (vl - 1)) == 0 && vl <= 64 && !o->xform;
 }
 
 /* Full panel of rows r0.. r0+mr-1 with unit stride along k: k in [0, kvec) in steps of vl by
@@ -492,7 +510,7 @@ static LLVMValueRef emit_packa(em_t *E)
         LLVMValueRef i = lp_open(g, &L1, I(g, 0), rv, 1, "i");
         LLVMValueRef rb = add(g, base, muli(g, i, x->s_i));
         LLVMValueRef k = lp_open(g, &L2, kstart, kc, 1, "k");
-        LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, rb, muli(g, k, x->s_k))));
+        LLVMValueRef v = opnd_f32(E, 0, gep(g, et, src, add(g, rb, muli(g, k, x->s_k))));
         store_f32(g, v, d, add(g, muli(g, k, mr), i));
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
@@ -500,7 +518,7 @@ static LLVMValueRef emit_packa(em_t *E)
         LLVMValueRef k = lp_open(g, &L1, kstart, kc, 1, "k");
         LLVMValueRef kb = add(g, base, muli(g, k, x->s_k));
         LLVMValueRef i = lp_open(g, &L2, I(g, 0), rv, 1, "i");
-        LLVMValueRef v = load_f32(g, x->dt, gep(g, et, src, add(g, kb, muli(g, i, x->s_i))));
+        LLVMValueRef v = opnd_f32(E, 0, gep(g, et, src, add(g, kb, muli(g, i, x->s_i))));
         store_f32(g, v, d, add(g, muli(g, k, mr), i));
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
@@ -544,7 +562,7 @@ static LLVMValueRef emit_packb(em_t *E)
         LLVMValueRef kb = add(g, base, muli(g, k, y->s_k));
         LLVMValueRef drow = gep(g, g->t_f32, d, muli(g, k, nr));
         LLVMValueRef j = lp_open(g, &L2, I(g, 0), cv, 1, "j");
-        store_f32(g, load_f32(g, y->dt, gep(g, et, src, add(g, kb, muli(g, j, y->s_i)))), drow, j);
+        store_f32(g, opnd_f32(E, 1, gep(g, et, src, add(g, kb, muli(g, j, y->s_i)))), drow, j);
         lp_close(g, &L2, NULL);
         if (m->N % nr) {
             j = lp_open(g, &L2, cv, I(g, nr), 1, "z");
@@ -584,7 +602,7 @@ static LLVMValueRef emit_packb(em_t *E)
         LLVMValueRef j = lp_open(g, &L1, I(g, 0), cv, 1, "j");
         LLVMValueRef jb = add(g, base, muli(g, j, y->s_i));
         LLVMValueRef k = lp_open(g, &L2, kstart, I(g, K), 1, "k");
-        store_f32(g, load_f32(g, y->dt, gep(g, et, src, add(g, jb, muli(g, k, y->s_k)))), d,
+        store_f32(g, opnd_f32(E, 1, gep(g, et, src, add(g, jb, muli(g, k, y->s_k)))), d,
                   add(g, muli(g, k, nr), j));
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
@@ -830,7 +848,7 @@ static ic_status emit_packa_expr(em_t *E, wk_t *W, LLVMValueRef ic, LLVMValueRef
         g->vars[kvar] = add(g, pc, k);
     ic_status s = ic__gen_stage_subset(g, 0, E->xneed);
     LLVMValueRef off = g->vals[m->x.expr];
-    store_f32(g, load_f32(g, m->x.dt, gep(g, et, g->bufptr[m->x.buf], off)), d, add(g, muli(g, k, mr), i));
+    store_f32(g, opnd_f32(E, 0, gep(g, et, g->bufptr[m->x.buf], off)), d, add(g, muli(g, k, mr), i));
     lp_close(g, &Lk, md_scalar_loop(g, 1));
     if_close(g, join);
     if (m->M % mr) {
@@ -1315,10 +1333,23 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
     for (int r = 0; r < (E.mre ? 2 : 1); r++)
         for (int c = 0; c < (E.nve && E.nve < m->nv ? 2 : 1); c++)
             E.micro[r][c] = emit_micro(&E, rv[r], cv[c]);
-    if (m->x.expr >= 0) { /* packed inline (emit_packa_expr) */
-        const ic_stage *st0 = &g->k->stages[0];
-        if (!(E.xneed = ic__calloc(g->c, (size_t)st0->ninstr + 1, sizeof(bool))))
+    const ic_stage *st0 = &g->k->stages[0];
+    for (int w = 0; w < 2; w++) {
+        const ic__gemm_opnd *o = w ? &m->y : &m->x;
+        if (!o->xform)
+            continue;
+        if (!(E.chain[w] = ic__calloc(g->c, (size_t)st0->ninstr + 1, sizeof(bool)))) {
+            ic__free(g->c, E.chain[0]);
             return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", g->k->name);
+        }
+        ic__gemm_chain_mark(st0, o, E.chain[w]);
+    }
+    if (m->x.expr >= 0) { /* packed inline (emit_packa_expr) */
+        if (!(E.xneed = ic__calloc(g->c, (size_t)st0->ninstr + 1, sizeof(bool)))) {
+            ic__free(g->c, E.chain[0]);
+            ic__free(g->c, E.chain[1]);
+            return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", g->k->name);
+        }
         ic__gemm_expr_mark(st0, m->x.expr, E.xneed);
     } else if (m->pack_a) {
         E.packa = m->bf16_dot ? emit_packa_bf16(&E) : emit_packa(&E);
@@ -1331,6 +1362,8 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
     if (!s)
         s = emit_work(&E);
     ic__free(g->c, E.xneed);
+    ic__free(g->c, E.chain[0]);
+    ic__free(g->c, E.chain[1]);
     if (s)
         return s;
     LLVMValueRef task = m->tmax > 1 ? emit_omp_task(&E) : NULL;

@@ -6,7 +6,10 @@
  *   K.omp(gtid, btid, bufs)     the microtask: this thread's static share [lo, hi)
  *   K.range(b0.., lo, hi)       the loops over work items lo..hi-1; buffers are noalias
  * A reduction with a single outer point (a full reduction) is split instead: per stage a
- * K.s<i> range function and microtask, and K combines the threads' partial accumulators.
+ * K.s<i> range function and microtask, and K combines the threads' partial accumulators;
+ * so is a column reduction over one outer dim (K.c<i>: blocks of rows per thread, each with
+ * a record of per-column accumulators). Short rows of a ROW kernel are run a few at a time
+ * (row_group) so that their dependent passes overlap.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -171,29 +174,33 @@ static void init_accs(ic__cg *g, int s, const strip_t *sp)
         loop_close(g, &L, true);
 }
 
+/* Runs stage s for the current outer point (or strip). */
+static ic_status emit_stage(ic__cg *g, int s, const strip_t *sp)
+{
+    const ic_kernel *k = g->k;
+    const ic_stage *stg = &k->stages[s];
+    if (stg->kind == IC_STAGE_BODY)
+        return stage_body(g, s, sp);
+    if (stg->kind == IC_STAGE_REDUCE)
+        init_accs(g, s, sp);
+    loop_t L[IC_MAX_RANK];
+    for (int d = 0; d < k->ninner; d++) {
+        loop_open(g, &L[d], ic__gen_i64(g, 0), ic__gen_i64(g, k->inner[d]), "r");
+        g->vars[k->nouter + d] = L[d].iv;
+    }
+    ic_status r = stage_body(g, s, sp);
+    for (int d = k->ninner - 1; d >= 0; d--)
+        loop_close(g, &L[d], d == k->ninner - 1 && !sp);
+    return r;
+}
+
 /* Runs every stage for the current outer point (or strip). */
 static ic_status emit_stages(ic__cg *g, const strip_t *sp)
 {
-    const ic_kernel *k = g->k;
-    for (int s = 0; s < k->nstages; s++) {
-        const ic_stage *stg = &k->stages[s];
-        ic_status r;
-        if (stg->kind == IC_STAGE_BODY) {
-            if ((r = stage_body(g, s, sp)))
-                return r;
-            continue;
-        }
-        if (stg->kind == IC_STAGE_REDUCE)
-            init_accs(g, s, sp);
-        loop_t L[IC_MAX_RANK];
-        for (int d = 0; d < k->ninner; d++) {
-            loop_open(g, &L[d], ic__gen_i64(g, 0), ic__gen_i64(g, k->inner[d]), "r");
-            g->vars[k->nouter + d] = L[d].iv;
-        }
-        if ((r = stage_body(g, s, sp)))
+    for (int s = 0; s < g->k->nstages; s++) {
+        ic_status r = emit_stage(g, s, sp);
+        if (r)
             return r;
-        for (int d = k->ninner - 1; d >= 0; d--)
-            loop_close(g, &L[d], d == k->ninner - 1 && !sp);
     }
     return IC_OK;
 }
@@ -255,6 +262,76 @@ static ic_status emit_pointwise(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
     return emit_segments(g, lo, hi, g->k->outer, g->k->nouter, 0, all_stages, -1);
 }
 
+/* Rows a ROW kernel runs together. A short row leaves the core waiting on its chain of
+ * dependent steps (a vector pass, the horizontal reduction of its accumulators, the next
+ * pass, ...): with the stages of several independent rows emitted in turn, out-of-order
+ * execution overlaps one row's chain with the others' passes. Long rows need no help. */
+static int row_group(const ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    bool reduce = false;
+    for (int s = 0; s < k->nstages; s++)
+        reduce |= k->stages[s].kind == IC_STAGE_REDUCE;
+    int64_t n = prod(k->ninner, k->inner);
+    if (!reduce || k->ninner == 0 || n <= 0 || g->p->vector_width == 1)
+        return 1;
+    return n <= 256 ? 4 : n <= 1024 ? 2 : 1;
+}
+
+/* Accumulator storage of every REDUCE for U rows: set 0 is g's own, sets 1.. new allocas. */
+static void row_accs(ic__cg *g, int U, LLVMValueRef ***acc, LLVMValueRef ***acci, LLVMValueRef *mem)
+{
+    const ic_kernel *k = g->k;
+    for (int u = 0; u < U; u++) {
+        acc[u] = (LLVMValueRef **)mem;
+        mem += k->nstages;
+        acci[u] = (LLVMValueRef **)mem;
+        mem += k->nstages;
+        for (int s = 0; s < k->nstages; s++) {
+            const ic_stage *stg = &k->stages[s];
+            acc[u][s] = u ? mem : g->acc[s];
+            acci[u][s] = u ? mem + stg->ninstr : g->acc_idx[s];
+            if (u)
+                mem += 2 * stg->ninstr;
+            for (int i = 0; u && i < stg->ninstr; i++) {
+                const ic_linstr *in = &stg->instr[i];
+                acc[u][s][i] = acci[u][s][i] = NULL;
+                if (in->op != IC_L_REDUCE)
+                    continue;
+                ic_dtype vt = in->pred == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
+                acc[u][s][i] = entry_alloca(g, ic__gen_type(g, vt), NULL, "acc");
+                if (in->pred == IC_RED_ARGMAX)
+                    acci[u][s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
+            }
+        }
+    }
+}
+
+/* One iteration over U rows: per stage, each row's loops in turn. */
+static ic_status emit_rows(ic__cg *g, int U, LLVMValueRef *idx, LLVMValueRef ***acc, LLVMValueRef ***acci)
+{
+    const ic_kernel *k = g->k;
+    int n = k->nouter;
+    LLVMValueRef vars[8][IC_MAX_RANK];
+    for (int u = 0; u < U; u++) {
+        for (int d = 0; d < n; d++)
+            vars[u][d] = ld(g, idx[d]);
+        odometer_inc(g, k->outer, n, idx);
+    }
+    LLVMValueRef **acc0 = g->acc, **acci0 = g->acc_idx;
+    ic_status r = IC_OK;
+    for (int s = 0; s < k->nstages && !r; s++)
+        for (int u = 0; u < U && !r; u++) {
+            memcpy(g->vars, vars[u], sizeof(LLVMValueRef) * (size_t)n);
+            g->acc = acc[u];
+            g->acc_idx = acci[u];
+            r = emit_stage(g, s, NULL);
+        }
+    g->acc = acc0;
+    g->acc_idx = acci0;
+    return r;
+}
+
 static ic_status emit_row(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
 {
     const ic_kernel *k = g->k;
@@ -263,11 +340,42 @@ static ic_status emit_row(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
     for (int d = 0; d < n; d++)
         idx[d] = entry_alloca(g, g->t_i64, NULL, "o");
     decompose(g, lo, k->outer, n, idx);
+    int U = row_group(g); /* at most 8 */
+    LLVMValueRef start = lo;
+    ic_status r = IC_OK;
+    if (U > 1) { /* groups of U rows, then the rest one by one */
+        int total = 0;
+        for (int s = 0; s < k->nstages; s++)
+            total += k->stages[s].ninstr;
+        size_t words = (size_t)U * (2 * (size_t)k->nstages + 2 * (size_t)total) + 1;
+        LLVMValueRef *mem = ic__calloc(g->c, words, sizeof(LLVMValueRef));
+        LLVMValueRef **acc[8], **acci[8];
+        if (!mem)
+            return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", k->name);
+        row_accs(g, U, acc, acci, mem);
+        LLVMValueRef pos = entry_alloca(g, g->t_i64, NULL, "pos");
+        st(g, lo, pos);
+        LLVMBasicBlockRef head = block(g, "grp.head"), body = block(g, "grp.body"), exit = block(g, "grp.exit");
+        LLVMBuildBr(g->b, head);
+        LLVMPositionBuilderAtEnd(g->b, head);
+        LLVMValueRef i = ld(g, pos);
+        LLVMValueRef last = LLVMBuildSub(g->b, hi, ic__gen_i64(g, U), "");
+        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLE, i, last, ""), body, exit);
+        LLVMPositionBuilderAtEnd(g->b, body);
+        r = emit_rows(g, U, idx, acc, acci);
+        st(g, LLVMBuildNSWAdd(g->b, i, ic__gen_i64(g, U), ""), pos);
+        LLVMBuildBr(g->b, head);
+        LLVMPositionBuilderAtEnd(g->b, exit);
+        start = ld(g, pos);
+        ic__free(g->c, mem);
+        if (r)
+            return r;
+    }
     loop_t L;
-    loop_open(g, &L, lo, hi, "item");
+    loop_open(g, &L, start, hi, "item");
     for (int d = 0; d < n; d++)
         g->vars[d] = ld(g, idx[d]);
-    ic_status r = emit_stages(g, NULL);
+    r = emit_stages(g, NULL);
     odometer_inc(g, k->outer, n, idx);
     loop_close(g, &L, false);
     return r;
@@ -498,6 +606,26 @@ static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef
     LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
 }
 
+/* omp_fork with a team of at most n threads (an i64 known at run time). */
+static void omp_fork_n(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra,
+                       LLVMValueRef n)
+{
+    LLVMTypeRef fty;
+    LLVMValueRef ident = omp_ident(g);
+    LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
+    LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
+    LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
+    LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, n, g->t_i32, "") };
+    LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
+    LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
+    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
+    LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
+    for (int i = 0; i < nextra; i++)
+        fa[4 + i] = extra[i];
+    LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
+}
+
 /* Starts the exported kernel K(bufs); returns bufs. */
 static LLVMValueRef kernel_begin(ic__cg *g)
 {
@@ -703,6 +831,191 @@ static ic_status gen_split(ic__cg *g, int64_t items)
     return IC_OK;
 }
 
+/* ---- split column reductions: the reduced rows split across the threads ----
+ * A COLUMN kernel with one outer dim of C columns (a sum over dim 0 of [R, C]) walked by
+ * strips reads each row in pieces, one piece a strip, a whole row apart: the prefetchers lose
+ * the stream at every piece. Here each thread instead reads a contiguous block of rows, all C
+ * columns of each, into its own record of C-long accumulator arrays; the records are combined
+ * in thread order (as gen_split's), then the BODY stages run over the C columns in K. Kernels
+ * with INNER stages (a row pass per column) keep the strips. */
+
+#define IC__COLSPLIT_BYTES (32 * 1024) /* one thread's record: C accumulators of each REDUCE */
+#define IC__COLSPLIT_TEAM 8            /* records K keeps on its stack (team size cap) */
+
+/* Byte offsets in a record of the value and ARGMAX index arrays of REDUCE i of stage s (or,
+ * with s = -1, the record size). */
+static int64_t col_slot(const ic_kernel *k, int64_t C, int s, int i, int64_t *idx_off)
+{
+    int64_t off = 0;
+    for (int a = 0; a < k->nstages; a++)
+        for (int b = 0; b < k->stages[a].ninstr; b++) {
+            const ic_linstr *in = &k->stages[a].instr[b];
+            if (in->op != IC_L_REDUCE)
+                continue;
+            int64_t vsz = ic_dtype_size(acc_vtype(&k->stages[a], in));
+            vsz = vsz < 1 ? 1 : vsz;
+            int64_t v = off, ix = (off + vsz * C + 63) / 64 * 64;
+            off = in->pred == IC_RED_ARGMAX ? ix + 8 * C : ix;
+            off = (off + 63) / 64 * 64;
+            if (a == s && b == i) {
+                if (idx_off)
+                    *idx_off = ix;
+                return v;
+            }
+        }
+    return off;
+}
+
+/* Whether kernel k takes the split column path under g's parameters. */
+static bool colsplit_ok(const ic__cg *g, bool threads_ok)
+{
+    const ic_kernel *k = g->k;
+    if (g->mode != IC_KMODE_COLUMN || !threads_ok || k->nouter != 1 || k->ninner < 1)
+        return false;
+    bool reduce = false;
+    for (int s = 0; s < k->nstages; s++) {
+        if (k->stages[s].kind == IC_STAGE_INNER)
+            return false;
+        reduce |= k->stages[s].kind == IC_STAGE_REDUCE;
+    }
+    /* enough rows to share; wider rows keep the strips (long pieces of rows anyway) */
+    return reduce && prod(k->ninner, k->inner) >= 256 &&
+           col_slot(k, k->outer[0], -1, -1, NULL) <= IC__COLSPLIT_BYTES;
+}
+
+/* Points the accumulators of stages [0, upto) (all REDUCE stages for upto < 0: stage s only)
+ * at their arrays in record rec. */
+static void col_accs(ic__cg *g, LLVMValueRef rec, int from, int upto)
+{
+    const ic_kernel *k = g->k;
+    for (int s = from; s < upto; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            if (k->stages[s].instr[i].op != IC_L_REDUCE)
+                continue;
+            int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
+            LLVMValueRef ov = ic__gen_i64(g, v), oi = ic__gen_i64(g, ix);
+            g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &ov, 1, "");
+            g->acc_idx[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &oi, 1, "");
+        }
+}
+
+/* Range function of REDUCE stage s: (bufs.., final record, this thread's record, lo, hi):
+ * rows lo..hi-1 of the flattened inner space, each over all C columns. */
+static ic_status col_range(ic__cg *g, int s, range_t *R, const strip_t *sp_const)
+{
+    const ic_kernel *k = g->k;
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".c%d", s);
+    range_begin(g, R, suffix, 2);
+    strip_t sp = *sp_const;
+    col_accs(g, range_param(R, 0), 0, s);
+    col_accs(g, range_param(R, 1), s, s + 1);
+    init_accs(g, s, &sp);
+    loop_t L;
+    loop_open(g, &L, range_param(R, 2), range_param(R, 3), "row");
+    LLVMValueRef v = L.iv;
+    for (int d = k->ninner - 1; d >= 0; d--) {
+        LLVMValueRef sz = ic__gen_i64(g, k->inner[d]);
+        g->vars[k->nouter + d] = d ? LLVMBuildURem(g->b, v, sz, "") : v;
+        v = LLVMBuildUDiv(g->b, v, sz, "");
+    }
+    ic_status r = stage_body(g, s, &sp);
+    loop_close(g, &L, false);
+    range_end(g, R);
+    return r;
+}
+
+/* Stores the identities of stage s's reductions over the C lanes of record rec. */
+static void col_init(ic__cg *g, int s, LLVMValueRef rec, const strip_t *sp)
+{
+    col_accs(g, rec, s, s + 1);
+    init_accs(g, s, sp);
+}
+
+/* final = the records [0, nrec) of stage s combined in thread order, lane by lane. */
+static void col_combine(ic__cg *g, int s, LLVMValueRef final, LLVMValueRef parts, LLVMValueRef nrec,
+                        int64_t recsize, const strip_t *sp)
+{
+    const ic_kernel *k = g->k;
+    const ic_stage *st = &k->stages[s];
+    col_init(g, s, final, sp);
+    loop_t T, L;
+    loop_open(g, &T, ic__gen_i64(g, 0), nrec, "part");
+    LLVMValueRef roff = LLVMBuildMul(g->b, T.iv, ic__gen_i64(g, recsize), "");
+    LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, "");
+    loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "lane");
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        ic_dtype vt = acc_vtype(st, in);
+        LLVMTypeRef ty = ic__gen_type(g, vt);
+        int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
+        LLVMValueRef ov = ic__gen_i64(g, v), oi = ic__gen_i64(g, ix);
+        LLVMValueRef pv = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &ov, 1, "");
+        LLVMValueRef pi = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &oi, 1, "");
+        LLVMValueRef x = LLVMBuildLoad2(g->b, ty, LLVMBuildInBoundsGEP2(g->b, ty, pv, &L.iv, 1, ""), "");
+        LLVMValueRef xi = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i64, pi, &L.iv, 1, ""), "");
+        LLVMValueRef fv = LLVMBuildInBoundsGEP2(g->b, ty, g->acc[s][i], &L.iv, 1, "");
+        LLVMValueRef fi = LLVMBuildInBoundsGEP2(g->b, g->t_i64, g->acc_idx[s][i], &L.iv, 1, "");
+        ic__gen_combine(g, (ic_red)in->pred, vt, fv, in->pred == IC_RED_ARGMAX ? fi : NULL, x, xi);
+    }
+    loop_close(g, &L, true);
+    loop_close(g, &T, false);
+}
+
+static ic_status gen_colsplit(ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    int64_t C = k->outer[0], rows = prod(k->ninner, k->inner);
+    int64_t recsize = col_slot(k, C, -1, -1, NULL);
+    range_t R[64];
+    LLVMValueRef tasks[64] = { 0 };
+    if (k->nstages > 64)
+        return ic__error(g->c, IC_EUNSUPPORTED, "codegen: kernel '%s' has %d stages (at most 64)",
+                         k->name, k->nstages);
+    strip_t sp = { ic__gen_i64(g, 0), ic__gen_i64(g, C) };
+    for (int s = 0; s < k->nstages; s++) {
+        if (k->stages[s].kind != IC_STAGE_REDUCE)
+            continue;
+        ic_status r = col_range(g, s, &R[s], &sp);
+        if (r)
+            return r;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".c%d.omp", s);
+        tasks[s] = omp_task(g, suffix, &R[s], rows, 1, recsize);
+    }
+    LLVMValueRef bufs = kernel_begin(g);
+    for (int i = 0; i < g->nbufs; i++) { /* for the BODY stages, run here */
+        LLVMValueRef off = ic__gen_i64(g, i);
+        g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
+    }
+    /* at most IC__COLSPLIT_TEAM threads, each with its record on K's stack */
+    LLVMValueRef want = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef nrec = smin(g, want, ic__gen_i64(g, IC__COLSPLIT_TEAM));
+    LLVMValueRef final = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
+    LLVMValueRef parts = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize * IC__COLSPLIT_TEAM), "parts");
+    for (int s = 0; s < k->nstages; s++) {
+        LLVMValueRef extra[2] = { final, parts };
+        if (k->stages[s].kind == IC_STAGE_BODY) {
+            col_accs(g, final, 0, s);
+            ic_status r = stage_body(g, s, &sp);
+            if (r)
+                return r;
+            continue;
+        }
+        loop_t L; /* threads that do not run leave the identities behind */
+        loop_open(g, &L, ic__gen_i64(g, 0), nrec, "init");
+        LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
+        col_init(g, s, LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, ""), &sp);
+        loop_close(g, &L, false);
+        omp_fork_n(g, tasks[s], bufs, extra, 2, nrec);
+        col_combine(g, s, final, parts, nrec, recsize, &sp);
+    }
+    LLVMBuildRetVoid(g->b);
+    return IC_OK;
+}
+
 /* ---- one kernel ---- */
 
 static ic_status mark_used_buffers(ic__cg *g)
@@ -744,6 +1057,8 @@ static ic_status gen_kernel(ic__cg *g)
     bool threads_ok = g->p->parallel_depth > 0 && g->p->threads != 1 && elems >= g->p->serial_threshold;
     if (g->mode == IC_KMODE_ROW && items == 1 && k->ninner > 0 && threads_ok)
         return gen_split(g, prod(k->ninner, k->inner));
+    if (colsplit_ok(g, threads_ok))
+        return gen_colsplit(g);
     bool parallel = threads_ok && items >= 2;
     int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;
 

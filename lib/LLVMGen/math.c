@@ -41,13 +41,6 @@ static LLVMValueRef bin(M *m, const char *name, LLVMValueRef a, LLVMValueRef b)
     return call_intr(m, name, x, 2);
 }
 static LLVMValueRef isnan_(M *m, LLVMValueRef x) { return fcmp(m, LLVMRealUNO, x, x); }
-/* x clamped to [lo, hi]; NaN becomes lo. A compare and a select each, which x86 turns into
- * one MAXPS/MINPS (minnum/maxnum would add NaN fix-ups); callers restore NaN at the end. */
-static LLVMValueRef clamp(M *m, LLVMValueRef x, double lo, double hi)
-{
-    x = sel(m, fcmp(m, LLVMRealOGT, x, K(m, lo)), x, K(m, lo));
-    return sel(m, fcmp(m, LLVMRealOLT, x, K(m, hi)), x, K(m, hi));
-}
 static LLVMValueRef copysign_(M *m, LLVMValueRef mag, LLVMValueRef sgn) { return bin(m, "llvm.copysign", mag, sgn); }
 
 /* Horner: c[0] * x^(n-1) + ... + c[n-1] */
@@ -59,39 +52,79 @@ static LLVMValueRef poly(M *m, LLVMValueRef x, const double *c, int n)
     return p;
 }
 
-/* 2^n for integer n in [-252, 254] (i32), as y * 2^n split in two steps to reach the
- * subnormals. */
-static LLVMValueRef ldexp_(M *m, LLVMValueRef y, LLVMValueRef n)
+/* x = n ln2 + r with n = round(x log2 e), |r| <= ln2/2, for |x| < 2^21 ln2. n is rounded by
+ * adding the shifter 1.5 * 2^23 inside the fma, so the sum's low mantissa bits hold n as an
+ * integer: *t returns that sum, and pow2_bits(t) = n << 23 scales by 2^n with one integer add
+ * on the exponent field. Unlike rint + fptosi, that is one instruction less and defined for
+ * NaN (fptosi of NaN is poison). wide: ln2 split in two so that n * LN2_HI is exact (exp's
+ * full range); else one f32 ln2 (expm1 of arguments in [-22, 0]). */
+#define SHIFTER 12582912.0
+static LLVMValueRef reduce_ln2(M *m, LLVMValueRef x, LLVMValueRef *t, double shifter, bool wide)
 {
-    LLVMValueRef h = LLVMBuildAShr(m->b, n, KI(m, 1), "");
-    LLVMValueRef r = LLVMBuildSub(m->b, n, h, "");
-    LLVMValueRef s1 = flt(m, LLVMBuildShl(m->b, LLVMBuildAdd(m->b, h, KI(m, 127), ""), KI(m, 23), ""));
-    LLVMValueRef s2 = flt(m, LLVMBuildShl(m->b, LLVMBuildAdd(m->b, r, KI(m, 127), ""), KI(m, 23), ""));
-    return mul(m, mul(m, y, s1), s2);
+    *t = fma3(m, x, K(m, 1.44269504088896341), K(m, shifter));
+    LLVMValueRef n = sub(m, *t, K(m, shifter));
+    if (!wide) /* |n| <= 32: n (ln2 - LN2_F32) is below 6.1e-8 * 2^-n ln2 of the result */
+        return fma3(m, n, K(m, -0.693147182464599609375), x);
+    LLVMValueRef r = fma3(m, n, K(m, -0.693359375), x);
+    return fma3(m, n, K(m, 2.12194440e-4), r);
+}
+static LLVMValueRef pow2_bits(M *m, LLVMValueRef t) { return LLVMBuildShl(m->b, bits(m, t), KI(m, 23), ""); }
+
+/* (e^r - 1 - r) / r^2 on |r| <= ln2/2: a degree-4 fit weighted for the relative error of
+ * expm1, 0.22 ulp (so e^r = 1 + r + r^2 P(r) to ~0.1 ulp). */
+static const double EXP_P[] = { 1.38825132e-3, 8.36658385e-3, 4.16672006e-2, 1.66665435e-1,
+                                4.99999970e-1 };
+
+/* e^x for x in [-87.33654, 88.72283] (results normal, no lane computes a subnormal). */
+static LLVMValueRef exp_core(M *m, LLVMValueRef x)
+{
+    LLVMValueRef t, r = reduce_ln2(m, x, &t, SHIFTER, true);
+    LLVMValueRef p = fma3(m, poly(m, r, EXP_P, 5), r, K(m, 1.0));
+    LLVMValueRef y = fma3(m, p, r, K(m, 1.0));
+    return flt(m, LLVMBuildAdd(m->b, bits(m, y), pow2_bits(m, t), ""));
 }
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial, times 2^n.
- * Results below FLT_MIN (x < ln FLT_MIN = -87.3365) are flushed to 0 (an absolute error below
- * 1.2e-38) and x is clamped above that, so no lane ever computes a subnormal: on x86 every
- * vector instruction with a subnormal result or operand takes a microcode assist (~100
- * cycles), which made softmax rows with large logit gaps and erf (GELU) of |x| > 9.3 run
- * 5-10x slower. */
+/* e^r - 1 for the reduced r as q, with s = 2^n, so that e^x - 1 = s q + (s - 1): relative
+ * accuracy near 0 for erf and tanh. x in [-22, 0]. */
+static LLVMValueRef expm1_parts(M *m, LLVMValueRef x, LLVMValueRef *s)
+{
+    LLVMValueRef t, r = reduce_ln2(m, x, &t, SHIFTER + 127, false);
+    *s = flt(m, pow2_bits(m, t)); /* the shifter's low bits hold the bias: (n + 127) << 23 */
+    return fma3(m, poly(m, r, EXP_P, 5), mul(m, r, r), r);
+}
+
+/* a / b to ~0.5 ulp without a divider: the target's reciprocal estimate of b (fdiv arcp ninf;
+ * AVX-512: VRCP14PS and a Newton step, 3 instructions instead of a VDIVPS that blocks the
+ * FMA port for 10 cycles per vector), then one correction of the quotient with an exact fma
+ * residual. Callers guarantee finite a, b and a / b (ninf); on targets without an estimate
+ * the fdiv stays exact and the correction is harmless. */
+static LLVMValueRef fast_div(M *m, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x0 = fdiv(m, K(m, 1.0), b);
+    if (LLVMIsAInstruction(x0))
+        LLVMSetFastMathFlags(x0, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs);
+    LLVMValueRef q0 = mul(m, a, x0);
+    LLVMValueRef res = fma3(m, LLVMBuildFNeg(m->b, b, ""), q0, a);
+    return fma3(m, res, x0, q0);
+}
+
+/* exp(x) ~0.9 ulp. Results below FLT_MIN (x < ln FLT_MIN = -87.3365) are flushed to 0 (an
+ * absolute error below 1.2e-38) and x is clamped above that, so no lane ever computes a
+ * subnormal: on x86 every vector instruction with a subnormal result or operand takes a
+ * microcode assist (~100 cycles), which made softmax rows with large logit gaps and erf (GELU)
+ * of |x| > 9.3 run 5-10x slower. The clamps are written so that NaN passes through them. */
+#define EXP_LO -87.33654022216797 /* ln FLT_MIN, rounded up */
+#define EXP_HI 88.72283172607422  /* the largest f32 with a finite e^x */
+static LLVMValueRef clamp_nan(M *m, LLVMValueRef x, double lo, double hi)
+{
+    x = sel(m, fcmp(m, LLVMRealOLT, x, K(m, lo)), K(m, lo), x);
+    return sel(m, fcmp(m, LLVMRealOGT, x, K(m, hi)), K(m, hi), x);
+}
 static LLVMValueRef m_exp(M *m, LLVMValueRef x)
 {
-    static const double P[] = { 1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
-                                4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1 };
-    LLVMValueRef xc = clamp(m, x, -87.33654022216797, 89.0);
-    LLVMValueRef n = un(m, "llvm.rint", mul(m, xc, K(m, 1.44269504088896341)));
-    LLVMValueRef r = fma3(m, n, K(m, -0.693359375), xc);
-    r = fma3(m, n, K(m, 2.12194440e-4), r);
-    LLVMValueRef p = poly(m, r, P, 6);
-    LLVMValueRef r2 = mul(m, r, r);
-    LLVMValueRef y = add(m, fma3(m, p, r2, r), K(m, 1.0));
-    LLVMValueRef ni = LLVMBuildFPToSI(m->b, n, m->g->t_i32, "");
-    y = ldexp_(m, y, ni);
-    y = sel(m, fcmp(m, LLVMRealOGT, x, K(m, 88.72283935546875)), K(m, INFINITY), y);
-    y = sel(m, fcmp(m, LLVMRealOLT, x, K(m, -87.33654022216797)), K(m, 0.0), y);
-    return sel(m, isnan_(m, x), x, y);
+    LLVMValueRef y = exp_core(m, clamp_nan(m, x, EXP_LO, EXP_HI));
+    y = sel(m, fcmp(m, LLVMRealOGT, x, K(m, EXP_HI)), K(m, INFINITY), y);
+    return sel(m, fcmp(m, LLVMRealOLT, x, K(m, EXP_LO)), K(m, 0.0), y);
 }
 
 /* log(x): x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) by a polynomial in m - 1. */
@@ -126,18 +159,20 @@ static LLVMValueRef m_log(M *m, LLVMValueRef x)
 }
 
 /* sin/cos: x = j pi/2 + r with a 3-part pi/2 (exact products in fma), then the quadrant
- * picks +-sin(r) or +-cos(r). Accurate while j fits in f32 (|x| < ~1e7). */
+ * picks +-sin(r) or +-cos(r). Accurate while j fits in f32 (|x| < ~1e7). |x| is reduced and
+ * sin takes the sign of x at the end: odd symmetry is exact and sin(-0) = -0. */
 static LLVMValueRef m_sincos(M *m, LLVMValueRef x, bool want_cos)
 {
     static const double S[] = { -1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1 };
     static const double C[] = { 2.443315711809948E-005, -1.388731625493765E-003,
                                 4.166664568298827E-002 };
     LLVMBuilderRef b = m->b;
-    LLVMValueRef j = un(m, "llvm.rint", mul(m, x, K(m, 0.636619772367581343)));
-    LLVMValueRef r = fma3(m, j, K(m, -1.5707963705062866), x);
+    LLVMValueRef ax = un(m, "llvm.fabs", x);
+    LLVMValueRef j = un(m, "llvm.rint", mul(m, ax, K(m, 0.636619772367581343)));
+    LLVMValueRef r = fma3(m, j, K(m, -1.5707963705062866), ax);
     r = fma3(m, j, K(m, 4.371138828673793e-08), r);
     r = fma3(m, j, K(m, 1.7151245100058819e-15), r);
-    LLVMValueRef jc = clamp(m, j, -1073741824.0, 1073741824.0);
+    LLVMValueRef jc = sel(m, fcmp(m, LLVMRealOLT, j, K(m, 1073741824.0)), j, K(m, 1073741824.0));
     LLVMValueRef q = LLVMBuildFPToSI(b, jc, m->g->t_i32, "");
     if (want_cos)
         q = LLVMBuildAdd(b, q, KI(m, 1), "");
@@ -148,45 +183,51 @@ static LLVMValueRef m_sincos(M *m, LLVMValueRef x, bool want_cos)
     LLVMValueRef neg = LLVMBuildTrunc(b, LLVMBuildLShr(b, q, KI(m, 1), ""), m->g->t_i1, "");
     LLVMValueRef v = sel(m, odd, cc, s);
     v = sel(m, neg, LLVMBuildFNeg(b, v, ""), v);
-    LLVMValueRef fin = fcmp(m, LLVMRealOLT, un(m, "llvm.fabs", x), K(m, INFINITY));
-    return sel(m, fin, v, K(m, NAN));
+    if (!want_cos) /* sin(x) = sign(x) sin|x|: flip v's sign bit with x's (one VPTERNLOGD) */
+        v = flt(m, LLVMBuildXor(b, bits(m, v), LLVMBuildAnd(b, bits(m, x), KI(m, INT32_MIN), ""), ""));
+    return sel(m, fcmp(m, LLVMRealOLT, ax, K(m, INFINITY)), v, K(m, NAN));
 }
 
-/* tanh: an odd polynomial below 0.625, 1 - 2 / (e^{2|x|} + 1) above. */
+/* tanh|x| = (1 - e) / (1 + e) with e = e^{-2|x|} = s (1 + q): numerator -(s q + s - 1) and
+ * denominator s q + s + 1 each round once, so there is no cancellation near 0 and no second
+ * branch; |x| is clamped at 9.1, where tanh rounds to 1. ~3 ulp. */
 static LLVMValueRef m_tanh(M *m, LLVMValueRef x)
 {
-    static const double P[] = { -5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
-                                1.33314422036E-1, -3.33332819422E-1 };
     LLVMValueRef a = un(m, "llvm.fabs", x);
-    LLVMValueRef z = mul(m, x, x);
-    LLVMValueRef small = fma3(m, mul(m, poly(m, z, P, 5), z), x, x);
-    LLVMValueRef e = m_exp(m, add(m, a, a));
-    LLVMValueRef big = sub(m, K(m, 1.0), fdiv(m, K(m, 2.0), add(m, e, K(m, 1.0))));
-    big = copysign_(m, big, x);
-    return sel(m, fcmp(m, LLVMRealOLT, a, K(m, 0.625)), small, big);
+    a = sel(m, fcmp(m, LLVMRealOGT, a, K(m, 9.1)), K(m, 9.1), a); /* NaN passes */
+    LLVMValueRef s, q = expm1_parts(m, mul(m, a, K(m, -2.0)), &s);
+    LLVMValueRef num = fma3(m, s, q, sub(m, s, K(m, 1.0)));
+    LLVMValueRef den = fma3(m, s, q, add(m, s, K(m, 1.0)));
+    return copysign_(m, fast_div(m, num, den), x);
 }
 
-/* erf: a Taylor polynomial below 0.5 (relative accuracy near 0), above it
- * 1 - t P(t) e^{-x^2} with t = 1 / (1 + p|x|) (Abramowitz-Stegun 7.1.26, |err| < 1.5e-7). */
+/* erf|x| = 1 - erfc|x| = -expm1(R) with R = log erfc|x| = |x| (C0 + |x| S(|x|)), S a degree-6
+ * fit on [0, 3.92] weighted for erf's relative error (0.63 ulp; beyond 3.92 erf rounds to 1,
+ * so |x| is clamped). One polynomial, one expm1, no division, no second branch: ~2.3 ulp
+ * everywhere, relative near 0 (C0 = -2/sqrt(pi) in two parts). Against the previous
+ * Abramowitz-Stegun form (5.4 ulp, a VDIVPS, two branches), GELU's loop went from 83 to 45
+ * instructions per vector. */
 static LLVMValueRef m_erf(M *m, LLVMValueRef x)
 {
-    static const double T[] = { -1.0 / 1320, 1.0 / 216, -1.0 / 42, 1.0 / 10, -1.0 / 3, 1.0 };
-    static const double A[] = { 1.061405429, -1.453152027, 1.421413741, -0.284496736,
-                                0.254829592, 0.0 };
+    static const double S[] = { -4.15802497e-05, 3.87539214e-4, -1.27068162e-3, -1.78830538e-4,
+                                1.93021186e-2, -1.02807425e-1, -6.36617541e-1 };
     LLVMValueRef a = un(m, "llvm.fabs", x);
-    LLVMValueRef z = mul(m, x, x);
-    LLVMValueRef small = mul(m, mul(m, x, K(m, 1.12837916709551257)), poly(m, z, T, 6));
-    LLVMValueRef t = fdiv(m, K(m, 1.0), fma3(m, a, K(m, 0.3275911), K(m, 1.0)));
-    LLVMValueRef p = poly(m, t, A, 6);
-    LLVMValueRef big = sub(m, K(m, 1.0), mul(m, p, m_exp(m, LLVMBuildFNeg(m->b, z, ""))));
-    big = copysign_(m, big, x);
-    LLVMValueRef r = sel(m, fcmp(m, LLVMRealOLT, a, K(m, 0.5)), small, big);
-    return sel(m, isnan_(m, x), x, r);
+    a = sel(m, fcmp(m, LLVMRealOGT, a, K(m, 3.92)), K(m, 3.92), a); /* NaN passes */
+    LLVMValueRef t = fma3(m, poly(m, a, S, 7), a, K(m, 5.8635382771399236e-08));
+    LLVMValueRef R = fma3(m, a, K(m, -1.128379225730896), mul(m, a, t));
+    LLVMValueRef s, q = expm1_parts(m, R, &s);
+    LLVMValueRef y = fma3(m, LLVMBuildFNeg(m->b, s, ""), q, sub(m, K(m, 1.0), s));
+    return copysign_(m, y, x);
 }
 
+/* 1 / (1 + e^-x), e^-x clamped to [FLT_MIN, 8.5e37] so the quotient is finite and normal;
+ * results below FLT_MIN (x < -87.3365) are flushed to 0. ~2.5 ulp. */
 static LLVMValueRef m_sigmoid(M *m, LLVMValueRef x)
 {
-    return fdiv(m, K(m, 1.0), add(m, K(m, 1.0), m_exp(m, LLVMBuildFNeg(m->b, x, ""))));
+    LLVMValueRef t = LLVMBuildFNeg(m->b, x, "");
+    LLVMValueRef e = exp_core(m, clamp_nan(m, t, EXP_LO, -EXP_LO));
+    LLVMValueRef y = fast_div(m, K(m, 1.0), add(m, K(m, 1.0), e));
+    return sel(m, fcmp(m, LLVMRealOGT, t, K(m, -EXP_LO)), K(m, 0.0), y);
 }
 
 /* pow(x, y) = e^{y log|x|}, with C99/PyTorch special cases: y == 0 or x == 1 give 1,

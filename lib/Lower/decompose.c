@@ -2,8 +2,13 @@
  *   sum mean prod amax amin argmax: one REDUCE (float sums and products accumulate in f64,
  *     as the reference does; mean = sum / n);
  *   softmax / log_softmax: REDUCE max, then REDUCE sum exp(x - max) (in the compute type:
- *     the terms lie in (0, 1]), then the row;
- *   layer_norm: one REDUCE of sum and sum of squares in f64, then the row with weight/bias;
+ *     the terms lie in (0, 1]), then the row; exp(x - max) (x - max for log_softmax) is
+ *     stashed in the output buffer by the second pass, when the kernel stores the node there
+ *     in the compute type, so the row pass rescales it instead of computing exp again;
+ *   layer_norm: two passes over the row (it is in cache) in the compute type: REDUCE sum x,
+ *     then REDUCE sum d and sum d^2 with d = x - mean (the sum of d corrects the mean's
+ *     rounding), then the row with weight/bias; an input computed in the kernel is stashed in
+ *     the output buffer by the first pass instead of being recomputed by the later ones;
  *   rms_norm: one REDUCE of the sum of squares in f64;
  *   matmul / bmm / linear: a REDUCE over K of a * b (accumulated in the compute type, f32 for
  *     f16/bf16, as a BLAS would), operands always loaded, never recomputed inline.
@@ -88,17 +93,42 @@ static int max_avail(ic__gen *G, const ic_node *n, int from, int to)
 /* Operands [0, nmain) feed the reduces; the rest (weight, bias) only the final value. */
 static int nmain(const ic_node *n) { return ic__node_class(n) == IC__CL_MM ? 2 : 1; }
 
+static bool is_softmax(const ic_node *n)
+{
+    return n->info.op == IC_OP_SOFTMAX || n->info.op == IC_OP_LOG_SOFTMAX;
+}
+
+/* The buffer this kernel stores norm n (value v) into, when a per-element intermediate of
+ * the compute type can live there between passes: it is overwritten by the final value at
+ * the same index in the row pass, which comes after every pass that reads it. */
+static int stash_buf(const ic__gen *G, ic_value v, const ic_node *n)
+{
+    if (ic__node_class(n) != IC__CL_NORM || n->info.op == IC_OP_RMS_NORM || !ic__computed_here(G, v))
+        return -1;
+    int b = G->p->node_buf[v];
+    if (b < 0)
+        return -1;
+    const ic_buffer *bf = &G->p->bufs[b];
+    if ((bf->kind != IC_BUF_OUTPUT && bf->kind != IC_BUF_TEMP) || bf->dtype != ic__regty(n->info.dtype))
+        return -1;
+    /* layer_norm: only an input computed here is worth keeping (a plain load is as cheap) */
+    if (n->info.op == IC_OP_LAYER_NORM && !ic__computed_here(G, n->in[0].node))
+        return -1;
+    return b;
+}
+
 static int plan(ic__gen *G, ic_value v, const ic_node *n)
 {
     ic__redinfo *ri = &G->red[v];
     if (!ri->planned) {
         int first = max_avail(G, n, 0, nmain(n));
-        bool sm = n->info.op == IC_OP_SOFTMAX || n->info.op == IC_OP_LOG_SOFTMAX;
+        bool two = is_softmax(n) || n->info.op == IC_OP_LAYER_NORM;
         ri->planned = true;
         ri->stage0 = first;
-        ri->stage1 = sm ? first + 1 : -1;
-        ri->last = sm ? first + 1 : first;
-        ri->r0 = ri->r1 = -1;
+        ri->stage1 = two ? first + 1 : -1;
+        ri->last = two ? first + 1 : first;
+        ri->r0 = ri->r1 = ri->r2 = -1;
+        ri->stash = stash_buf(G, v, n);
     }
     int post = max_avail(G, n, nmain(n), n->info.ninputs);
     return post > ri->last + 1 ? post : ri->last + 1;
@@ -161,30 +191,62 @@ static int emit_red(ic__gen *G, const ic_node *n, const ic__ix *const *nidx)
     }
 }
 
-/* Softmax: stage 0 max, stage 1 sum of exp(x - max). Norms: sums of x and x^2 in f64. */
+/* Whether the first pass keeps norm n's input in the stash for the second: when it is
+ * computed in the kernel (a plain load is as cheap as reading it back). */
+static bool stash_input(const ic__gen *G, const ic_node *n, const ic__redinfo *ri)
+{
+    return ri->stash >= 0 && ic__computed_here(G, n->in[0].node);
+}
+
+/* Flat offset of norm n's element idx in its own (stash) buffer. */
+static int stash_off(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    int64_t shape[IC_MAX_RANK];
+    for (int i = 0; i < n->info.rank; i++)
+        shape[i] = ic__dim(n, i);
+    return ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, n->info.rank, shape, idx));
+}
+
+/* Softmax: stage 0 max, stage 1 sum of exp(x - max) (stashing exp(x - max), or x - max for
+ * log_softmax). layer_norm: stage 0 sum x (stashing x), stage 1 sums of d and d^2, d = x -
+ * mean. rms_norm: sum of x^2 in f64. Statistics of softmax and layer_norm are lane-wise
+ * partial sums in the compute type: vector accumulators at full width, no conversions. */
 static bool emit_norm(ic__gen *G, const ic_node *n, ic__redinfo *ri, const ic__ix *const *nidx,
                       bool second)
 {
     ic__kb *b = &G->kb;
     ic_dtype t = ic__regty(n->info.dtype);
-    int x = ic__eval(G, n->in[0].node, nidx);
     ic_op op = n->info.op;
-    if (op == IC_OP_SOFTMAX || op == IC_OP_LOG_SOFTMAX) {
+    int x;
+    bool keep_x = stash_input(G, n, ri);
+    if (second && keep_x)
+        x = ic__kb_load(b, ri->stash, t, stash_off(G, n, nidx));
+    else
+        x = ic__kb_cast(b, t, ic__eval(G, n->in[0].node, nidx));
+    if (!second && keep_x)
+        ic__kb_store(b, ri->stash, stash_off(G, n, nidx), x);
+    if (is_softmax(n)) {
         if (!second)
             return (ri->r0 = ic__kb_reduce(b, IC_RED_MAX, t, x, -1)) >= 0;
-        int m = ic__kb_acc(b, ri->stage0, ri->r0);
-        int e = ic__kb_un(b, IC_L_EXP, t, ic__kb_bin(b, IC_L_SUB, t, x, m));
+        int xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
+        int e = ic__kb_un(b, IC_L_EXP, t, xm);
+        if (ri->stash >= 0)
+            ic__kb_store(b, ri->stash, stash_off(G, n, nidx), op == IC_OP_SOFTMAX ? e : xm);
         /* exp(x - max) lies in (0, 1]: lane-wise partial sums in the compute type keep the
          * spec's tolerance and keep twice the vector lanes of an f64 sum. */
         return (ri->r1 = ic__kb_reduce(b, IC_RED_SUM, t, e, -1)) >= 0;
     }
+    if (op == IC_OP_LAYER_NORM) {
+        if (!second)
+            return (ri->r0 = ic__kb_reduce(b, IC_RED_SUM, t, x, -1)) >= 0;
+        int cnt = ic__kb_const_f(b, t, (double)reduced_count(G, n));
+        int d = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_bin(b, IC_L_DIV, t, ic__kb_acc(b, ri->stage0, ri->r0), cnt));
+        ri->r1 = ic__kb_reduce(b, IC_RED_SUM, t, d, -1);
+        ri->r2 = ic__kb_reduce(b, IC_RED_SUM, t, ic__kb_bin(b, IC_L_MUL, t, d, d), -1);
+        return ri->r1 >= 0 && ri->r2 >= 0;
+    }
     int xd = ic__kb_cast(b, IC_F64, x);
     int sq = ic__kb_bin(b, IC_L_MUL, IC_F64, xd, xd);
-    if (op == IC_OP_LAYER_NORM) {
-        ri->r0 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, xd, -1);
-        ri->r1 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, sq, -1);
-        return ri->r0 >= 0 && ri->r1 >= 0;
-    }
     return (ri->r0 = ic__kb_reduce(b, IC_RED_SUM, IC_F64, sq, -1)) >= 0;
 }
 
@@ -283,32 +345,49 @@ static int red_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri)
     return ic__kb_cast(b, out, acc);
 }
 
+/* mean and 1/std of layer_norm n from its two passes: the mean of the first pass plus the
+ * mean deviation from it, the variance of the deviations (biased, as torch). */
+static void ln_stats(ic__gen *G, const ic_node *n, const ic__redinfo *ri, ic_dtype t, int *mean,
+                     int *rstd)
+{
+    ic__kb *b = &G->kb;
+    int cnt = ic__kb_const_f(b, t, (double)reduced_count(G, n));
+    int m0 = ic__kb_bin(b, IC_L_DIV, t, ic__kb_acc(b, ri->stage0, ri->r0), cnt);
+    int dm = ic__kb_bin(b, IC_L_DIV, t, ic__kb_acc(b, ri->stage1, ri->r1), cnt);
+    int d2 = ic__kb_bin(b, IC_L_DIV, t, ic__kb_acc(b, ri->stage1, ri->r2), cnt);
+    int var = ic__kb_bin(b, IC_L_SUB, t, d2, ic__kb_bin(b, IC_L_MUL, t, dm, dm));
+    var = ic__kb_bin(b, IC_L_MAX, t, var, ic__kb_const_f(b, t, 0));
+    *mean = ic__kb_bin(b, IC_L_ADD, t, m0, dm);
+    *rstd = ic__kb_un(b, IC_L_RSQRT, t, ic__kb_bin(b, IC_L_ADD, t, var, ic__kb_const_f(b, t, n->attrs.eps)));
+}
+
 static int norm_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri, const ic__ix *const *idx)
 {
     ic__kb *b = &G->kb;
     ic_dtype t = ic__regty(n->info.dtype);
-    int x = ic__eval(G, n->in[0].node, idx);
     ic_op op = n->info.op;
-    if (op == IC_OP_SOFTMAX || op == IC_OP_LOG_SOFTMAX) {
-        int xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
+    int x = ri->stash >= 0 ? ic__kb_load(b, ri->stash, t, stash_off(G, n, idx))
+                           : ic__kb_cast(b, t, ic__eval(G, n->in[0].node, idx));
+    if (is_softmax(n)) {
+        int xm = x; /* stashed: exp(x - max) for softmax, x - max for log_softmax */
+        if (ri->stash < 0) {
+            xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
+            if (op == IC_OP_SOFTMAX)
+                xm = ic__kb_un(b, IC_L_EXP, t, xm);
+        }
         int s = ic__kb_acc(b, ri->stage1, ri->r1);
         if (op == IC_OP_SOFTMAX) /* one division per row, a multiply per element */
-            return ic__kb_bin(b, IC_L_MUL, t, ic__kb_un(b, IC_L_EXP, t, xm),
-                              ic__kb_bin(b, IC_L_DIV, t, ic__kb_const_f(b, t, 1.0), s));
+            return ic__kb_bin(b, IC_L_MUL, t, xm, ic__kb_bin(b, IC_L_DIV, t, ic__kb_const_f(b, t, 1.0), s));
         return ic__kb_bin(b, IC_L_SUB, t, xm, ic__kb_un(b, IC_L_LOG, t, s));
     }
-    int cnt = ic__kb_const_f(b, IC_F64, (double)reduced_count(G, n));
-    int eps = ic__kb_const_f(b, IC_F64, n->attrs.eps);
     int y;
     if (op == IC_OP_LAYER_NORM) {
-        int mean = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r0), cnt);
-        int ex2 = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r1), cnt);
-        int var = ic__kb_bin(b, IC_L_SUB, IC_F64, ex2, ic__kb_bin(b, IC_L_MUL, IC_F64, mean, mean));
-        var = ic__kb_bin(b, IC_L_MAX, IC_F64, var, ic__kb_const_f(b, IC_F64, 0));
-        int rstd = ic__kb_un(b, IC_L_RSQRT, IC_F64, ic__kb_bin(b, IC_L_ADD, IC_F64, var, eps));
-        y = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_cast(b, t, mean));
-        y = ic__kb_bin(b, IC_L_MUL, t, y, ic__kb_cast(b, t, rstd));
+        int mean, rstd;
+        ln_stats(G, n, ri, t, &mean, &rstd);
+        y = ic__kb_bin(b, IC_L_MUL, t, ic__kb_bin(b, IC_L_SUB, t, x, mean), rstd);
     } else {
+        int cnt = ic__kb_const_f(b, IC_F64, (double)reduced_count(G, n));
+        int eps = ic__kb_const_f(b, IC_F64, n->attrs.eps);
         int ms = ic__kb_bin(b, IC_L_DIV, IC_F64, ic__kb_acc(b, ri->stage0, ri->r0), cnt);
         int r = ic__kb_un(b, IC_L_RSQRT, IC_F64, ic__kb_bin(b, IC_L_ADD, IC_F64, ms, eps));
         y = ic__kb_bin(b, IC_L_MUL, t, x, ic__kb_cast(b, t, r));

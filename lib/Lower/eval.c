@@ -395,7 +395,10 @@ int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
 static int compute(ic__gen *G, ic_value v, const ic__ix *const *idx)
 {
     const ic_node *n = ic__gnode(G, v);
-    if (G->load_only)
+    /* a matmul operand computed inline is one Fuse chose to inline (a cheap producer the
+     * GEMM applies as it loads); one materialised by this kernel would be recomputed per
+     * output column */
+    if (G->load_only && G->s->group[v] >= 0)
         return ic__gen_fail(G, "matmul operands are read from memory, '%s' would be recomputed "
                             "for every output column", n->info.name), -1;
     G->used[v] = true;

@@ -145,9 +145,12 @@ IC_HIDDEN int ic__kb_ix(ic__kb *b, const ic__ix *e);
 
 typedef struct {
     bool planned;
-    int stage0, stage1;  /* stage of the first reduce; softmax's sum (-1 otherwise) */
+    int stage0, stage1;  /* stage of the first reduce; the second pass of softmax and
+                          * layer_norm (-1 otherwise) */
     int last;            /* last of them: the value is available in later stages */
-    int r0, r1;          /* reduce instrs: r0 in stage0; r1 in stage1 (softmax) or stage0 */
+    int r0, r1, r2;      /* reduce instrs: r0 in stage0; r1 (and r2) in stage1 or stage0 */
+    int stash;           /* buffer holding a per-element intermediate of the row between
+                          * stages (softmax: exp(x - max)), -1 when it is recomputed */
 } ic__redinfo;
 
 /* A logical dim of the kernel domain and the index expression that walks it. */

@@ -131,6 +131,17 @@ static ic_status fail(const vcx *x, int k, int i, const char *what)
                      ic_graph_name(x->p->g), k, x->k->name, x->si, i, what);
 }
 
+/* Whether a stage of kn before s stores into buf: a later stage of the kernel may read it
+ * back (decompose.c keeps a row's intermediate in the buffer it then overwrites). */
+static bool stored_earlier(const ic_kernel *kn, int s, int buf)
+{
+    for (int a = 0; a < s; a++)
+        for (int i = 0; i < kn->stages[a].ninstr; i++)
+            if (kn->stages[a].instr[i].op == IC_L_STORE && kn->stages[a].instr[i].buf == buf)
+                return true;
+    return false;
+}
+
 static ic_status check_kernel(const ic_program *p, int k, int *first_store, int *last_use)
 {
     vcx x = { p, &p->kernels[k], NULL, 0, 0 };
@@ -150,7 +161,8 @@ static ic_status check_kernel(const ic_program *p, int k, int *first_store, int 
             const ic_linstr *in = &x.st->instr[i];
             if (in->op == IC_L_STORE && first_store[in->buf] == INT_MAX)
                 first_store[in->buf] = k;
-            if (in->op == IC_L_LOAD && p->bufs[in->buf].kind == IC_BUF_TEMP && first_store[in->buf] >= k)
+            if (in->op == IC_L_LOAD && p->bufs[in->buf].kind == IC_BUF_TEMP && first_store[in->buf] >= k &&
+                !(first_store[in->buf] == k && stored_earlier(kn, s, in->buf)))
                 return fail(&x, k, i, "temp read before an earlier kernel wrote it");
             if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
                 last_use[in->buf] = k;

@@ -99,9 +99,37 @@ static float emu_h16(uint32_t reg, int half, int32_t bf16)
     return bf16 ? ic_bf16_to_f32(h) : ic_f16_to_f32(h);
 }
 
-/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: ab[0..3] this lane's A fragment, ab[4..5]
- * its B fragment; c[0..3] its accumulators (rows l/4 and l/4+8, columns 2(l%4) and +1). */
-static void emu_mma(int32_t bf16, const uint32_t *ab, float *c)
+/* cvt.rna.tf32.f32: to the nearest number with a 10-bit mantissa, ties away from zero (add
+ * half of the dropped 13 bits to the magnitude, then drop them; a carry into the exponent is
+ * right, and rounds the largest finite values to infinity as the hardware does). NaN and
+ * infinity pass unchanged. */
+static uint32_t emu_cvt_tf32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return u;
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
+/* What an mma .tf32 operand register means: its top 19 bits (the tensor core ignores the low
+ * 13 mantissa bits, so unrounded input is truncated). */
+static float emu_tf32(uint32_t reg)
+{
+    float f;
+    reg &= 0xffffe000u;
+    memcpy(&f, &reg, sizeof f);
+    return f;
+}
+
+/* mma.sync.aligned with f32 accumulators; kind 0: m16n8k16 .f16, 1: m16n8k16 .bf16, 2:
+ * m16n8k8 .tf32. ab[0..3] this lane's A fragment, ab[4..5] its B fragment; c[0..3] its
+ * accumulators (rows l/4 and l/4+8, columns 2(l%4) and +1). 16-bit: A(row, k) is half k%2
+ * of register (row>=8) + 2(k>=8) of lane (row%8)*4 + (k%8)/2, B(k, col) half k%2 of register
+ * 4 + (k>=8) of lane col*4 + (k%8)/2. TF32: A(row, k) is register (row>=8) + 2(k>=4) of lane
+ * (row%8)*4 + k%4, B(k, col) register 4 + (k>=4) of lane col*4 + k%4. Products of TF32 values
+ * are exact in f32; the sum is accumulated in f32 in k order. */
+static void emu_mma(int32_t kind, const uint32_t *ab, float *c)
 {
     emu_launch *L = emu_cur->L;
     int t = emu_cur->tid, w = t / 32, lane = t % 32;
@@ -112,10 +140,19 @@ static void emu_mma(int32_t bf16, const uint32_t *ab, float *c)
     for (int r = 0; r < 4; r++) {
         int row = lane / 4 + (r >= 2 ? 8 : 0), col = (lane % 4) * 2 + (r & 1);
         float s = c[r];
+        if (kind == 2) {
+            for (int k = 0; k < 8; k++) {
+                int ta = (row % 8) * 4 + k % 4, ra = (row >= 8) + 2 * (k >= 4);
+                int tb = col * 4 + k % 4, rb = 4 + (k >= 4);
+                s += emu_tf32(x[ta * 8 + ra]) * emu_tf32(x[tb * 8 + rb]);
+            }
+            d[r] = s;
+            continue;
+        }
         for (int k = 0; k < 16; k++) {
             int ta = (row % 8) * 4 + (k % 8) / 2, ra = (row >= 8) + 2 * (k >= 8);
             int tb = col * 4 + (k % 8) / 2, rb = 4 + (k >= 8);
-            s += emu_h16(x[ta * 8 + ra], k % 2, bf16) * emu_h16(x[tb * 8 + rb], k % 2, bf16);
+            s += emu_h16(x[ta * 8 + ra], k % 2, kind) * emu_h16(x[tb * 8 + rb], k % 2, kind);
         }
         d[r] = s;
     }
@@ -215,7 +252,10 @@ static ic_status define_symbols(ic_ctx *c, LLVMOrcLLJITRef j)
         { "ic__emu_ex2", (void *)emu_ex2 },     { "ic__emu_h2f", (void *)emu_h2f },
         { "ic__emu_f2h", (void *)emu_f2h },     { "ic__emu_d2h", (void *)emu_d2h },
         { "ic__emu_cpasync", (void *)emu_cpasync }, { "ic__emu_ldmatrix", (void *)emu_ldmatrix },
-        { "ic__emu_mma", (void *)emu_mma },
+        { "ic__emu_mma", (void *)emu_mma }, { "ic__emu_cvt_tf32", (void *)emu_cvt_tf32 },
+        { "ic__emu_mbar_init", (void *)ic__emu_mbar_init }, { "ic__emu_mbar_arrive", (void *)ic__emu_mbar_arrive },
+        { "ic__emu_mbar_test", (void *)ic__emu_mbar_test }, { "ic__emu_wgmma", (void *)ic__emu_wgmma },
+        { "ic__emu_wgsync", (void *)ic__emu_wgsync },
     };
     enum { N = sizeof syms / sizeof *syms };
     LLVMOrcCSymbolMapPair pairs[N];
@@ -259,6 +299,13 @@ ic_status ic_ptx_emulate_kernels(ic_ctx *c, int nk, const ic_kernel *ks, int nbu
                                  const ic_buffer *bufs, const ic_ptx_params *params,
                                  void *const *mem)
 {
+    return ic_ptx_emulate_kernels_opts(c, nk, ks, nbufs, bufs, NULL, params, mem);
+}
+
+ic_status ic_ptx_emulate_kernels_opts(ic_ctx *c, int nk, const ic_kernel *ks, int nbufs,
+                                      const ic_buffer *bufs, const ic_ptx_options *opts,
+                                      const ic_ptx_params *params, void *const *mem)
+{
     if (nk < 0 || nbufs < 0 || (nk && !ks) || (nbufs && (!bufs || !mem)))
         return ic__error(c, IC_EINVAL, "ptx emulator: bad kernel or buffer list");
     pthread_once(&host_once, host_init_once);
@@ -286,6 +333,10 @@ ic_status ic_ptx_emulate_kernels(ic_ctx *c, int nk, const ic_kernel *ks, int nbu
     LLVMSetTarget(G.mod, triple);
     LLVMDisposeMessage(triple);
     ic_ptx_options o = { .sm = 70 };
+    if (opts) {
+        o.num_sms = opts->num_sms;
+        o.allow_tf32 = opts->allow_tf32;
+    }
     ic_status s = ic__ptx_gen_all(&G, m, nk, ks, NULL, &o, params);
     for (int i = 0; !s && i < nk; i++)
         add_wrapper(&G, m->kernels[i].name);
@@ -341,6 +392,13 @@ ic_status ic_ptx_emulate_kernels(ic_ctx *c, int nk, const ic_kernel *ks, int nbu
 
 ic_status ic_ptx_emulate(ic_ctx *c, const ic_program *p, const ic_ptx_params *params,
                          const ic_tensor *args, int nargs, ic_tensor *outs, int nouts)
+{
+    return ic_ptx_emulate_opts(c, p, NULL, params, args, nargs, outs, nouts);
+}
+
+ic_status ic_ptx_emulate_opts(ic_ctx *c, const ic_program *p, const ic_ptx_options *o,
+                              const ic_ptx_params *params, const ic_tensor *args, int nargs,
+                              ic_tensor *outs, int nouts)
 {
     int nb = ic_program_num_buffers(p), nk = ic_program_num_kernels(p);
     void **mem = ic__calloc(c, (size_t)nb + 1, sizeof *mem);
@@ -414,7 +472,7 @@ ic_status ic_ptx_emulate(ic_ctx *c, const ic_program *p, const ic_ptx_params *pa
         }
     }
     if (!s)
-        s = ic_ptx_emulate_kernels(c, nk, ks, nb, bs, params, mem);
+        s = ic_ptx_emulate_kernels_opts(c, nk, ks, nb, bs, o, params, mem);
 done:
     for (int i = 0; copies && i < nb; i++)
         ic__free(c, copies[i]);

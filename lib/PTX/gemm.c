@@ -1,9 +1,10 @@
 /* gemm.c - contractions as tiled shared-memory GEMMs.
  *
  * Recognition: a kernel whose only inner stage is a REDUCE stage summing load(A) * load(B)
- * (each load optionally cast to f32) over one inner dim k, with offsets affine in the loop
- * variables, followed by BODY stages only (the epilogue: bias, activation, residual, casts,
- * the store). Outer variables only A depends on are m (adjacent ones that merge linearly
+ * (each load optionally cast to f32, or run through a short chain of pointwise instructions
+ * with constants: a producer Fuse left inline, such as a cast or a scale) over one inner dim
+ * k, with offsets affine in the loop variables, followed by BODY stages only (the epilogue:
+ * bias, activation, residual, casts, the store). Outer variables only A depends on are m (adjacent ones that merge linearly
  * become one m), those only B depends on are n, the rest are batch dims; strides are free.
  *
  * Tensor cores (A and B both f16 or both bf16): a block computes a tile_m x tile_n tile with
@@ -16,6 +17,16 @@
  * 16-byte copies are loaded element by element (same tiles, slower).
  * FFMA (f32, or mixed dtypes): the same pipeline with A stored [k][m] and B [k][n] (padded),
  * a thread computing 8 x 8 outputs from 16-byte shared-memory reads.
+ * TF32 (f32 with ic_ptx_options.allow_tf32; never by default): the tensor-core tiling with
+ * mma.sync m16n8k8 .tf32 on f32 tiles (padded rows, k-contiguous operands stored [o][k] so
+ * their copies stay 16-byte), fragments read element by element and rounded with
+ * cvt.rna.tf32.f32. Rounding rather than passing raw f32 bits (which the tensor core
+ * truncates, as Triton's tf32 dots do) halves the operand error and removes its bias toward
+ * zero, which would otherwise grow linearly with K on same-signed data; the cvt costs an ALU
+ * slot per fragment register and k step, next to the mma.
+ * An operand with a fused producer is copied element by element through the producer's
+ * instructions (so each element is converted once per tile that loads it, as a plain load);
+ * when its value is exact in f16/bf16 (x.to(bf16) @ w_bf16) it stays on the tensor cores.
  * split_k > 1: blocks along k write their partial tiles to a workspace of the module; the
  * last block of a tile (atomic counter) sums them in split order (deterministic) and runs
  * the epilogue. The epilogue is the kernel's BODY stages emitted on the accumulators, so
@@ -24,50 +35,54 @@
  * The emulator (G->emu) gets the same code with ldmatrix, mma and cp.async as calls into
  * emu.c that implement their warp-level semantics. */
 #include <string.h>
-#include "ptx-impl.h"
-
-enum { LD_FAST16, LD_ELEM4, LD_GENERIC };
-
-typedef struct {
-    int buf;
-    ic_dtype dt;                  /* buffer dtype */
-    int64_t c0, so, sk;           /* offset = c0 + batch + so * o + sk * k */
-    int64_t cb[IC_MAX_RANK];      /* batch coefficients, per batch dim */
-    int64_t O;                    /* extent of o (M or N) */
-    bool kmajor;                  /* shared tile rows are o (k contiguous) */
-    bool ofull, kfull;            /* every tile is whole along o / along k: no edge checks */
-    int mode;                     /* LD_* */
-    int R, C;                     /* shared tile: R rows of C elements */
-    int pitch;                    /* bytes per row */
-    int es;                       /* element bytes in shared memory */
-    int off;                      /* byte offset in a stage */
-} ic__gop;
-
-typedef struct ic__pgemm {
-    int rs, ri;                   /* the REDUCE stage and instruction */
-    bool tc;                      /* tensor cores; else FFMA */
-    bool bf16;
-    int nmv, mv[IC_MAX_RANK];     /* loop variables merged into m, outer to inner */
-    int nv;                       /* n's loop variable, -1: N == 1 */
-    int nbv, bv[IC_MAX_RANK];     /* batch loop variables */
-    int64_t M, N, K, Bt;
-    ic__gop A, B;
-    int BM, BN, BK, WM, WN, ST, SK, threads;
-    int64_t tm, tn, ntiles, kchunk; /* tiles along m and n, tiles in all, k per split */
-    int stage_bytes, smem, flag_off;
-    int nacc;                     /* accumulators per thread */
-} ic__pgemm;
+#include "pgemm-impl.h"
 
 /* ---- recognition ---- */
 
 static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
-/* The load behind value i of stage s: itself, or through float casts. -1: none. */
-static int load_behind(const ic_stage *st, int i)
+static bool isfloat(ic_dtype t) { return t == IC_F32 || t == IC_F64 || is16(t); }
+
+/* The value multiplied, instruction i of stage st: one float LOAD, through a short chain of
+ * float pointwise instructions whose other operands are constants (a cast to f32, or a
+ * producer Fuse left inline: a cast, a scale). Fills x->ld, val, ch (the chain and its
+ * constants, ascending), xform and vt; false when i is no such value. */
+static bool operand_chain(const ic_stage *st, int i, ic__gop *x)
 {
-    while (st->instr[i].op == IC_L_CAST && (st->instr[i].type == IC_F32 || st->instr[i].type == IC_F64))
-        i = st->instr[i].a;
-    return st->instr[i].op == IC_L_LOAD ? i : -1;
+    x->val = i;
+    x->nch = 0;
+    while (st->instr[i].op != IC_L_LOAD) {
+        const ic_linstr *in = &st->instr[i];
+        bool unary = (in->op >= IC_L_NEG && in->op <= IC_L_CEIL) || in->op == IC_L_CAST;
+        bool binary = in->op >= IC_L_ADD && in->op <= IC_L_MIN;
+        if (x->nch + 2 > IC__GEMM_MAXCHAIN || !isfloat(in->type) || (!unary && !binary))
+            return false;
+        x->ch[x->nch++] = i;
+        if (binary) { /* a constant on one side */
+            bool ca = st->instr[in->a].op == IC_L_CONST, cb = st->instr[in->b].op == IC_L_CONST;
+            if (ca == cb)
+                return false;
+            x->ch[x->nch++] = ca ? in->a : in->b;
+            i = ca ? in->b : in->a;
+        } else {
+            i = in->a;
+        }
+    }
+    x->ld = i;
+    ic_dtype lt = st->instr[i].type;
+    if (!isfloat(lt))
+        return false;
+    for (int a = 1; a < x->nch; a++) /* ascending: operands before users */
+        for (int b = a; b > 0 && x->ch[b - 1] > x->ch[b]; b--) {
+            int t = x->ch[b];
+            x->ch[b] = x->ch[b - 1];
+            x->ch[b - 1] = t;
+        }
+    /* the plain conversions: nothing (f32), or one cast to f32 of a f16/bf16 load */
+    x->xform = !(x->nch == 0 || (x->nch == 1 && is16(lt)));
+    const ic_linstr *v = &st->instr[x->val];
+    x->vt = !x->xform ? lt : v->op == IC_L_CAST && is16(st->instr[v->a].type) ? st->instr[v->a].type : IC_F32;
+    return true;
 }
 
 static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer *bufs, ic__pgemm *g)
@@ -94,9 +109,10 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
     const ic_linstr *mul = &st->instr[st->instr[red].a];
     if (mul->op != IC_L_MUL || mul->type != IC_F32)
         return false;
-    int la = load_behind(st, mul->a), lb = load_behind(st, mul->b);
-    if (la < 0 || lb < 0)
+    ic__gop ca, cb;
+    if (!operand_chain(st, mul->a, &ca) || !operand_chain(st, mul->b, &cb))
         return false;
+    int la = ca.ld, lb = cb.ld;
     /* every other load of the stage would be dead weight: refuse rather than guess */
     for (int i = 0; i < st->ninstr; i++)
         if (st->instr[i].op == IC_L_LOAD && i != la && i != lb)
@@ -106,6 +122,8 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
     if (!oa->affine || !ob->affine || !oa->coef[kv] || !ob->coef[kv])
         return false;
     memset(g, 0, sizeof *g);
+    g->A = ca;
+    g->B = cb;
     g->rs = 0;
     g->ri = red;
     g->A.buf = st->instr[la].buf;
@@ -116,13 +134,6 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
         return false;
     if (g->B.dt != IC_F32 && !is16(g->B.dt))
         return false;
-    /* the casts must go straight to f32 (an f64 detour would change the rounding) */
-    for (int i = mul->a; st->instr[i].op == IC_L_CAST; i = st->instr[i].a)
-        if (st->instr[i].type != IC_F32)
-            return false;
-    for (int i = mul->b; st->instr[i].op == IC_L_CAST; i = st->instr[i].a)
-        if (st->instr[i].type != IC_F32)
-            return false;
     /* classify the outer variables */
     int cls[IC_MAX_RANK]; /* 0 batch, 1 m, 2 n */
     for (int v = 0; v < k->nouter; v++) {
@@ -172,8 +183,12 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
     g->B.sk = ob->coef[kv];
     g->A.O = g->M;
     g->B.O = g->N;
-    g->tc = is16(g->A.dt) && g->A.dt == g->B.dt;
-    g->bf16 = g->A.dt == IC_BF16;
+    /* tensor cores for f16/bf16 values; a producer made them (x.to(bf16) @ w): converting
+     * loads (tc_conv, set after the warpgroup dispatch, which copies raw operands) */
+    bool tc = is16(g->A.vt) && g->A.vt == g->B.vt;
+    g->tc_conv = tc && (g->A.xform || g->B.xform);
+    g->tc = tc && !g->tc_conv;
+    g->bf16 = g->A.vt == IC_BF16;
     return true;
 }
 
@@ -194,10 +209,10 @@ static void plan_operand(ic__gop *x, const ic__pgemm *g, int BO)
 {
     if (g->tc) {
         x->es = 2;
-        if (x->sk == 1 && x->so % 8 == 0 && aligned(x, 8, g->nbv)) {
+        if (!x->xform && x->sk == 1 && x->so % 8 == 0 && aligned(x, 8, g->nbv)) {
             x->kmajor = true;
             x->mode = LD_FAST16;
-        } else if (x->so == 1 && x->sk % 8 == 0 && aligned(x, 8, g->nbv)) {
+        } else if (!x->xform && x->so == 1 && x->sk % 8 == 0 && aligned(x, 8, g->nbv)) {
             x->kmajor = false;
             x->mode = LD_FAST16;
         } else {
@@ -209,14 +224,19 @@ static void plan_operand(ic__gop *x, const ic__pgemm *g, int BO)
         x->pitch = x->C * 2;
     } else {
         x->es = 4;
-        x->kmajor = false; /* rows are k: threads read 4 adjacent o at once */
-        if (x->dt == IC_F32 && x->so == 1 && x->sk % 4 == 0 && aligned(x, 4, g->nbv))
+        bool raw = x->dt == IC_F32 && !x->xform; /* the bytes as they are: cp.async */
+        /* FFMA: rows are k (threads read 4 adjacent o at once). TF32: rows are o when k is
+         * contiguous (16-byte copies along k), the fragments read single elements either way */
+        x->kmajor = g->tf32 && x->sk == 1;
+        int64_t fast = x->kmajor ? x->so : x->sk;
+        if (raw && (x->kmajor ? x->sk : x->so) == 1 && fast % 4 == 0 && aligned(x, 4, g->nbv))
             x->mode = LD_FAST16;
         else
-            x->mode = x->dt == IC_F32 ? LD_ELEM4 : LD_GENERIC;
-        x->R = g->BK;
-        x->C = BO;
-        x->pitch = (BO + 4) * 4; /* padded: column-wise copies spread over the banks */
+            x->mode = raw ? LD_ELEM4 : LD_GENERIC;
+        x->R = x->kmajor ? BO : g->BK;
+        x->C = x->kmajor ? g->BK : BO;
+        /* padded rows: column-wise copies and the fragments' reads spread over the banks */
+        x->pitch = (x->C + 4) * 4;
     }
 }
 
@@ -228,7 +248,7 @@ static ic_status bad(ic_ctx *c, const ic_kernel *k, const char *what)
 }
 
 ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
-                         int nsms, bool forced, ic__pplan *pl, bool *is_gemm)
+                         int nsms, int sm, bool forced, ic__pplan *pl, bool *is_gemm)
 {
     *is_gemm = false;
     ic__pgemm g;
@@ -241,8 +261,10 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     /* tiny outputs (dot products, matrix-vector) are row reductions */
     if (!forced && g.M * g.N < 64)
         return IC_OK;
-    bool user = in->tile_m || in->tile_n || in->tile_k || in->warps_m || in->warps_n || in->stages;
-    (void)user;
+    if (g.tc && ic__wgmma_plan(k, in, sm, nsms, &g))
+        goto store;
+    g.tc |= g.tc_conv;
+    g.tf32 = !g.tc && pl->allow_tf32;
     if (g.tc) {
         g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
         g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
@@ -258,6 +280,25 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
             return bad(c, k, "tile_k must be 16, 32 or 64 for tensor cores");
         if (!is_pow2(g.WM) || !is_pow2(g.WN) || g.WM * g.WN > 16 || g.BM % (g.WM * 16) || g.BN % (g.WN * 16))
             return bad(c, k, "warps must split the tile into pieces of at least 16 x 16 (16 warps at most)");
+        g.threads = g.WM * g.WN * 32;
+        g.nacc = (g.BM / g.WM / 16) * (g.BN / g.WN / 8) * 4;
+        if (g.nacc > 128)
+            return bad(c, k, "more than 128 accumulators a thread");
+    } else if (g.tf32) {
+        /* the tensor-core tiling in k steps of 8; an f32 tile is twice the bytes of a bf16
+         * one, so tile_k 32: 3 stages of 128 x 128 x 32 take 106 KB (two blocks an SM) */
+        g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
+        g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
+        g.BK = in->tile_k ? in->tile_k : g.K >= 256 ? 32 : 16;
+        g.WM = in->warps_m ? in->warps_m : g.BM / 64;
+        g.WN = in->warps_n ? in->warps_n : g.BN / 32;
+        g.ST = in->stages ? in->stages : g.BK == 32 ? 3 : 4;
+        if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
+            return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
+        if (g.BK != 8 && g.BK != 16 && g.BK != 32)
+            return bad(c, k, "tile_k must be 8, 16 or 32 for TF32");
+        if (!is_pow2(g.WM) || !is_pow2(g.WN) || g.WM * g.WN > 16 || g.BM % (g.WM * 16) || g.BN % (g.WN * 8))
+            return bad(c, k, "warps must split the tile into pieces of at least 16 x 8 (16 warps at most)");
         g.threads = g.WM * g.WN * 32;
         g.nacc = (g.BM / g.WM / 16) * (g.BN / g.WN / 8) * 4;
         if (g.nacc > 128)
@@ -307,7 +348,8 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     g.A.ofull = g.M % g.BM == 0;
     g.B.ofull = g.N % g.BN == 0;
     g.A.kfull = g.B.kfull = g.K % g.BK == 0 && g.K % g.kchunk == 0;
-    pl->grid = g.ntiles * SK;
+store:
+    pl->grid = g.ntiles * g.SK;
     pl->block = g.threads;
     pl->mode = IC_PTX_GEMM;
     pl->lanevar = g.nv;
@@ -327,6 +369,7 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     pl->prm.warps_n = g.WN;
     pl->prm.stages = g.ST;
     pl->prm.split_k = g.SK;
+    pl->prm.wgmma = g.wg ? 1 : -1;
     *is_gemm = true;
     return IC_OK;
 }
@@ -359,8 +402,8 @@ static LLVMValueRef smax64(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return s
 static LLVMValueRef inline_asm(ic__pg *G, LLVMTypeRef ret, const char *text, const char *cons,
                                LLVMValueRef *args, int n, bool side)
 {
-    LLVMTypeRef pt[16];
-    for (int i = 0; i < n; i++)
+    LLVMTypeRef pt[272]; /* a wgmma: 2 descriptors, a flag, up to 256 accumulators */
+    for (int i = 0; i < n && i < 272; i++)
         pt[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, 0);
     LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), side, 0,
@@ -374,16 +417,7 @@ static LLVMValueRef inline_asm(ic__pg *G, LLVMTypeRef ret, const char *text, con
     return call;
 }
 
-typedef struct {
-    ic__pg *G;
-    const ic__pgemm *g;
-    LLVMValueRef smem;            /* base of the dynamic shared memory (i8) */
-    LLVMValueRef tid;             /* i32 */
-    LLVMValueRef bbase[2];        /* i64 batch part of A's and B's offsets */
-    LLVMValueRef m0, n0;          /* i64 tile origin */
-    LLVMValueRef kbeg, kend;      /* i64 this block's k range */
-    LLVMValueRef *acc;            /* [nacc] f32 allocas */
-} gctx;
+typedef ic__gctx gctx;
 
 static LLVMValueRef smem_ptr(gctx *X, LLVMValueRef byte)
 {
@@ -450,7 +484,8 @@ static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
         out[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
 }
 
-/* c[0..3] += A(16x16, a[0..3]) * B(16x8, b[0..1]) */
+/* c[0..3] += A(16x16, a[0..3]) * B(16x8, b[0..1]); TF32: A(16x8) * B(8x8), the same
+ * accumulator layout */
 static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
 {
     ic__pg *G = X->G;
@@ -466,7 +501,7 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
             LLVMBuildStore(G->b, c[i], LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""));
         }
         LLVMTypeRef pt[3] = { G->t_i32, LLVMTypeOf(ab), LLVMTypeOf(cb) };
-        LLVMValueRef args[3] = { I32(G, X->g->bf16), ab, cb };
+        LLVMValueRef args[3] = { I32(G, X->g->tf32 ? 2 : X->g->bf16), ab, cb }; /* emu_mma's kind */
         ic__pg_ext(G, "ic__emu_mma", G->t_void, pt, 3, args);
         for (int i = 0; i < 4; i++) {
             LLVMValueRef ix = I32(G, i);
@@ -477,7 +512,9 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
     LLVMTypeRef f4[4] = { G->t_f32, G->t_f32, G->t_f32, G->t_f32 };
     LLVMTypeRef st = LLVMStructTypeInContext(G->ctx, f4, 4, 0);
     LLVMValueRef args[10] = { a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3] };
-    LLVMValueRef r = inline_asm(G, st, X->g->bf16
+    LLVMValueRef r = inline_asm(G, st, X->g->tf32
+        ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
+        : X->g->bf16
         ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
         : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
         "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, true);
@@ -525,6 +562,27 @@ static LLVMValueRef gaddr_tile(gctx *X, const ic__gop *x, int which, LLVMValueRe
     LLVMValueRef p = LLVMBuildGEP2(G->b, et, G->bufptr[x->buf], &inv, 1, "");
     LLVMValueRef mv = mul(G, k0, I64(G, x->sk));
     return LLVMBuildGEP2(G->b, et, p, &mv, 1, "");
+}
+
+/* A loaded element (raw, x->dt) through the producer fused into operand x: its chain of
+ * instructions re-emitted on one lane. The f32 value, or with bits16 the f16/bf16 bits it is
+ * exact in (tensor cores). The padding elements load a valid address and are zeroed after. */
+static LLVMValueRef chain_value(gctx *X, const ic__gop *x, LLVMValueRef raw, bool bits16)
+{
+    ic__pg *G = X->G;
+    const ic_stage *st = &G->k->stages[X->g->rs];
+    int nl = G->nl, it = G->it;
+    bool vec = G->vec;
+    LLVMValueRef valid = G->valid, pvalid = G->pvalid;
+    G->nl = 1, G->it = -1, G->vec = false, G->valid = NULL, G->pvalid = NULL;
+    ic__lv *lv = &G->vals[x->ld];
+    memset(lv, 0, sizeof *lv);
+    lv->v[0] = raw;
+    lv->uni = true;
+    for (int i = 0; i < x->nch; i++)
+        ic__pg_instr(G, X->g->rs, x->ch[i]);
+    G->nl = nl, G->it = it, G->vec = vec, G->valid = valid, G->pvalid = pvalid;
+    return G->vals[bits16 ? st->instr[x->val].a : x->val].v[0];
 }
 
 /* Copies tile k0.. of operand x into stage buffer `sbase` (i32 byte offset). */
@@ -602,10 +660,12 @@ static void load_operand(gctx *X, const ic__gop *x, int which, LLVMValueRef sbas
             LLVMTypeRef mt = ic__pg_mem_type(G, x->dt);
             LLVMValueRef v = LLVMBuildLoad2(b, mt, src, "");
             LLVMSetAlignment(v, (unsigned)ic_dtype_size(x->dt));
-            if (g->tc) { /* raw 16-bit */
+            if (g->tc) { /* 16-bit: raw, or the bits a fused producer's value is exact in */
+                if (x->xform)
+                    v = chain_value(X, x, v, true);
                 v = sel(G, ok, v, LLVMConstInt(G->t_i16, 0, 0));
             } else {
-                v = ic__pg_convert(G, v, x->dt, IC_F32);
+                v = x->xform ? chain_value(X, x, v, false) : ic__pg_convert(G, v, x->dt, IC_F32);
                 v = sel(G, ok, v, LLVMConstReal(G->t_f32, 0));
             }
             LLVMBuildStore(b, v, dst);
@@ -665,6 +725,67 @@ static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMVal
             bfr[ni][1] = o[1];
             bfr[ni + 1][0] = o[2];
             bfr[ni + 1][1] = o[3];
+        }
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++) {
+                int a0 = (mi * NI + ni) * 4;
+                LLVMValueRef c[4];
+                for (int i = 0; i < 4; i++)
+                    c[i] = accv(X, a0 + i);
+                mma(X, af[mi], bfr[ni], c);
+                for (int i = 0; i < 4; i++)
+                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
+            }
+    }
+}
+
+/* An f32 of shared memory rounded to TF32 (cvt.rna: to nearest, ties away from zero), in the
+ * .b32 register an mma .tf32 operand takes. */
+static LLVMValueRef cvt_tf32(ic__pg *G, LLVMValueRef v)
+{
+    if (G->emu) {
+        LLVMTypeRef pt = G->t_f32;
+        return ic__pg_ext(G, "ic__emu_cvt_tf32", G->t_i32, &pt, 1, &v);
+    }
+    return inline_asm(G, G->t_i32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", &v, 1, false);
+}
+
+/* Element (o, k) of operand x's f32 tile in the stage at sbase, as a TF32 register. */
+static LLVMValueRef frag_tf32(gctx *X, const ic__gop *x, LLVMValueRef sbase, LLVMValueRef o, LLVMValueRef k)
+{
+    ic__pg *G = X->G;
+    LLVMValueRef at = x->kmajor ? tile_byte(X, x, o, k) : tile_byte(X, x, k, o);
+    LLVMValueRef v = LLVMBuildLoad2(G->b, G->t_f32, smem_ptr(X, add(G, sbase, at)), "");
+    LLVMSetAlignment(v, 4);
+    return cvt_tf32(G, v);
+}
+
+/* TF32 on tensor cores: per k step of 8, each warp's (tile_m / warps_m) x (tile_n / warps_n)
+ * outputs as mma m16n8k8 fragments. Lane l holds A(g, t), (g+8, t), (g, t+4), (g+8, t+4) and
+ * B(t, g), (t+4, g) of its fragments (g = l/4, t = l%4), read one by one from the padded
+ * tiles: the 32 lanes of a read hit 32 banks (pitch = 4 mod 32 words). */
+static void compute_tf32(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMValueRef warp_n, LLVMValueRef lane)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    int WTM = g->BM / g->WM, WTN = g->BN / g->WN, MI = WTM / 16, NI = WTN / 8;
+    LLVMValueRef gid = LLVMBuildUDiv(b, lane, I32(G, 4), ""), tig = LLVMBuildURem(b, lane, I32(G, 4), "");
+    LLVMValueRef mw = add(G, mul(G, warp_m, I32(G, WTM)), gid), nw = add(G, mul(G, warp_n, I32(G, WTN)), gid);
+    for (int kk = 0; kk < g->BK / 8; kk++) {
+        LLVMValueRef af[16][4], bfr[32][2];
+        LLVMValueRef k0 = add(G, tig, I32(G, kk * 8)), k1 = add(G, tig, I32(G, kk * 8 + 4));
+        for (int mi = 0; mi < MI; mi++) {
+            LLVMValueRef m0 = add(G, mw, I32(G, mi * 16)), m1 = add(G, mw, I32(G, mi * 16 + 8));
+            af[mi][0] = frag_tf32(X, &g->A, sbase, m0, k0);
+            af[mi][1] = frag_tf32(X, &g->A, sbase, m1, k0);
+            af[mi][2] = frag_tf32(X, &g->A, sbase, m0, k1);
+            af[mi][3] = frag_tf32(X, &g->A, sbase, m1, k1);
+        }
+        for (int ni = 0; ni < NI; ni++) {
+            LLVMValueRef n = add(G, nw, I32(G, ni * 8));
+            bfr[ni][0] = frag_tf32(X, &g->B, sbase, n, k0);
+            bfr[ni][1] = frag_tf32(X, &g->B, sbase, n, k1);
         }
         for (int mi = 0; mi < MI; mi++)
             for (int ni = 0; ni < NI; ni++) {
@@ -767,7 +888,7 @@ static void epilogue(gctx *X, LLVMValueRef tx, LLVMValueRef ty, LLVMValueRef war
     ic__pg *G = X->G;
     const ic__pgemm *g = X->g;
     LLVMBuilderRef b = G->b;
-    if (g->tc) {
+    if (g->tc || g->tf32) { /* the mma accumulator layout */
         int WTM = g->BM / g->WM, WTN = g->BN / g->WN, MI = WTM / 16, NI = WTN / 8;
         LLVMValueRef gid = z64(G, LLVMBuildUDiv(b, lane, I32(G, 4), ""));
         LLVMValueRef tig = z64(G, LLVMBuildURem(b, lane, I32(G, 4), ""));
@@ -868,7 +989,7 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
     ic__pg_endif(G, cont);
 }
 
-/* ---- the kernel ---- */
+/* ---- shared memory ---- */
 
 static LLVMValueRef dynamic_smem(ic__pg *G, const ic__pgemm *g)
 {
@@ -891,9 +1012,83 @@ static LLVMValueRef dynamic_smem(ic__pg *G, const ic__pgemm *g)
     return gv;
 }
 
+/* ---- shared with wgmma.c ---- */
+
+LLVMValueRef ic__pgemm_block_setup(gctx *X, LLVMValueRef *split_out)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    /* block -> (batch, tile m, tile n, split); tiles grouped 8 along m for L2 reuse */
+    LLVMValueRef bid = z64(G, G->bid);
+    LLVMValueRef split = LLVMBuildURem(b, bid, I64(G, g->SK), "");
+    LLVMValueRef rest = LLVMBuildUDiv(b, bid, I64(G, g->SK), "");
+    LLVMValueRef tile = rest;
+    int64_t per_batch = g->tm * g->tn;
+    LLVMValueRef batch = LLVMBuildUDiv(b, rest, I64(G, per_batch), "");
+    LLVMValueRef t = LLVMBuildURem(b, rest, I64(G, per_batch), "");
+    int64_t GM = 8;
+    LLVMValueRef grp = LLVMBuildUDiv(b, t, I64(G, GM * g->tn), "");
+    LLVMValueRef first = mul(G, grp, I64(G, GM));
+    LLVMValueRef gsz = smin64(G, LLVMBuildSub(b, I64(G, g->tm), first, ""), I64(G, GM));
+    LLVMValueRef within = LLVMBuildURem(b, t, I64(G, GM * g->tn), "");
+    LLVMValueRef tmi = add(G, first, LLVMBuildURem(b, within, gsz, ""));
+    LLVMValueRef tni = LLVMBuildUDiv(b, within, gsz, "");
+    X->m0 = mul(G, tmi, I64(G, g->BM));
+    X->n0 = mul(G, tni, I64(G, g->BN));
+    /* batch variables, and the batch part of each operand's offset */
+    for (int v = 0; v < IC__PTX_NVARS; v++)
+        G->var[v] = I64(G, 0);
+    int64_t bsz[IC_MAX_RANK];
+    for (int i = 0; i < g->nbv; i++)
+        bsz[i] = G->k->outer[g->bv[i]];
+    if (g->nbv > 0) {
+        ic__pg_decompose(G, batch, g->nbv, bsz, IC__PTX_NVARS - IC_MAX_RANK, g->Bt);
+        LLVMValueRef got[IC_MAX_RANK];
+        for (int i = 0; i < g->nbv; i++)
+            got[i] = G->var[IC__PTX_NVARS - IC_MAX_RANK + i];
+        for (int v = 0; v < IC__PTX_NVARS; v++)
+            G->var[v] = I64(G, 0);
+        for (int i = 0; i < g->nbv; i++)
+            G->var[g->bv[i]] = got[i];
+    }
+    X->bbase[0] = I64(G, g->A.c0);
+    X->bbase[1] = I64(G, g->B.c0);
+    for (int i = 0; i < g->nbv; i++) {
+        X->bbase[0] = add(G, X->bbase[0], mul(G, G->var[g->bv[i]], I64(G, g->A.cb[i])));
+        X->bbase[1] = add(G, X->bbase[1], mul(G, G->var[g->bv[i]], I64(G, g->B.cb[i])));
+    }
+    X->kbeg = mul(G, split, I64(G, g->kchunk));
+    X->kend = smin64(G, add(G, X->kbeg, I64(G, g->kchunk)), I64(G, g->K));
+    *split_out = split;
+    return tile;
+}
+
+LLVMValueRef ic__pgemm_asm(ic__pg *G, LLVMTypeRef ret, const char *text, const char *cons,
+                           LLVMValueRef *args, int n, bool side)
+{
+    return inline_asm(G, ret, text, cons, args, n, side);
+}
+
+LLVMValueRef ic__pgemm_smem_ptr(gctx *X, LLVMValueRef byte) { return smem_ptr(X, byte); }
+LLVMValueRef ic__pgemm_smem_u32(ic__pg *G, LLVMValueRef p) { return smem_u32(G, p); }
+LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, const ic__pgemm *g) { return dynamic_smem(G, g); }
+
+void ic__pgemm_epilogue_at(gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v)
+{
+    epilogue_at(X, m, n, nl, v);
+}
+
+/* ---- the kernel ---- */
+
 void ic__pgen_gemm(ic__pg *G)
 {
     const ic__pgemm *g = G->pl->gemm;
+    if (g->wg) {
+        G->arch_specific = true;
+        ic__pgen_wgmma(G);
+        return;
+    }
     LLVMBuilderRef b = G->b;
     gctx X;
     memset(&X, 0, sizeof X);
@@ -911,54 +1106,15 @@ void ic__pgen_gemm(ic__pg *G)
         accs[i] = ic__pg_alloca(G, G->t_f32);
         LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), accs[i]);
     }
-    /* block -> (batch, tile m, tile n, split); tiles grouped 8 along m for L2 reuse */
-    LLVMValueRef bid = z64(G, G->bid);
-    LLVMValueRef split = LLVMBuildURem(b, bid, I64(G, g->SK), "");
-    LLVMValueRef rest = LLVMBuildUDiv(b, bid, I64(G, g->SK), "");
-    LLVMValueRef tile = rest;
-    int64_t per_batch = g->tm * g->tn;
-    LLVMValueRef batch = LLVMBuildUDiv(b, rest, I64(G, per_batch), "");
-    LLVMValueRef t = LLVMBuildURem(b, rest, I64(G, per_batch), "");
-    int64_t GM = 8;
-    LLVMValueRef grp = LLVMBuildUDiv(b, t, I64(G, GM * g->tn), "");
-    LLVMValueRef first = mul(G, grp, I64(G, GM));
-    LLVMValueRef gsz = smin64(G, LLVMBuildSub(b, I64(G, g->tm), first, ""), I64(G, GM));
-    LLVMValueRef within = LLVMBuildURem(b, t, I64(G, GM * g->tn), "");
-    LLVMValueRef tmi = add(G, first, LLVMBuildURem(b, within, gsz, ""));
-    LLVMValueRef tni = LLVMBuildUDiv(b, within, gsz, "");
-    X.m0 = mul(G, tmi, I64(G, g->BM));
-    X.n0 = mul(G, tni, I64(G, g->BN));
-    /* batch variables, and the batch part of each operand's offset */
-    for (int v = 0; v < IC__PTX_NVARS; v++)
-        G->var[v] = I64(G, 0);
-    int64_t bsz[IC_MAX_RANK];
-    for (int i = 0; i < g->nbv; i++)
-        bsz[i] = G->k->outer[g->bv[i]];
-    if (g->nbv > 0) {
-        ic__pg_decompose(G, batch, g->nbv, bsz, IC__PTX_NVARS - IC_MAX_RANK, g->Bt);
-        LLVMValueRef got[IC_MAX_RANK];
-        for (int i = 0; i < g->nbv; i++)
-            got[i] = G->var[IC__PTX_NVARS - IC_MAX_RANK + i];
-        for (int v = 0; v < IC__PTX_NVARS; v++)
-            G->var[v] = I64(G, 0);
-        for (int i = 0; i < g->nbv; i++)
-            G->var[g->bv[i]] = got[i];
-    }
-    X.bbase[0] = I64(G, g->A.c0);
-    X.bbase[1] = I64(G, g->B.c0);
-    for (int i = 0; i < g->nbv; i++) {
-        X.bbase[0] = add(G, X.bbase[0], mul(G, G->var[g->bv[i]], I64(G, g->A.cb[i])));
-        X.bbase[1] = add(G, X.bbase[1], mul(G, G->var[g->bv[i]], I64(G, g->B.cb[i])));
-    }
-    X.kbeg = mul(G, split, I64(G, g->kchunk));
-    X.kend = smin64(G, add(G, X.kbeg, I64(G, g->kchunk)), I64(G, g->K));
+    LLVMValueRef split;
+    LLVMValueRef tile = ic__pgemm_block_setup(&X, &split);
     /* tiles of this block: kt_begin .. kt_begin + nkt */
     LLVMValueRef ktb = LLVMBuildUDiv(b, X.kbeg, I64(G, g->BK), "");
     LLVMValueRef nkt = LLVMBuildSDiv(b, add(G, LLVMBuildSub(b, X.kend, X.kbeg, ""), I64(G, g->BK - 1)), I64(G, g->BK), "");
     nkt = smax64(G, nkt, I64(G, 0));
     LLVMValueRef warp = LLVMBuildUDiv(b, X.tid, I32(G, 32), ""), lane = LLVMBuildURem(b, X.tid, I32(G, 32), "");
     LLVMValueRef warp_m = NULL, warp_n = NULL, tx = NULL, ty = NULL;
-    if (g->tc) {
+    if (g->tc || g->tf32) {
         warp_m = LLVMBuildUDiv(b, warp, I32(G, g->WN), "");
         warp_n = LLVMBuildURem(b, warp, I32(G, g->WN), "");
     } else {
@@ -994,6 +1150,8 @@ void ic__pgen_gemm(ic__pg *G)
                              I32(G, g->stage_bytes));
     if (g->tc)
         compute_tc(&X, sbase, warp_m, warp_n, lane);
+    else if (g->tf32)
+        compute_tf32(&X, sbase, warp_m, warp_n, lane);
     else
         compute_ffma(&X, sbase, tx, ty);
     LLVMBuildStore(b, add(G, i, I64(G, 1)), pi);

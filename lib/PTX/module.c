@@ -264,6 +264,14 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
     LLVMSetModuleDataLayout(G.mod, dl);
     LLVMDisposeTargetData(dl);
     ic_status s = ic__ptx_gen_all(&G, m, nk, ks, names, o, params);
+    if (!s && G.arch_specific) { /* wgmma: same data layout, target sm_90a (PTX ISA 8.0+) */
+        LLVMDisposeTargetMachine(tm);
+        snprintf(cpu, sizeof cpu, "sm_90a");
+        if (ptx < 80)
+            snprintf(feat, sizeof feat, "+ptx80");
+        tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+                                     LLVMRelocDefault, LLVMCodeModelDefault);
+    }
     if (!s)
         s = optimise_and_emit(&G, m, tm, o);
     LLVMDisposeBuilder(G.b);

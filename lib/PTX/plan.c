@@ -649,6 +649,15 @@ static ic_status geometry_column(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
     return IC_OK;
 }
 
+/* The compute capability for Hopper warpgroup GEMMs: 90 when the target is exactly sm_90
+ * (H100, H200: wgmma needs the sm_90a PTX target, which runs on those alone) and the options
+ * allow it, else 0. */
+static int wgmma_sm(const ic_ptx_options *o)
+{
+    int sm = o && o->sm > 0 ? o->sm : 90;
+    return sm == 90 && !(o && o->wgmma < 0) ? 90 : 0;
+}
+
 ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs,
                          const ic_ptx_options *o, const ic_ptx_params *params, ic__pplan *pl)
 {
@@ -657,6 +666,7 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
     pl->lanevar = -1;
     pl->S = 1;
     pl->split_stage = -1;
+    pl->allow_tf32 = o && o->allow_tf32;
     ic_status s = check_kernel(c, k, nbufs, bufs);
     if (s)
         return s;
@@ -668,6 +678,8 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
         in = *params;
     if (in.vec && (in.vec > IC__PTX_MAXV || !is_pow2(in.vec)))
         return bad_params(c, k, "vec must be 1, 2, 4 or 8");
+    if (in.wgmma < -1 || in.wgmma > 1)
+        return bad_params(c, k, "wgmma must be -1, 0 or 1");
     if (in.block && (in.block % 32 || in.block > 1024 || in.block < 32))
         return bad_params(c, k, "block must be a multiple of 32, at most 1024");
     int nsms = o && o->num_sms > 0 ? o->num_sms : 132;
@@ -677,7 +689,7 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
         return bad_params(c, k, "unknown mode");
     if (!in.mode || in.mode == IC_PTX_GEMM) {
         bool is_gemm = false;
-        if ((s = ic__pgemm_plan(c, k, bufs, &in, nsms, in.mode == IC_PTX_GEMM, pl, &is_gemm)))
+        if ((s = ic__pgemm_plan(c, k, bufs, &in, nsms, wgmma_sm(o), in.mode == IC_PTX_GEMM, pl, &is_gemm)))
             return s;
         if (is_gemm) {
             if (pl->P == 0)

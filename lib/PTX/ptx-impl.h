@@ -68,6 +68,7 @@ typedef struct {
     int flag_off;             /* shared-memory byte of the "last block" flag */
     int64_t ws_bytes;         /* workspace: P * S partials of 16 bytes per REDUCE */
     struct ic__pgemm *gemm;   /* IC_PTX_GEMM: the contraction (gemm.c), else NULL */
+    bool allow_tf32;          /* ic_ptx_options.allow_tf32: f32 GEMMs may use TF32 */
 } ic__pplan;
 
 /* Checks k against the buffers (operand order, types, indices), then fills pl; params may be
@@ -88,6 +89,8 @@ typedef struct {
 typedef struct ic__pg {
     ic_ctx *c;
     int sm;
+    bool arch_specific;               /* a kernel uses sm_90a instructions (wgmma): the
+                                       * module's target becomes sm_90a */
     bool emu;                         /* for the host emulator: no NVVM intrinsics, one
                                        * address space; thread ids, shuffles, barriers and
                                        * ex2 are calls to ic__emu_* */
@@ -123,6 +126,14 @@ typedef struct ic__pg {
     struct { LLVMValueRef v, i; } *split_part; /* [instr]: block partials (split rows) */
 } ic__pg;
 
+/* emu_wgmma.c: the emulator's mbarriers and wgmma (see wgmma.c) */
+IC_HIDDEN void ic__emu_mbar_init(void *bar, int32_t count);
+IC_HIDDEN void ic__emu_mbar_arrive(void *bar);
+IC_HIDDEN int32_t ic__emu_mbar_test(void *bar, int32_t parity);
+IC_HIDDEN void ic__emu_wgsync(void *bar);
+IC_HIDDEN void ic__emu_wgmma(const uint8_t *smem, uint64_t da, uint64_t db, int32_t n, int32_t trans_a,
+                             int32_t trans_b, int32_t bf16, int32_t wtid, float *acc);
+
 /* gen.c */
 IC_HIDDEN ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl,
                                     const char *name);
@@ -152,7 +163,7 @@ IC_HIDDEN void ic__pg_annotate(ic__pg *G, const char *key, int val);     /* nvvm
 /* gemm.c: recognises a contraction kernel and plans its tiles (pl->gemm, mode GEMM): IC_OK
  * with *is_gemm false when k is no contraction it handles; an error for bad GEMM params. */
 IC_HIDDEN ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs,
-                                   const ic_ptx_params *in, int nsms, bool forced,
+                                   const ic_ptx_params *in, int nsms, int sm, bool forced,
                                    ic__pplan *pl, bool *is_gemm);
 IC_HIDDEN void ic__pgemm_free(ic_ctx *c, ic__pplan *pl);
 IC_HIDDEN int ic__pgemm_smem_bytes(const ic__pplan *pl);   /* dynamic shared memory to launch with */

@@ -153,7 +153,8 @@ static ic_status var_create(ic_cuda_compiled *cc, const int64_t *vals, ic__cvar 
         }
         params = cc->params;
     }
-    ic_ptx_options po = { .sm = cc->d->sm, .num_sms = cc->d->nsms, .opt_level = cc->o.ptx_opt_level };
+    ic_ptx_options po = { .sm = cc->d->sm, .num_sms = cc->d->nsms, .opt_level = cc->o.ptx_opt_level,
+                          .allow_tf32 = cc->o.allow_tf32 };
     if ((s = ic_ptx_emit(c, v->p, &po, params, &v->pm)))
         goto fail;
     double t2 = now_ms();

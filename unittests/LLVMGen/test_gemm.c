@@ -850,7 +850,8 @@ Test(gemm, freezing_folds_a_cast_of_a_weight)
     cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
     int frozen = ic_compiled_num_kernels(cc);
     ic_compiled_destroy(cc);
-    cr_assert(plain >= 2 && frozen == 1, "kernels: %d without freezing, %d with", plain, frozen);
+    /* without freezing the cast runs as the GEMM packs w (a producer fused into its loads) */
+    cr_assert(plain >= 1 && frozen == 1, "kernels: %d without freezing, %d with", plain, frozen);
     check_opts(c, g, &o, 1);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);

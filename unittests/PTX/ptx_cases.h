@@ -92,7 +92,7 @@ typedef void (*case_fn)(const char *name, const char *json, unsigned flags, cons
 typedef enum {
     CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
     CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE,
-    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_COUNT
+    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_COUNT
 } case_group;
 
 /* Contractions through the GEMM kernels in dtype dt: odd shapes (1, 3, 17, 97, 257), every
@@ -441,6 +441,53 @@ static void ptx_cases(case_group g, case_fn f)
             char name[128];
             snprintf(name, sizeof name, "gemm f32 matmul bias params %zu", i);
             f(name, lf, FUSEDONLY, &ff[i]);
+        }
+        break;
+    }
+    case CASES_WGMMA: {
+        /* Shapes for Hopper's wgmma GEMMs (f16/bf16 with 16-byte aligned rows): edges on every
+         * dim, K-major and MN-major
+         * operands, batches, a long k (the stage barriers' phases wrap many times),
+         * epilogues, and forced tiles. */
+        const char *mm = GRAPH(IN("a", "bf16", "[300,520]") "," IN("b", "bf16", "[520,264]"),
+                               "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'");
+        const char *lin = GRAPH(IN("x", "bf16", "[256,128]") "," IN("w", "bf16", "[192,128]") "," IN("c", "bf16", "[192]"),
+                                "{'name':'h','op':'linear','inputs':['x','w','c']},{'name':'y','op':'relu','inputs':['h']}", "'y'");
+        const char *ta = GRAPH(IN("a", "f16", "[136,200]") "," IN("b", "f16", "[136,72]"),
+                               "{'name':'t','op':'transpose','inputs':['a'],'attrs':{'dim0':0,'dim1':1}},"
+                               "{'name':'y','op':'matmul','inputs':['t','b']}", "'y'");
+        const char *bm = GRAPH(IN("a", "bf16", "[3,130,64]") "," IN("b", "bf16", "[3,64,96]"),
+                               "{'name':'y','op':'bmm','inputs':['a','b']}", "'y'");
+        const char *lk = GRAPH(IN("a", "f16", "[128,2048]") "," IN("b", "f16", "[2048,128]"),
+                               "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'");
+        const char *rs = GRAPH(IN("x", "bf16", "[2,65,96]") "," IN("w", "bf16", "[136,96]") "," IN("r", "bf16", "[2,65,136]"),
+                               "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'add','inputs':['h','r']}", "'y'");
+        /* each shape twice: heuristic params (wgmma on an H100, mma.sync in the emulator),
+         * and wgmma forced (the emulator runs the warpgroup code too) */
+        static const ic_ptx_params force = { .wgmma = 1 }, f128x64 = { .wgmma = 1, .tile_m = 128, .tile_n = 64 };
+        const struct { const char *name; const char **json; const ic_ptx_params *p; } shapes[] = {
+            { "wgmma bf16 matmul 300x520x264", &mm, &force },
+            { "wgmma bf16 linear bias relu 256x128 -> 192", &lin, &force },
+            { "wgmma f16 transposed a 200x136 @ 136x72", &ta, &force },
+            { "wgmma bf16 bmm 3x130x64x96", &bm, &force },
+            { "wgmma f16 matmul 128x2048x128", &lk, &f128x64 }, /* heuristic: split-k on mma.sync */
+            { "wgmma bf16 linear residual 2x65x96 -> 136", &rs, &force },
+        };
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            char name[160];
+            if (shapes[i].p == &force)
+                f(shapes[i].name, *shapes[i].json, 0, NULL);
+            snprintf(name, sizeof name, "%s (forced)", shapes[i].name);
+            f(name, *shapes[i].json, FUSEDONLY, shapes[i].p);
+        }
+        static const ic_ptx_params tiles[] = {
+            { .wgmma = 1, .tile_m = 128, .tile_n = 256 }, { .wgmma = 1, .tile_m = 64, .tile_n = 64, .stages = 2 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 128, .stages = 3 },
+        };
+        for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "wgmma bf16 matmul 300x520x264 params %zu", i);
+            f(name, mm, FUSEDONLY, &tiles[i]);
         }
         break;
     }

@@ -28,7 +28,8 @@ static const char *ptxas_path(void)
     return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
 }
 
-/* ptxas -arch=sm_90 on the text; true when it accepts it. log receives its messages. */
+/* ptxas -arch=sm_90 (sm_90a for modules with wgmma kernels) on the text; true when it accepts
+ * it. log receives its messages. */
 static bool assemble(const char *ptx, char *log, size_t n)
 {
     const char *ptxas = ptxas_path();
@@ -40,7 +41,8 @@ static bool assemble(const char *ptx, char *log, size_t n)
     snprintf(src, sizeof src, "%s", ict_path(dir, "k.ptx"));
     snprintf(out, sizeof out, "%s", ict_path(dir, "log.txt"));
     ict_write_file(src, ptx, strlen(ptx));
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null > '%s' 2>&1", ptxas, src, out);
+    const char *arch = strstr(ptx, ".target sm_90a") ? "sm_90a" : "sm_90";
+    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null > '%s' 2>&1", ptxas, arch, src, out);
     int rc = system(cmd);
     size_t len = 0;
     char *text = ict_read_file(out, &len);
@@ -101,11 +103,14 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
             gemm |= ic_ptx_module_kernel(m, i)->mode == IC_PTX_GEMM;
         cr_assert(gemm, "%s: no kernel was mapped to GEMM", name);
         if (strstr(name, "f16") || strstr(name, "bf16"))
-            cr_assert(strstr(text, "mma.sync.aligned.m16n8k16") && strstr(text, "ldmatrix"),
-                      "%s: no mma.sync / ldmatrix in the PTX", name);
+            cr_assert((strstr(text, "mma.sync.aligned.m16n8k16") && strstr(text, "ldmatrix")) ||
+                      strstr(text, "wgmma.mma_async"), "%s: no mma.sync / ldmatrix / wgmma in the PTX", name);
         if (strstr(name, "16-byte"))
             cr_assert(strstr(text, "cp.async.cg.shared.global"), "%s: no 16-byte cp.async", name);
     }
+    if (!strncmp(name, "wgmma", 5)) /* sm_90 takes these on warpgroup MMAs */
+        cr_assert(strstr(text, "wgmma.mma_async.sync.aligned.m64n") && strstr(text, ".target sm_90a") &&
+                  strstr(text, "mbarrier.try_wait.parity"), "%s: no wgmma pipeline in the PTX", name);
     char log[4096];
     cr_assert(assemble(text, log, sizeof log), "%s: ptxas refused the PTX:\n%s", name, log);
     nassembled += ptxas_path() != NULL;
@@ -239,6 +244,80 @@ Test(ptx, gemm_bf16)
 Test(ptx, gemm_params_split_k_tiles_stages)
 {
     ptx_cases(CASES_GEMM_PARAMS, check_case);
+}
+
+Test(ptx, wgmma_shapes)
+{
+    ptx_cases(CASES_WGMMA, check_case);
+}
+
+/* Which GEMM path a bf16 matmul takes: wgmma on sm_90 (target sm_90a), mma.sync elsewhere or
+ * when the options or params say never; f32 never. */
+static const char *gemm_ptx(ic_ctx *c, const char *dt, int sm, int opt, int param, ic_ptx_module **m)
+{
+    char json[600];
+    snprintf(json, sizeof json, GRAPH(IN("a", "%s", "[512,256]") "," IN("b", "%s", "[256,512]"),
+                                      "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'"), dt, dt);
+    ic_graph *g = graph_json(c, json);
+    ic_program *p = program(c, g, true);
+    ic_ptx_options o = { .sm = sm, .wgmma = opt };
+    ic_ptx_params pp = { .wgmma = param };
+    cr_assert_eq(ic_ptx_emit(c, p, &o, &pp, m), IC_OK, "%s", ic_last_error(c));
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    return ic_ptx_module_text(*m);
+}
+
+Test(ptx, wgmma_is_chosen_on_sm90_only)
+{
+    ic_ctx *c = ict_ctx();
+    ic_ptx_module *m = NULL;
+    const char *t = gemm_ptx(c, "bf16", 90, 0, 0, &m);
+    const ic_ptx_kernel *k = ic_ptx_module_kernel(m, 0);
+    cr_assert(strstr(t, ".target sm_90a") && strstr(t, "wgmma.mma_async.sync.aligned.m64n"), "sm_90: no wgmma");
+    cr_assert_eq(k->block, 384, "a producer and two consumer warpgroups, got %d threads", k->block);
+    cr_assert_eq(k->params.wgmma, 1);
+    cr_assert_eq(k->params.tile_m, 128);
+    cr_assert(k->dyn_smem_bytes > 4 * 1024 && k->dyn_smem_bytes <= 227 * 1024, "smem %d", k->dyn_smem_bytes);
+    char log[4096];
+    cr_assert(assemble(t, log, sizeof log), "ptxas refused the wgmma PTX:\n%s", log);
+    ic_ptx_module_destroy(m);
+    static const int cases[][3] = { { 80, 0, 0 }, { 90, -1, 0 }, { 90, 0, -1 } }; /* sm, option, param */
+    for (int i = 0; i < 3; i++) {
+        t = gemm_ptx(c, "bf16", cases[i][0], cases[i][1], cases[i][2], &m);
+        cr_assert(!strstr(t, "wgmma") && !strstr(t, "sm_90a") && strstr(t, "mma.sync.aligned.m16n8k16"),
+                  "case %d: expected mma.sync", i);
+        cr_assert_eq(ic_ptx_module_kernel(m, 0)->params.wgmma, -1);
+        ic_ptx_module_destroy(m);
+    }
+    t = gemm_ptx(c, "f32", 90, 0, 0, &m);
+    cr_assert(!strstr(t, "wgmma"), "f32 took wgmma");
+    ic_ptx_module_destroy(m);
+    /* forced where the heuristic says no (sm_80): the module targets sm_90a */
+    t = gemm_ptx(c, "f16", 80, 0, 1, &m);
+    cr_assert(strstr(t, ".target sm_90a") && strstr(t, "wgmma.mma_async"), "forced wgmma missing");
+    ic_ptx_module_destroy(m);
+    ic_ctx_destroy(c);
+}
+
+Test(ptx, bad_wgmma_params_are_refused)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("a", "bf16", "[128,64]") "," IN("b", "bf16", "[64,128]"),
+                                      "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'"));
+    ic_program *p = program(c, g, true);
+    ic_ptx_module *m = NULL;
+    ic_ptx_params pp = { .wgmma = 2 };
+    ict_assert_error(c, ic_ptx_emit(c, p, NULL, &pp, &m), IC_EINVAL, "gpu_matmul", "wgmma must be -1, 0 or 1");
+    cr_assert_null(m);
+    /* tiles wgmma cannot take fall back to mma.sync rather than fail */
+    pp = (ic_ptx_params){ .wgmma = 1, .tile_m = 64, .tile_n = 32 };
+    cr_assert_eq(ic_ptx_emit(c, p, NULL, &pp, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert(!strstr(ic_ptx_module_text(m), "wgmma"));
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
 }
 
 Test(ptx, rows_split_across_blocks)

@@ -1,0 +1,87 @@
+/* pgemm-impl.h - what gemm.c (tiled GEMMs: mma.sync, FFMA) shares with wgmma.c (Hopper
+ * warpgroup GEMMs): the recognised contraction, its operands, and the code-generation context. */
+#ifndef IC_PGEMM_IMPL_H
+#define IC_PGEMM_IMPL_H
+
+#include "ptx-impl.h"
+
+enum { LD_FAST16, LD_ELEM4, LD_GENERIC };
+
+#define IC__GEMM_MAXCHAIN 16      /* instructions of a producer fused into an operand */
+
+typedef struct {
+    int buf;
+    ic_dtype dt;                  /* buffer dtype */
+    int64_t c0, so, sk;           /* offset = c0 + batch + so * o + sk * k */
+    int64_t cb[IC_MAX_RANK];      /* batch coefficients, per batch dim */
+    int64_t O;                    /* extent of o (M or N) */
+    bool kmajor;                  /* shared tile rows are o (k contiguous) */
+    bool ofull, kfull;            /* every tile is whole along o / along k: no edge checks */
+    int mode;                     /* LD_* */
+    int R, C;                     /* shared tile: R rows of C elements */
+    int pitch;                    /* bytes per row */
+    int es;                       /* element bytes in shared memory */
+    int off;                      /* byte offset in a stage */
+    /* (gemm.c) the value multiplied, instruction val of the REDUCE stage, computed from the
+     * LOAD ld through the chain ch[0..nch-1] (ascending, constants included): a pointwise
+     * producer fused into the operand (a cast, a scale). xform: more than the conversion of
+     * the loaded dtype to f32, so elements are loaded one by one and run through the chain on
+     * their way to shared memory (LD_GENERIC). vt: the dtype the value is exact in (f16/bf16
+     * after a cast to it, which keeps such operands on the tensor cores) */
+    int val, ld, nch, ch[IC__GEMM_MAXCHAIN];
+    bool xform;
+    ic_dtype vt;
+} ic__gop;
+
+typedef struct ic__pgemm {
+    int rs, ri;                   /* the REDUCE stage and instruction */
+    bool tc;                      /* tensor cores; else FFMA */
+    bool tc_conv;                 /* (gemm.c) f16/bf16 values made by a producer fused into an
+                                   * operand: tensor cores, but mma.sync with converting loads */
+    bool tf32;                    /* (gemm.c) f32 on tensor cores: mma.sync m16n8k8 .tf32, only
+                                   * with ic_ptx_options.allow_tf32 (FFMA otherwise) */
+    bool bf16;
+    int nmv, mv[IC_MAX_RANK];     /* loop variables merged into m, outer to inner */
+    int nv;                       /* n's loop variable, -1: N == 1 */
+    int nbv, bv[IC_MAX_RANK];     /* batch loop variables */
+    int64_t M, N, K, Bt;
+    ic__gop A, B;
+    int BM, BN, BK, WM, WN, ST, SK, threads;
+    int64_t tm, tn, ntiles, kchunk; /* tiles along m and n, tiles in all, k per split */
+    int stage_bytes, smem, flag_off;
+    int nacc;                     /* accumulators per thread */
+    bool wg;                      /* Hopper warpgroup MMAs (wgmma.c) */
+    int wgc;                      /* wgmma: consumer warpgroups, 64 rows of the tile each */
+    int bar_off;                  /* wgmma: byte offset of the mbarriers (full[ST], empty[ST]) */
+} ic__pgemm;
+
+typedef struct {
+    ic__pg *G;
+    const ic__pgemm *g;
+    LLVMValueRef smem;            /* base of the dynamic shared memory (i8) */
+    LLVMValueRef tid;             /* i32 */
+    LLVMValueRef bbase[2];        /* i64 batch part of A's and B's offsets */
+    LLVMValueRef m0, n0;          /* i64 tile origin */
+    LLVMValueRef kbeg, kend;      /* i64 this block's k range */
+    LLVMValueRef *acc;            /* [nacc] f32 allocas */
+} ic__gctx;
+
+/* gemm.c, for wgmma.c */
+IC_HIDDEN LLVMValueRef ic__pgemm_asm(ic__pg *G, LLVMTypeRef ret, const char *text, const char *cons,
+                                     LLVMValueRef *args, int n, bool side);
+IC_HIDDEN LLVMValueRef ic__pgemm_smem_ptr(ic__gctx *X, LLVMValueRef byte);
+IC_HIDDEN LLVMValueRef ic__pgemm_smem_u32(ic__pg *G, LLVMValueRef p);
+IC_HIDDEN LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, const ic__pgemm *g);
+/* The block's tile origin (X->m0, n0), batch offsets (bbase) and k range (kbeg, kend) for
+ * block index bid; returns the tile index. */
+IC_HIDDEN LLVMValueRef ic__pgemm_block_setup(ic__gctx *X, LLVMValueRef *split);
+/* Runs the BODY stages for output row m and columns n .. n+nl-1 holding accumulators v. */
+IC_HIDDEN void ic__pgemm_epilogue_at(ic__gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v);
+
+/* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, pl's grid
+ * filled); false leaves g alone. */
+IC_HIDDEN bool ic__wgmma_plan(const ic_kernel *k, const ic_ptx_params *in, int sm, int nsms,
+                              ic__pgemm *g);
+IC_HIDDEN void ic__pgen_wgmma(ic__pg *G);
+
+#endif
