@@ -13,12 +13,13 @@ export CUDA_CACHE_PATH="/tmp/ic-jit-cache-$$"   # a cold driver JIT cache for th
 export IC_SOURCE_DIR="$PWD"
 rc=0
 echo "== GPU tests =="
-for t in "$B/Runtime_test_cuda"; do
+for t in "$B/Runtime_test_cuda" "$B/Runtime_test_tf32_cuda"; do
     [ -x "$t" ] || { echo "missing $t"; rc=1; continue; }
-    "$t" --jobs 4 > "$O/tests.txt" 2>&1
-    grep -E -A3 "Assertion|CRASH" "$O/tests.txt" | head -80
-    grep -E "FAIL|SKIP|WARN|Synthesis" "$O/tests.txt" | head -40
-    [ "$(grep -c '\[FAIL\]' "$O/tests.txt")" = 0 ] || rc=1
+    log="$O/tests-$(basename "$t").txt"
+    "$t" --jobs 4 > "$log" 2>&1
+    grep -E -A3 "Assertion|CRASH" "$log" | head -80
+    grep -E "FAIL|SKIP|WARN|Synthesis" "$log" | head -40
+    [ "$(grep -c '\[FAIL\]' "$log")" = 0 ] || rc=1
 done
 echo "== ic benchmarks =="
 if [ -x "$B/bench_gpu" ]; then

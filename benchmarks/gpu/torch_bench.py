@@ -98,6 +98,16 @@ def gemms():
         ms = time_ms(fn, a, 20)
         print(f"torch eager (cuBLAS) {name}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
         emit(bench=f"cublas_{name}", ms=ms, tflops=flops / ms / 1e9)
+    # the same f32 GEMMs with TF32 allowed (ic's --allow-tf32 counterpart), cuBLAS only
+    torch.backends.cuda.matmul.allow_tf32 = True
+    for name, fn, a, flops in cases:
+        if "f32" not in name:
+            continue
+        tname = name.replace("f32", "f32_tf32")
+        ms = time_ms(fn, a, 20)
+        print(f"torch eager (cuBLAS, TF32) {tname}: {ms:.3f} ms {flops / ms / 1e9:.1f} TFLOP/s", flush=True)
+        emit(bench=f"cublas_{tname}", ms=ms, tflops=flops / ms / 1e9)
+    torch.backends.cuda.matmul.allow_tf32 = False
     # max-autotune compiles for a while each: the linear (the target) first
     for name, fn, a, flops in sorted(cases, key=lambda c: not c[0].startswith("linear")):
         try:

@@ -41,7 +41,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* 16-byte copies possible, and which dim is contiguous */
 static bool copyable(const ic__gop *x, int nbv, bool *kmajor)
 {
-    if (x->c0 % 8)
+    if (x->xform || x->c0 % 8) /* a fused producer to apply: gemm.c's converting loads */
         return false;
     for (int i = 0; i < nbv; i++)
         if (x->cb[i] % 8)
