@@ -90,6 +90,7 @@ static bool stage_ptx(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const in
     if (ok && fusion) {
         ic_fuse_options fo;
         ic_fuse_options_init(&fo);
+        fo.stash_norm_rows = false; /* as the CUDA runtime fuses */
         ok = ic_fuse(c, loops, &fo, &fused) == IC_OK;
     }
     ok = ok && ic_ptx_emit(c, fused ? fused : loops, NULL, NULL, &m) == IC_OK;

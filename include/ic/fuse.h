@@ -35,6 +35,12 @@ typedef struct ic_fuse_options {
     int max_inline_ops;           /* a pointwise value read by several kernels is materialised
                                    * once its inlined expression has more ops than this (32) */
     const char *prefix;           /* kernel name prefix ("cpu_") */
+    bool stash_norm_rows;         /* softmax and layer_norm store a per-element intermediate
+                                   * (exp(x - max), a computed input) in their output between
+                                   * passes and re-read it from cache instead of recomputing
+                                   * it (true: CPUs, where exp costs more than a cached load;
+                                   * the GPU backend sets false: its rows stay in registers and
+                                   * the extra global write would cost bandwidth) */
 } ic_fuse_options;
 
 /* The defaults above. */

@@ -30,6 +30,7 @@ void ic_fuse_options_init(ic_fuse_options *o)
     o->collapse_dims = true;
     o->max_inline_ops = 32;
     o->prefix = "cpu_";
+    o->stash_norm_rows = true;
 }
 
 typedef struct {
@@ -322,6 +323,7 @@ static ic__sched sched_of(const fz *f)
     s.out_group = f->ogrp;
     s.prefix = f->o->prefix ? f->o->prefix : "cpu_";
     s.emulate_casts = f->o->emulate_precision_casts;
+    s.stash_rows = f->o->stash_norm_rows;
     return s;
 }
 

@@ -45,9 +45,13 @@ static bool has_feature(const char *features, const char *name)
 
 LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t)
 {
+    /* small code model, position independent: constants are rip-relative loads the loops keep
+     * in registers (the JIT's default large model materialises each address with a movabs,
+     * reloaded inside loops); PIC because JITLink may place code and data more than 2 GB
+     * apart, which the small model's absolute 32-bit fixups cannot reach */
     return LLVMCreateTargetMachine(t->target, t->triple, t->cpu, t->features,
-                                   LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                   LLVMCodeModelJITDefault);
+                                   LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                   LLVMCodeModelSmall);
 }
 
 static char *dup_llvm(ic_ctx *c, char *s)

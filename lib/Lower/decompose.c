@@ -103,7 +103,8 @@ static bool is_softmax(const ic_node *n)
  * the same index in the row pass, which comes after every pass that reads it. */
 static int stash_buf(const ic__gen *G, ic_value v, const ic_node *n)
 {
-    if (ic__node_class(n) != IC__CL_NORM || n->info.op == IC_OP_RMS_NORM || !ic__computed_here(G, v))
+    if (!G->s->stash_rows || ic__node_class(n) != IC__CL_NORM || n->info.op == IC_OP_RMS_NORM ||
+        !ic__computed_here(G, v))
         return -1;
     int b = G->p->node_buf[v];
     if (b < 0)

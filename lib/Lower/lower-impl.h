@@ -50,6 +50,8 @@ typedef struct ic__sched {
     const char *prefix;       /* kernel name prefix, "cpu_" */
     bool emulate_casts;       /* round inlined f16/bf16 values as if they had been stored */
     bool collapse;            /* merge adjacent loop dims where no index needs div/mod for it */
+    bool stash_rows;          /* softmax / layer_norm keep per-element intermediates in their
+                               * output between passes (ic_fuse_options.stash_norm_rows) */
 } ic__sched;
 
 /* Nodes some output depends on (live[v]); callers free with ic__free. */

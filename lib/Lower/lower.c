@@ -373,6 +373,7 @@ ic_status ic__lower_unfused(ic_ctx *c, const ic_graph *g, const char *reason, co
     s.prefix = prefix ? prefix : "cpu_";
     s.emulate_casts = true;
     s.collapse = true;
+    s.stash_rows = true;
     if (!st)
         st = ic__program_build(c, g, &s, out);
     for (int i = 0; why && i < n + nout; i++)

@@ -139,6 +139,7 @@ static ic_status var_create(ic_cuda_compiled *cc, const int64_t *vals, ic__cvar 
     ic_fuse_options_init(&fo);
     fo.no_fusion = cc->o.no_fusion;
     fo.prefix = "gpu_";
+    fo.stash_norm_rows = false;
     s = ic_fuse(c, loops, &fo, &v->p);
     ic_program_destroy(loops);
     if (s)
