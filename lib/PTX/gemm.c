@@ -271,7 +271,7 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
         /* measured on H100 (4096^3 bf16): 128 x 128 x 64, 3 stages, 2 x 4 warps the best of
          * the sweep in benchmarks/gpu (385 TFLOP/s against 345 for 128 x 128 x 32, 4 stages) */
         g.BK = in->tile_k ? in->tile_k : g.K >= 256 ? 64 : 32;
-        g.WM = in->warps_m ? in->warps_m : g.BM / 64;
+        g.WM = in->warps_m ? in->warps_m : g.BM >= 64 ? g.BM / 64 : 1; /* tile_m 16 or 32: one warp along m */
         g.WN = in->warps_n ? in->warps_n : g.BN / 32;
         g.ST = in->stages ? in->stages : g.BK == 64 ? 3 : 4;
         if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
@@ -290,7 +290,7 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
         g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
         g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
         g.BK = in->tile_k ? in->tile_k : g.K >= 256 ? 32 : 16;
-        g.WM = in->warps_m ? in->warps_m : g.BM / 64;
+        g.WM = in->warps_m ? in->warps_m : g.BM >= 64 ? g.BM / 64 : 1; /* tile_m 16 or 32: one warp along m */
         g.WN = in->warps_n ? in->warps_n : g.BN / 32;
         g.ST = in->stages ? in->stages : g.BK == 32 ? 3 : 4;
         if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)

@@ -422,6 +422,7 @@ static void ptx_cases(case_group g, case_fn f)
             { .tile_m = 64, .tile_n = 64, .warps_m = 2, .warps_n = 2, .stages = 3 },
             { .tile_m = 128, .tile_n = 64, .tile_k = 64, .warps_m = 4, .warps_n = 1, .stages = 2 },
             { .tile_m = 32, .tile_n = 128, .warps_m = 1, .warps_n = 8, .split_k = 2 },
+            { .tile_m = 32, .tile_n = 64 }, /* warps from the heuristic for a short tile */
             { .mode = IC_PTX_ROW },
         };
         static const ic_ptx_params ff[] = {
