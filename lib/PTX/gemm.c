@@ -247,6 +247,34 @@ static ic_status bad(ic_ctx *c, const ic_kernel *k, const char *what)
     return ic__error(c, IC_EINVAL, "ptx: kernel '%s': bad GEMM params: %s", k->name ? k->name : "?", what);
 }
 
+/* Tiles and warps of the tensor-core GEMMs: mma.sync m16n8k16 (f16/bf16) or m16n8k8 (TF32),
+ * k steps ks of 16 or 8. Measured on H100 (4096^3 bf16): 128 x 128 x 64, 3 stages, 2 x 4 warps
+ * the best of the sweep in benchmarks/gpu (385 TFLOP/s against 345 for 128 x 128 x 32, 4
+ * stages); an f32 tile is twice the bytes of a bf16 one, so TF32 takes tile_k 32: 3 stages of
+ * 128 x 128 x 32 are 106 KB (two blocks an SM). */
+static ic_status plan_warps(ic_ctx *c, const ic_kernel *k, const ic_ptx_params *in, ic__pgemm *g)
+{
+    int ks = g->tf32 ? 8 : 16, pn = g->tf32 ? 8 : 16; /* k step; smallest n piece of a warp */
+    g->BM = in->tile_m ? in->tile_m : g->M <= 64 ? 64 : 128;
+    g->BN = in->tile_n ? in->tile_n : g->N <= 64 ? 64 : 128;
+    g->BK = in->tile_k ? in->tile_k : g->K >= 256 ? 4 * ks : 2 * ks;
+    g->WM = in->warps_m ? in->warps_m : g->BM >= 64 ? g->BM / 64 : 1; /* tile_m 16 or 32: one warp along m */
+    g->WN = in->warps_n ? in->warps_n : g->BN / 32;
+    g->ST = in->stages ? in->stages : g->BK == 4 * ks ? 3 : 4;
+    if (!is_pow2(g->BM) || g->BM < 16 || g->BM > 256 || !is_pow2(g->BN) || g->BN < 16 || g->BN > 256)
+        return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
+    if (g->BK != ks && g->BK != 2 * ks && g->BK != 4 * ks)
+        return bad(c, k, g->tf32 ? "tile_k must be 8, 16 or 32 for TF32" : "tile_k must be 16, 32 or 64 for tensor cores");
+    if (!is_pow2(g->WM) || !is_pow2(g->WN) || g->WM * g->WN > 16 || g->BM % (g->WM * 16) || g->BN % (g->WN * pn))
+        return bad(c, k, g->tf32 ? "warps must split the tile into pieces of at least 16 x 8 (16 warps at most)"
+                                 : "warps must split the tile into pieces of at least 16 x 16 (16 warps at most)");
+    g->threads = g->WM * g->WN * 32;
+    g->nacc = (g->BM / g->WM / 16) * (g->BN / g->WN / 8) * 4;
+    if (g->nacc > 128)
+        return bad(c, k, "more than 128 accumulators a thread");
+    return IC_OK;
+}
+
 ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
                          int nsms, int sm, bool forced, ic__pplan *pl, bool *is_gemm)
 {
@@ -261,48 +289,14 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     /* tiny outputs (dot products, matrix-vector) are row reductions */
     if (!forced && g.M * g.N < 64)
         return IC_OK;
-    if (g.tc && ic__wgmma_plan(k, in, sm, nsms, &g))
+    if (g.tc && ic__wgmma_plan(in, sm, nsms, &g))
         goto store;
     g.tc |= g.tc_conv;
     g.tf32 = !g.tc && pl->allow_tf32;
-    if (g.tc) {
-        g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
-        g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
-        /* measured on H100 (4096^3 bf16): 128 x 128 x 64, 3 stages, 2 x 4 warps the best of
-         * the sweep in benchmarks/gpu (385 TFLOP/s against 345 for 128 x 128 x 32, 4 stages) */
-        g.BK = in->tile_k ? in->tile_k : g.K >= 256 ? 64 : 32;
-        g.WM = in->warps_m ? in->warps_m : g.BM >= 64 ? g.BM / 64 : 1; /* tile_m 16 or 32: one warp along m */
-        g.WN = in->warps_n ? in->warps_n : g.BN / 32;
-        g.ST = in->stages ? in->stages : g.BK == 64 ? 3 : 4;
-        if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
-            return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
-        if (g.BK != 16 && g.BK != 32 && g.BK != 64)
-            return bad(c, k, "tile_k must be 16, 32 or 64 for tensor cores");
-        if (!is_pow2(g.WM) || !is_pow2(g.WN) || g.WM * g.WN > 16 || g.BM % (g.WM * 16) || g.BN % (g.WN * 16))
-            return bad(c, k, "warps must split the tile into pieces of at least 16 x 16 (16 warps at most)");
-        g.threads = g.WM * g.WN * 32;
-        g.nacc = (g.BM / g.WM / 16) * (g.BN / g.WN / 8) * 4;
-        if (g.nacc > 128)
-            return bad(c, k, "more than 128 accumulators a thread");
-    } else if (g.tf32) {
-        /* the tensor-core tiling in k steps of 8; an f32 tile is twice the bytes of a bf16
-         * one, so tile_k 32: 3 stages of 128 x 128 x 32 take 106 KB (two blocks an SM) */
-        g.BM = in->tile_m ? in->tile_m : g.M <= 64 ? 64 : 128;
-        g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
-        g.BK = in->tile_k ? in->tile_k : g.K >= 256 ? 32 : 16;
-        g.WM = in->warps_m ? in->warps_m : g.BM >= 64 ? g.BM / 64 : 1; /* tile_m 16 or 32: one warp along m */
-        g.WN = in->warps_n ? in->warps_n : g.BN / 32;
-        g.ST = in->stages ? in->stages : g.BK == 32 ? 3 : 4;
-        if (!is_pow2(g.BM) || g.BM < 16 || g.BM > 256 || !is_pow2(g.BN) || g.BN < 16 || g.BN > 256)
-            return bad(c, k, "tile_m and tile_n must be powers of two in 16..256");
-        if (g.BK != 8 && g.BK != 16 && g.BK != 32)
-            return bad(c, k, "tile_k must be 8, 16 or 32 for TF32");
-        if (!is_pow2(g.WM) || !is_pow2(g.WN) || g.WM * g.WN > 16 || g.BM % (g.WM * 16) || g.BN % (g.WN * 8))
-            return bad(c, k, "warps must split the tile into pieces of at least 16 x 8 (16 warps at most)");
-        g.threads = g.WM * g.WN * 32;
-        g.nacc = (g.BM / g.WM / 16) * (g.BN / g.WN / 8) * 4;
-        if (g.nacc > 128)
-            return bad(c, k, "more than 128 accumulators a thread");
+    if (g.tc || g.tf32) {
+        ic_status st = plan_warps(c, k, in, &g);
+        if (st)
+            return st;
     } else {
         g.BM = in->tile_m ? in->tile_m : g.M <= 32 ? 32 : g.M <= 64 ? 64 : 128;
         g.BN = in->tile_n ? in->tile_n : g.N <= 64 ? 64 : 128;
@@ -585,6 +579,29 @@ static LLVMValueRef chain_value(gctx *X, const ic__gop *x, LLVMValueRef raw, boo
     return G->vals[bits16 ? st->instr[x->val].a : x->val].v[0];
 }
 
+/* The global address of a 16-byte chunk of operand x starting at (o, k), E elements, at a
+ * tile edge: *nbytes (i32) gets the bytes of it that exist (the elements left along the
+ * contiguous dim, 0 when the other dim is out of range); a chunk with none reads from the
+ * operand's origin, so that the address stays valid. */
+LLVMValueRef ic__pgemm_edge_chunk(gctx *X, const ic__gop *x, int which, LLVMValueRef o, LLVMValueRef k, int E,
+                                  LLVMValueRef *nbytes)
+{
+    ic__pg *G = X->G;
+    LLVMValueRef avail, inr;
+    if (x->kmajor) {
+        avail = LLVMBuildSub(G->b, X->kend, k, "");
+        inr = slt(G, o, I64(G, x->O));
+    } else {
+        avail = LLVMBuildSub(G->b, I64(G, x->O), o, "");
+        inr = slt(G, k, X->kend);
+    }
+    avail = smax64(G, smin64(G, avail, I64(G, E)), I64(G, 0));
+    avail = sel(G, inr, avail, I64(G, 0));
+    LLVMValueRef ok = LLVMBuildICmp(G->b, LLVMIntSGT, avail, I64(G, 0), "");
+    *nbytes = LLVMBuildTrunc(G->b, mul(G, avail, I64(G, x->es)), G->t_i32, "");
+    return gaddr(X, x, which, sel(G, ok, o, I64(G, 0)), sel(G, ok, k, I64(G, 0)));
+}
+
 /* Copies tile k0.. of operand x into stage buffer `sbase` (i32 byte offset). */
 static void load_operand(gctx *X, const ic__gop *x, int which, LLVMValueRef sbase, LLVMValueRef k0)
 {
@@ -617,20 +634,9 @@ static void load_operand(gctx *X, const ic__gop *x, int which, LLVMValueRef sbas
                 ic__pg_endif(G, cont);
                 continue;
             }
-            /* elements available along the contiguous dim, and the other dim in range */
-            LLVMValueRef avail, inr;
-            if (x->kmajor) {
-                avail = LLVMBuildSub(b, X->kend, k, "");
-                inr = slt(G, o, I64(G, x->O));
-            } else {
-                avail = LLVMBuildSub(b, I64(G, x->O), o, "");
-                inr = slt(G, k, X->kend);
-            }
-            avail = smax64(G, smin64(G, avail, I64(G, E)), I64(G, 0));
-            avail = sel(G, inr, avail, I64(G, 0));
-            LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSGT, avail, I64(G, 0), "");
-            LLVMValueRef src = gaddr(X, x, which, sel(G, ok, o, I64(G, 0)), sel(G, ok, k, I64(G, 0)));
-            cp_async(X, dst, src, 16, LLVMBuildTrunc(b, mul(G, avail, I64(G, x->es)), G->t_i32, ""));
+            LLVMValueRef nbytes;
+            LLVMValueRef src = ic__pgemm_edge_chunk(X, x, which, o, k, E, &nbytes);
+            cp_async(X, dst, src, 16, nbytes);
             ic__pg_endif(G, cont);
         }
         return;
@@ -993,14 +999,15 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
 
 static LLVMValueRef dynamic_smem(ic__pg *G, const ic__pgemm *g)
 {
-    if (G->emu) { /* blocks run one at a time: a plain array of the module */
+    if (G->emu) { /* blocks run one at a time: a plain array of the module, aligned as
+                   * wgmma's 128B-swizzled stages need */
         char name[300];
         snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(G->fn));
         LLVMTypeRef at = LLVMArrayType2(G->t_i8, (uint64_t)g->smem + 16);
         LLVMValueRef gv = LLVMAddGlobal(G->mod, at, name);
         LLVMSetLinkage(gv, LLVMInternalLinkage);
         LLVMSetInitializer(gv, LLVMConstNull(at));
-        LLVMSetAlignment(gv, 16);
+        LLVMSetAlignment(gv, 1024);
         return gv;
     }
     LLVMValueRef gv = LLVMGetNamedGlobal(G->mod, "ic_dyn_smem");

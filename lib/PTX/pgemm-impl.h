@@ -75,13 +75,16 @@ IC_HIDDEN LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, const ic__pgemm *g);
 /* The block's tile origin (X->m0, n0), batch offsets (bbase) and k range (kbeg, kend) for
  * block index bid; returns the tile index. */
 IC_HIDDEN LLVMValueRef ic__pgemm_block_setup(ic__gctx *X, LLVMValueRef *split);
+/* The global address of the 16-byte chunk (E elements) of operand x at (o, k) on a tile edge,
+ * with in *nbytes the bytes of it that exist (cp.async zero-fills the rest). */
+IC_HIDDEN LLVMValueRef ic__pgemm_edge_chunk(ic__gctx *X, const ic__gop *x, int which, LLVMValueRef o,
+                                            LLVMValueRef k, int E, LLVMValueRef *nbytes);
 /* Runs the BODY stages for output row m and columns n .. n+nl-1 holding accumulators v. */
 IC_HIDDEN void ic__pgemm_epilogue_at(ic__gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v);
 
-/* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, pl's grid
- * filled); false leaves g alone. */
-IC_HIDDEN bool ic__wgmma_plan(const ic_kernel *k, const ic_ptx_params *in, int sm, int nsms,
-                              ic__pgemm *g);
+/* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, its
+ * tiles, stages and shared layout filled); false leaves g alone. */
+IC_HIDDEN bool ic__wgmma_plan(const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g);
 IC_HIDDEN void ic__pgen_wgmma(ic__pg *G);
 
 #endif

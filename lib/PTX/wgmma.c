@@ -81,9 +81,8 @@ static bool pick_tile(const ic_ptx_params *in, const ic__pgemm *g, int nsms, int
     return (*BM == 64 || *BM == 128) && (*BN == 64 || *BN == 128 || *BN == 256);
 }
 
-bool ic__wgmma_plan(const ic_kernel *k, const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g)
+bool ic__wgmma_plan(const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g)
 {
-    (void)k;
     bool ka, kb;
     int BM, BN;
     bool forced = in->wgmma > 0;
@@ -136,20 +135,12 @@ static LLVMValueRef I64(ic__pg *G, int64_t v) { return ic__pg_i64(G, v); }
 static LLVMValueRef add(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(G->b, a, b, ""); }
 static LLVMValueRef mul(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(G->b, a, b, ""); }
 static LLVMValueRef slt(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(G->b, LLVMIntSLT, a, b, ""); }
-static LLVMValueRef sel(ic__pg *G, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(G->b, c, a, b, ""); }
 static LLVMValueRef z64(ic__pg *G, LLVMValueRef a) { return LLVMBuildZExt(G->b, a, G->t_i64, ""); }
-
-static LLVMValueRef clamp64(ic__pg *G, LLVMValueRef v, int64_t lo, int64_t hi)
-{
-    v = sel(G, slt(G, v, I64(G, lo)), I64(G, lo), v);
-    return sel(G, slt(G, I64(G, hi), v), I64(G, hi), v);
-}
 
 typedef struct {
     ic__gctx X;
     LLVMValueRef base;            /* i32 shared address of stage 0 (1024-aligned) */
     LLVMValueRef wtid;            /* i32 thread in its warpgroup */
-    LLVMValueRef esmem;           /* emulator: the shared memory (shared addresses are offsets) */
 } wctx;
 
 static void asm0(ic__pg *G, const char *text, const char *cons, LLVMValueRef *a, int n)
@@ -161,7 +152,7 @@ static void asm0(ic__pg *G, const char *text, const char *cons, LLVMValueRef *a,
 /* Emulator: host pointer of shared address a. */
 static LLVMValueRef sptr(wctx *W, LLVMValueRef a)
 {
-    return LLVMBuildGEP2(W->X.G->b, W->X.G->t_i8, W->esmem, &a, 1, "");
+    return LLVMBuildGEP2(W->X.G->b, W->X.G->t_i8, W->X.smem, &a, 1, "");
 }
 
 static LLVMValueRef emu_call(wctx *W, const char *fn, LLVMTypeRef ret, LLVMValueRef *a, int n)
@@ -247,25 +238,9 @@ static LLVMValueRef chunk_src(wctx *W, const ic__gop *x, int which, LLVMValueRef
                               LLVMValueRef *nbytes)
 {
     ic__pg *G = W->X.G;
-    const ic__pgemm *g = W->X.g;
-    LLVMValueRef ok = NULL;
-    if (x->ofull && x->kfull) {
-        *nbytes = I32(G, 16);
-    } else {
-        LLVMValueRef avail, inr;
-        if (x->kmajor) {
-            avail = LLVMBuildSub(G->b, I64(G, g->K), k, "");
-            inr = slt(G, o, I64(G, x->O));
-        } else {
-            avail = LLVMBuildSub(G->b, I64(G, x->O), o, "");
-            inr = slt(G, k, I64(G, g->K));
-        }
-        avail = sel(G, inr, clamp64(G, avail, 0, 8), I64(G, 0));
-        ok = LLVMBuildICmp(G->b, LLVMIntSGT, avail, I64(G, 0), "");
-        *nbytes = LLVMBuildTrunc(G->b, mul(G, avail, I64(G, 2)), G->t_i32, "");
-        o = sel(G, ok, o, I64(G, 0));
-        k = sel(G, ok, k, I64(G, 0));
-    }
+    if (!(x->ofull && x->kfull))
+        return ic__pgemm_edge_chunk(&W->X, x, which, o, k, 8, nbytes);
+    *nbytes = I32(G, 16);
     LLVMValueRef off = add(G, W->X.bbase[which], add(G, mul(G, o, I64(G, x->so)), mul(G, k, I64(G, x->sk))));
     return LLVMBuildGEP2(G->b, ic__pg_mem_type(G, x->dt), G->bufptr[x->buf], &off, 1, "");
 }
@@ -301,7 +276,7 @@ static LLVMValueRef stage_of(ic__pg *G, LLVMValueRef it, int ST, LLVMValueRef *p
     return LLVMBuildTrunc(G->b, s, G->t_i32, "");
 }
 
-/* A counted loop `for (it = 0; it < n; it++)`: returns it; ic__wg_loop_end closes it. */
+/* A counted loop `for (it = 0; it < n; it++)`: returns it; loop_end closes it. */
 typedef struct {
     LLVMValueRef slot;
     LLVMBasicBlockRef head, done;
@@ -427,7 +402,7 @@ static void wgmma(wctx *W, LLVMValueRef da, LLVMValueRef db, LLVMValueRef *acc)
             LLVMValueRef ix = I32(G, i);
             LLVMBuildStore(G->b, acc[i], LLVMBuildGEP2(G->b, G->t_f32, buf, &ix, 1, ""));
         }
-        LLVMValueRef a[9] = { W->esmem, da, db, I32(G, g->BN), I32(G, !g->A.kmajor), I32(G, !g->B.kmajor),
+        LLVMValueRef a[9] = { W->X.smem, da, db, I32(G, g->BN), I32(G, !g->A.kmajor), I32(G, !g->B.kmajor),
                               I32(G, g->bf16), W->wtid, buf };
         emu_call(W, "ic__emu_wgmma", G->t_void, a, 9);
         for (int i = 0; i < n; i++) {
@@ -541,8 +516,7 @@ void ic__pgen_wgmma(ic__pg *G)
     W.X.G = G;
     W.X.g = g;
     W.X.tid = G->tid;
-    if (!G->emu)
-        W.X.smem = ic__pgemm_dynamic_smem(G, g);
+    W.X.smem = ic__pgemm_dynamic_smem(G, g);
     LLVMValueRef accs[128];
     W.X.acc = accs;
     for (int i = 0; i < g->nacc; i++) {
@@ -551,14 +525,7 @@ void ic__pgen_wgmma(ic__pg *G)
     }
     LLVMValueRef split;
     (void)ic__pgemm_block_setup(&W.X, &split);
-    if (G->emu) { /* blocks run one at a time: a plain array; shared addresses are offsets */
-        char name[300];
-        snprintf(name, sizeof name, "%s_wgsmem", LLVMGetValueName(G->fn));
-        LLVMTypeRef at = LLVMArrayType2(G->t_i8, (uint64_t)g->smem);
-        W.esmem = LLVMAddGlobal(G->mod, at, name);
-        LLVMSetLinkage(W.esmem, LLVMInternalLinkage);
-        LLVMSetInitializer(W.esmem, LLVMConstNull(at));
-        LLVMSetAlignment(W.esmem, 1024);
+    if (G->emu) { /* shared addresses are offsets into the emulator's array */
         W.base = I32(G, 0);
     } else {
         LLVMValueRef raw = ic__pgemm_smem_u32(G, ic__pgemm_smem_ptr(&W.X, I32(G, 0)));

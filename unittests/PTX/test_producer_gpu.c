@@ -16,39 +16,8 @@
 #include "ic/fuse.h"
 #include "ic/ptx.h"
 #include "ptx_cases.h"
+#include "ptxas.h"
 
-#define PTXAS_DEFAULT "/usr/local/cuda/bin/ptxas"
-
-static const char *ptxas(void)
-{
-    const char *e = getenv("IC_PTXAS");
-    if (e && *e)
-        return access(e, X_OK) == 0 ? e : NULL;
-    return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
-}
-
-static bool assemble(const char *ptx, char *log, size_t n)
-{
-    const char *as = ptxas();
-    log[0] = 0;
-    if (!as)
-        return true;
-    const char *dir = ict_tmpdir();
-    char src[600], out[600], cmd[2000];
-    snprintf(src, sizeof src, "%s", ict_path(dir, "k.ptx"));
-    snprintf(out, sizeof out, "%s", ict_path(dir, "log.txt"));
-    ict_write_file(src, ptx, strlen(ptx));
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null > '%s' 2>&1", as, src, out);
-    int rc = system(cmd);
-    size_t len = 0;
-    char *text = ict_read_file(out, &len);
-    if (text) {
-        snprintf(log, n, "%.*s", (int)(len < n - 1 ? len : n - 1), text);
-        free(text);
-    }
-    ict_rmtree(dir);
-    return rc == 0;
-}
 
 #define MM(xdt, xs, wdt, ws, nodes) \
     "{'ic_graph':1,'name':'t','inputs':[{'name':'x','dtype':'" xdt "','shape':" xs "},{'name':'w','dtype':'" wdt \

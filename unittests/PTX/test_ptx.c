@@ -15,44 +15,8 @@
 #include "ic/fuse.h"
 #include "ic/ptx.h"
 #include "ptx_cases.h"
+#include "ptxas.h"
 #include "../LLVMGen/kbuild.h"
-
-#define PTXAS_DEFAULT "/usr/local/cuda/bin/ptxas"
-
-
-static const char *ptxas_path(void)
-{
-    const char *e = getenv("IC_PTXAS");
-    if (e && *e)
-        return access(e, X_OK) == 0 ? e : NULL;
-    return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
-}
-
-/* ptxas -arch=sm_90 (sm_90a for modules with wgmma kernels) on the text; true when it accepts
- * it. log receives its messages. */
-static bool assemble(const char *ptx, char *log, size_t n)
-{
-    const char *ptxas = ptxas_path();
-    log[0] = 0;
-    if (!ptxas)
-        return true;
-    const char *dir = ict_tmpdir();
-    char src[600], out[600], cmd[2000];
-    snprintf(src, sizeof src, "%s", ict_path(dir, "k.ptx"));
-    snprintf(out, sizeof out, "%s", ict_path(dir, "log.txt"));
-    ict_write_file(src, ptx, strlen(ptx));
-    const char *arch = strstr(ptx, ".target sm_90a") ? "sm_90a" : "sm_90";
-    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null > '%s' 2>&1", ptxas, arch, src, out);
-    int rc = system(cmd);
-    size_t len = 0;
-    char *text = ict_read_file(out, &len);
-    if (text) {
-        snprintf(log, n, "%.*s", (int)(len < n - 1 ? len : n - 1), text);
-        free(text);
-    }
-    ict_rmtree(dir);
-    return rc == 0;
-}
 
 static void free_tensors(ic_ctx *c, ic_tensor *t, int n)
 {

@@ -21,41 +21,9 @@
 #include "ic/fuse.h"
 #include "ic/ptx.h"
 #include "ptx_cases.h"
+#include "ptxas.h"
 
-#define PTXAS_DEFAULT "/usr/local/cuda/bin/ptxas"
 #define MMA_TF32 "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
-
-static const char *ptxas(void)
-{
-    const char *e = getenv("IC_PTXAS");
-    if (e && *e)
-        return access(e, X_OK) == 0 ? e : NULL;
-    return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
-}
-
-/* ptxas -arch=sm_90 on the text (true when there is no ptxas); log gets its messages. */
-static bool assemble(const char *ptx, char *log, size_t n)
-{
-    const char *as = ptxas();
-    log[0] = 0;
-    if (!as)
-        return true;
-    const char *dir = ict_tmpdir();
-    char src[600], out[600], cmd[2000];
-    snprintf(src, sizeof src, "%s", ict_path(dir, "k.ptx"));
-    snprintf(out, sizeof out, "%s", ict_path(dir, "log.txt"));
-    ict_write_file(src, ptx, strlen(ptx));
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null > '%s' 2>&1", as, src, out);
-    int rc = system(cmd);
-    size_t len = 0;
-    char *text = ict_read_file(out, &len);
-    if (text) {
-        snprintf(log, n, "%.*s", (int)(len < n - 1 ? len : n - 1), text);
-        free(text);
-    }
-    ict_rmtree(dir);
-    return rc == 0;
-}
 
 static ic_program *fused(ic_ctx *c, const ic_graph *g)
 {
