@@ -10,10 +10,7 @@
  * not, they are performance), 1 on a wrong result or an error, 2 on bad usage. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +67,7 @@ typedef struct {
     double compile_ms;   /* best wall time of ic_compile (others' load inflates the rest) */
     double compile_med_ms, compile_first_ms;
     double med_ms, min_ms;
+    double copy_med_ms, copy_min_ms; /* the copy interleaved with the runs */
     int iters;
     bool ok;             /* compiled, ran and matched */
     char err[512];       /* why not */
@@ -80,7 +78,8 @@ typedef struct {
     bool ran;
     char shape[128];     /* the binds actually used */
     double bytes;        /* args + outputs per run */
-    double copy_gbs;     /* C copy of the same traffic */
+    double copy_gbs;     /* C copy of the same traffic, median of the interleaved copies */
+    double copy_best_gbs;/* and at the fastest of them */
     double ref_ms;
     run_result r[2];     /* [0] fused, [1] unfused */
     char err[512];       /* load/alloc/reference errors */
@@ -93,7 +92,7 @@ typedef struct {
     double time_ms;      /* timing budget per configuration */
     int iters;           /* fixed count (0 = from time_ms) */
     int ncompile;        /* fused compiles per case (median reported) */
-    int threads;         /* cores the copy uses */
+    int threads;         /* cores (the report's header) */
     const char *dump;    /* --dump STAGE: print that stage of each case instead of timing */
     int dump_fusion;
 } bench_opts;
@@ -107,63 +106,48 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void sleep_ms(double ms)
-{
-    struct timespec ts = { (time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6) };
-    nanosleep(&ts, NULL);
-}
-
-/* libomp's workers spin for KMP_BLOCKTIME (200 ms) after a parallel region: on two cores
- * they would steal a core from the copy. The copy waits until they have gone to sleep. */
-static double last_omp_ms = -1e9;
-
-static void wait_omp_idle(void)
-{
-    double idle = now_ms() - last_omp_ms;
-    if (idle < 300)
-        sleep_ms(300 - idle);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
+/* Median of v[0..n) (sorts v). */
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* ---- the STREAM-like copy: pthreads over all cores, workers spinning between reps ---- */
-
-/* One step of a spin-wait. After a while it yields: when someone else's process holds the
- * other core, the thread we wait for may be queued behind us on this one. */
-static inline void cpu_relax(unsigned *spins)
+static double min_of(const double *v, int n)
 {
-    if (++*spins > 4000) {
-        sched_yield();
-        return;
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
 }
+
+/* ---- the STREAM-like copy, on the kernels' own OpenMP team ----
+ *
+ * The copy forks libomp's team through __kmpc_fork_call, as the generated kernels do: the
+ * same threads, the same fork/join, and no second pool of threads spinning against the
+ * kernels' on a small machine. (bench_cpu links libomp through libic-llvm.) */
+
+typedef struct {
+    int32_t reserved_1, flags, reserved_2, reserved_3;
+    const char *psource;
+} kmp_ident;
+typedef void (*kmp_micro)(int32_t *gtid, int32_t *btid, ...);
+extern void __kmpc_fork_call(kmp_ident *loc, int32_t argc, kmp_micro fn, ...);
+extern int omp_get_thread_num(void);
+extern int omp_get_num_threads(void);
+static kmp_ident copy_ident = { 0, 2 /* KMP_IDENT_KMPC */, 0, 0, ";bench_cpu;copy;0;0;;" };
 
 typedef struct {
     float *dst;
     const float *src;
-    size_t n;          /* floats */
-    int nthreads;
-    atomic_int gen;    /* bumped by the main thread to start a rep; -1 = exit */
-    atomic_int done;   /* workers finished with the current rep */
-} copy_pool;
-
-typedef struct {
-    copy_pool *p;
-    int id;
-} copy_worker;
+    size_t n; /* floats */
+} copy_buf;
 
 /* A plain loop, as STREAM's Copy: gcc would otherwise turn it into a memcpy call, whose
  * non-temporal stores measure something else. */
@@ -176,76 +160,71 @@ static void copy_floats(float *restrict d, const float *restrict s, size_t n)
         d[i] = s[i];
 }
 
-/* Thread id's share of the copy: 16-float (64-byte) aligned chunks. */
-static void copy_share(copy_pool *p, int id)
+/* This thread's share of the copy: 16-float (64-byte) aligned chunks. */
+static void copy_share(int32_t *gtid, int32_t *btid, copy_buf *cb)
 {
-    size_t lines = (p->n + 15) / 16, per = (lines + (size_t)p->nthreads - 1) / (size_t)p->nthreads;
-    size_t b = per * (size_t)id * 16, e = per * (size_t)(id + 1) * 16;
-    if (e > p->n)
-        e = p->n;
+    (void)gtid, (void)btid;
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+    size_t lines = (cb->n + 15) / 16, per = (lines + nt - 1) / nt;
+    size_t b = per * id * 16, e = per * (id + 1) * 16;
+    if (e > cb->n)
+        e = cb->n;
     if (b < e)
-        copy_floats(p->dst + b, p->src + b, e - b);
+        copy_floats(cb->dst + b, cb->src + b, e - b);
 }
 
-static void *copy_worker_main(void *arg)
-{
-    copy_worker *w = arg;
-    copy_pool *p = w->p;
-    int seen = 0;
-    for (;;) {
-        int g;
-        unsigned spins = 0;
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
-            cpu_relax(&spins);
-        if (g < 0)
-            return NULL;
-        seen = g;
-        copy_share(p, w->id);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
-    }
-}
-
-/* Best GB/s (bytes read + written) over reps copies of a buffer of bytes/2 into another. */
-static double copy_gbs(double bytes, int nthreads, int min_reps, double budget_ms)
+/* Two buffers of bytes/2 each, every page touched; false when out of memory. */
+static bool copy_init(copy_buf *cb, double bytes)
 {
     size_t n = (size_t)(bytes / 2 / sizeof(float));
     n = n < 16 ? 16 : (n + 15) / 16 * 16;
+    cb->n = n;
     float *src = aligned_alloc(64, n * sizeof(float)), *dst = aligned_alloc(64, n * sizeof(float));
     if (!src || !dst) {
         free(src), free(dst);
-        return NAN;
+        return false;
     }
-    for (size_t i = 0; i < n; i++) /* touch every page before timing */
+    for (size_t i = 0; i < n; i++)
         src[i] = (float)(i & 1023), dst[i] = 0;
-    copy_pool p = { dst, src, n, nthreads, 0, 0 };
-    copy_worker w[256];
-    pthread_t th[256];
-    int nt = nthreads > 256 ? 256 : nthreads, started = 1;
-    for (int i = 1; i < nt; i++, started++) {
-        w[i] = (copy_worker){ &p, i };
-        if (pthread_create(&th[i], NULL, copy_worker_main, &w[i]))
-            break;
-    }
-    p.nthreads = started;
-    double best = INFINITY, t_start = now_ms();
-    for (int rep = 1; rep <= min_reps || (now_ms() - t_start < budget_ms && rep <= 100000); rep++) {
-        atomic_store_explicit(&p.done, 0, memory_order_relaxed);
-        double t0 = now_ms();
-        atomic_store_explicit(&p.gen, rep, memory_order_release);
-        copy_share(&p, 0);
-        unsigned spins = 0;
-        while (atomic_load_explicit(&p.done, memory_order_acquire) < started - 1)
-            cpu_relax(&spins);
-        double ms = now_ms() - t0;
-        best = ms < best ? ms : best;
-    }
-    atomic_store_explicit(&p.gen, -1, memory_order_release);
-    for (int i = 1; i < started; i++)
-        pthread_join(th[i], NULL);
-    volatile float sink = dst[n - 1]; /* the copy has an observer */
+    cb->src = src, cb->dst = dst;
+    return true;
+}
+
+static void copy_free(copy_buf *cb)
+{
+    free(cb->dst), free((void *)cb->src);
+    cb->dst = NULL, cb->src = NULL;
+}
+
+static double copy_bytes(const copy_buf *cb) { return 2.0 * (double)cb->n * sizeof(float); }
+
+/* One timed copy, ms. */
+static double copy_once(copy_buf *cb)
+{
+    double t0 = now_ms();
+    __kmpc_fork_call(&copy_ident, 1, (kmp_micro)copy_share, cb);
+    double ms = now_ms() - t0;
+    volatile float sink = cb->dst[cb->n - 1]; /* the copy has an observer */
     (void)sink;
-    free(src), free(dst);
-    return 2.0 * (double)n * sizeof(float) / (best * 1e6);
+    return ms;
+}
+
+/* The machine's copy bandwidth alone (the report's header): median and best of reps. */
+static void copy_alone(double bytes, int reps, double *med_gbs, double *best_gbs)
+{
+    copy_buf cb;
+    *med_gbs = *best_gbs = NAN;
+    if (!copy_init(&cb, bytes))
+        return;
+    double ms[64];
+    reps = reps > 64 ? 64 : reps;
+    copy_once(&cb);
+    for (int k = 0; k < reps; k++)
+        ms[k] = copy_once(&cb);
+    double best = min_of(ms, reps);
+    *med_gbs = copy_bytes(&cb) / (median(ms, reps) * 1e6);
+    *best_gbs = copy_bytes(&cb) / (best * 1e6);
+    copy_free(&cb);
 }
 
 /* ---- data ---- */
@@ -454,7 +433,6 @@ static bool run_checked(ic_ctx *c, ic_compiled *cc, case_data *d, run_result *r)
     for (int i = 0; i < d->nouts; i++)
         poison(&d->outs[i]);
     ic_status s = ic_run(cc, d->nargs, d->args, d->nouts, d->outs);
-    last_omp_ms = now_ms();
     if (s)
         return CASE_ERR(r, "run: %s", ic_last_error(c));
     for (int i = 0; i < d->nouts; i++)
@@ -464,9 +442,11 @@ static bool run_checked(ic_ctx *c, ic_compiled *cc, case_data *d, run_result *r)
 }
 
 /* Compiles (ncompile times when fused, keeping the last), checks one run, then times
- * warmup + iterations. */
+ * warmup + iterations. With cb, every run is preceded by a copy of cb, timed too: kernel and
+ * copy take turns, a few milliseconds apart, so a change in what the machine's neighbours
+ * do moves both (measured apart, seconds apart, the ratio swung by 2x on a shared VM). */
 static void bench_config(ic_ctx *c, const bench_opts *o, case_data *d, int fusion, bool slow,
-                         run_result *r)
+                         copy_buf *cb, run_result *r)
 {
     ic_compile_options co;
     ic_compile_options_init(&co);
@@ -516,19 +496,26 @@ static void bench_config(ic_ctx *c, const bench_opts *o, case_data *d, int fusio
         int lo = slow ? 3 : 5;
         iters = iters < lo ? lo : iters > 2000 ? 2000 : iters;
     }
-    double *ms = malloc(sizeof *ms * (size_t)iters);
+    if (cb)
+        iters = iters / 2 > 5 ? iters / 2 : 5; /* the copies take half the budget */
+    double *ms = malloc(sizeof *ms * 2 * (size_t)iters), *cms_ = ms ? ms + iters : NULL;
     for (int k = 0; k < iters && ms && !s; k++) {
+        if (cb)
+            cms_[k] = copy_once(cb);
         double a = now_ms();
         s = ic_run(cc, d->nargs, d->args, d->nouts, d->outs);
         ms[k] = now_ms() - a;
     }
-    last_omp_ms = now_ms();
     if (!ms || s) {
         CASE_ERR(r, "run: %s", ms ? ic_last_error(c) : "out of memory");
     } else {
         r->iters = iters;
+        r->min_ms = min_of(ms, iters);
         r->med_ms = median(ms, iters);
-        r->min_ms = ms[0];
+        if (cb) {
+            r->copy_min_ms = min_of(cms_, iters);
+            r->copy_med_ms = median(cms_, iters);
+        }
         /* The timed runs wrote the outputs too: they must still be right. */
         r->ok = true;
         for (int i = 0; i < d->nouts && r->ok; i++)
@@ -571,22 +558,23 @@ static void run_case(ic_ctx *c, const bench_opts *o, case_result *cr)
         case_data_free(c, &d);
         return;
     }
-    /* The copy runs before and after the kernels, and the better one counts: a burst of
-     * someone else's work during one of them does not decide the ratio. */
-    double budget = o->quick ? 50 : 250;
-    bool layer = cr->bc->cls == CLS_LAYER; /* compute-bound: no copy to compare with */
-    cr->copy_gbs = NAN;
-    if (!layer) {
-        wait_omp_idle();
-        cr->copy_gbs = copy_gbs(cr->bytes, o->threads, 5, budget);
+    /* The copy takes turns with the runs (bench_config); a compute-bound layer has no copy to
+     * compare with. */
+    bool layer = cr->bc->cls == CLS_LAYER;
+    copy_buf cb = { 0 };
+    cr->copy_gbs = cr->copy_best_gbs = NAN;
+    bool have_copy = !layer && copy_init(&cb, cr->bytes);
+    bench_config(c, o, &d, 1, layer, have_copy ? &cb : NULL, &cr->r[0]);
+    /* the unfused runs take turns with the copy too: both configurations then find the
+     * cache in the same state (the fused one's ratio alone counts) */
+    bench_config(c, o, &d, 0, layer, have_copy ? &cb : NULL, &cr->r[1]);
+    if (have_copy && cr->r[0].ok) {
+        cr->copy_gbs = copy_bytes(&cb) / (cr->r[0].copy_med_ms * 1e6);
+        cr->copy_best_gbs = copy_bytes(&cb) / (cr->r[0].copy_min_ms * 1e6);
     }
-    bench_config(c, o, &d, 1, layer, &cr->r[0]);
-    bench_config(c, o, &d, 0, layer, &cr->r[1]);
+    if (have_copy)
+        copy_free(&cb);
     case_data_free(c, &d);
-    if (!layer) {
-        wait_omp_idle();
-        cr->copy_gbs = fmax(cr->copy_gbs, copy_gbs(cr->bytes, o->threads, 5, budget));
-    }
 }
 
 /* ---- reports ---- */
@@ -609,7 +597,7 @@ static double pct_copy(const case_result *cr)
 /* The same at the fastest run: closer to what a quiet machine gives when others are busy. */
 static double pct_copy_min(const case_result *cr)
 {
-    return case_ok(cr) ? 100 * cr->bytes / (cr->r[0].min_ms * 1e6) / cr->copy_gbs : NAN;
+    return case_ok(cr) ? 100 * cr->bytes / (cr->r[0].min_ms * 1e6) / cr->copy_best_gbs : NAN;
 }
 
 static double speedup(const case_result *cr)
@@ -631,7 +619,7 @@ static const char *why(const case_result *cr)
 
 static void print_table(FILE *f, const case_result *res, int n, double stream, bool quick)
 {
-    fprintf(f, "\nSTREAM-like copy (C loop, 2 x %d MB, all cores): %.2f GB/s\n\n",
+    fprintf(f, "\nSTREAM-like copy (C loop, 2 x %d MB, libomp team on all cores): median %.2f GB/s\n\n",
             quick ? 32 : 256, stream);
     fprintf(f, "%-18s %-11s %7s %9s %9s %7s %7s %6s %7s %9s %7s %3s/%-3s %7s\n", "case", "size",
             "MB/run", "fused ms", "min ms", "GB/s", "copy", "%copy", "(min)", "unfus ms", "speedup",
@@ -1066,9 +1054,10 @@ int main(int argc, char **argv)
     }
     double t_start = now_ms();
     cpu_sample cpu0 = cpu_now();
-    double stream = copy_gbs(o.quick ? 64e6 : 512e6, o.threads, 5, 0);
-    fprintf(stderr, "bench_cpu: %s, %d threads; STREAM-like copy %.2f GB/s\n", cpu, o.threads,
-            stream);
+    double stream, stream_best;
+    copy_alone(o.quick ? 64e6 : 512e6, 9, &stream, &stream_best);
+    fprintf(stderr, "bench_cpu: %s, %d threads; STREAM-like copy %.2f GB/s (best %.2f)\n", cpu,
+            o.threads, stream, stream_best);
     case_result res[NCASES];
     memset(res, 0, sizeof res);
     for (int i = 0; i < NCASES; i++) {
@@ -1086,7 +1075,8 @@ int main(int argc, char **argv)
                cpu, o.threads, o.quick ? " (--quick)" : "", others);
         print_table(stdout, res, NCASES, stream, o.quick);
         printf("\nGB/s: (argument + output bytes) / fused median; copy: a C copy of as many bytes"
-               "\n(read + written) in this run; %%copy: GB/s / copy, (min) the same at the fastest run;"
+               "\n(read + written), median of copies run in turn with the fused runs; %%copy: GB/s / copy,"
+               "\n(min) the same for the fastest run and the fastest copy;"
                "\nspeedup: unfused median / fused median; kf/ku: kernels fused/unfused; comp ms: "
                "best of the fused compiles.\n");
         print_targets(stdout, t, nt, o.quick);
