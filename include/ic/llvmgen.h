@@ -66,6 +66,11 @@ typedef struct ic_codegen_params {
     int64_t serial_threshold;  /* kernels touching fewer elements than this run serially */
     int64_t grain;             /* each thread's share is a multiple of this many iterations */
     int prefer_vector_bits;    /* function attribute prefer-vector-width (0 = host's widest) */
+    int prefetch_bytes;        /* software prefetch this far ahead of each streamed vector
+                                * load (0 = none; prefetch.c) */
+    int64_t stream_bytes;      /* row kernels write outputs of at least this many bytes with
+                                * non-temporal stores when they are 64-byte aligned
+                                * (0 = never; gen.c nt_plan) */
     ic_gemm_params gemm;       /* matmul-like kernels (gemm.c); zeros = heuristic */
 } ic_codegen_params;
 

@@ -423,6 +423,17 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
         a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
     }
+    if (g->p->prefetch_bytes > 0) {
+        char d[24];
+        snprintf(d, sizeof d, "%d", g->p->prefetch_bytes);
+        a = LLVMCreateStringAttribute(g->ctx, "ic-prefetch", 11, d, (unsigned)strlen(d));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+        if (g->mode == IC_KMODE_ROW && g->k->ninner > 0) { /* prefetch.c: the next row */
+            snprintf(d, sizeof d, "%lld", (long long)prod(g->k->ninner, g->k->inner));
+            a = LLVMCreateStringAttribute(g->ctx, "ic-prefetch-row", 15, d, (unsigned)strlen(d));
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+        }
+    }
     unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
 }
@@ -1036,6 +1047,154 @@ static ic_status mark_used_buffers(ic__cg *g)
     return IC_OK;
 }
 
+/* ---- non-temporal stores ----
+ *
+ * A row kernel writing a large output (layer_norm's y) reads each line of it from memory
+ * before overwriting it (the write-allocate), a third stream next to the input and the
+ * write-back: stores that bypass the cache drop it (a C layer_norm of [8192, 4096]: 72% of
+ * a copy with plain stores, 102% with non-temporal ones). They need 64-byte aligned vector
+ * stores, which callers' output pointers do not promise: the kernel gets a second range
+ * function, .range.nt, whose pointers are declared 64-byte aligned and whose last stores to
+ * such outputs are non-temporal, and .range.sel picks it when the pointers are aligned.
+ * A buffer qualifies when it is an output of at least p->stream_bytes, its rows are whole
+ * lines, no stage after its last store reads or writes it (it is not read back from the
+ * cache: softmax's stash of exp() in y is), and the kernel never loads it. */
+static bool nt_plan(ic__cg *g)
+{
+    const ic_kernel *k = g->k;
+    bool any = false;
+    int64_t row = prod(k->ninner, k->inner);
+    for (int i = 0; i < g->nbufs; i++) {
+        g->nt_stage[i] = -1;
+        const ic_buffer *b = &g->bufs[i];
+        int64_t sz = (int64_t)ic_dtype_size(b->dtype);
+        if (!g->used[i] || b->kind != IC_BUF_OUTPUT || g->p->stream_bytes <= 0 ||
+            b->numel * sz < g->p->stream_bytes || (row * sz) % 64 || g->mode != IC_KMODE_ROW ||
+            g->p->vector_width == 1)
+            continue;
+        int last = -1;
+        bool loaded = false;
+        for (int s = 0; s < k->nstages; s++)
+            for (int j = 0; j < k->stages[s].ninstr; j++) {
+                const ic_linstr *in = &k->stages[s].instr[j];
+                if (in->op == IC_L_STORE && in->buf == i)
+                    last = s;
+                loaded |= in->op == IC_L_LOAD && in->buf == i;
+            }
+        if (last >= 0 && last < 127 && !loaded) {
+            g->nt_stage[i] = (signed char)last;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Index of buffer i among R's parameters. */
+static int buf_param(const ic__cg *g, int i)
+{
+    int a = 0;
+    for (int j = 0; j < i; j++)
+        a += g->used[j];
+    return a;
+}
+
+/* .range.sel(args..): .range.nt(args..) when every non-temporal output is 64-byte aligned,
+ * else .range(args..). The .nt version ends with an sfence: its stores are weakly ordered,
+ * and the outputs are read by other threads after the join. */
+static void range_select(ic__cg *g, range_t *D, const range_t *R, const range_t *N)
+{
+    *D = *R;
+    char name[512];
+    snprintf(name, sizeof name, "%s.range.sel", g->sym);
+    D->fn = LLVMAddFunction(g->mod, name, R->ty);
+    LLVMSetLinkage(D->fn, LLVMInternalLinkage);
+    fn_attrs(g, D->fn);
+    LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, D->fn, "entry"));
+    LLVMValueRef ok = LLVMConstInt(g->t_i1, 1, 0);
+    for (int i = 0; i < g->nbufs; i++) {
+        if (g->nt_stage[i] < 0)
+            continue;
+        LLVMValueRef a = LLVMBuildPtrToInt(g->b, LLVMGetParam(D->fn, (unsigned)buf_param(g, i)), g->t_i64, "");
+        LLVMValueRef low = LLVMBuildAnd(g->b, a, ic__gen_i64(g, 63), "");
+        ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntEQ, low, ic__gen_i64(g, 0), ""), "");
+    }
+    unsigned n = LLVMCountParams(D->fn);
+    LLVMValueRef args[IC__MAX_KBUFS + 4];
+    for (unsigned i = 0; i < n; i++)
+        args[i] = LLVMGetParam(D->fn, i);
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(g->ctx, D->fn, "aligned");
+    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, D->fn, "unaligned");
+    LLVMBuildCondBr(g->b, ok, yes, no);
+    LLVMPositionBuilderAtEnd(g->b, yes);
+    LLVMBuildCall2(g->b, R->ty, N->fn, args, n, "");
+    LLVMTypeRef vt = LLVMFunctionType(g->t_void, NULL, 0, 0);
+    LLVMValueRef sf = LLVMGetNamedFunction(g->mod, "llvm.x86.sse.sfence");
+    if (!sf)
+        sf = LLVMAddFunction(g->mod, "llvm.x86.sse.sfence", vt);
+    LLVMBuildCall2(g->b, vt, sf, NULL, 0, "");
+    LLVMBuildRetVoid(g->b);
+    LLVMPositionBuilderAtEnd(g->b, no);
+    LLVMBuildCall2(g->b, R->ty, R->fn, args, n, "");
+    LLVMBuildRetVoid(g->b);
+}
+
+/* llvm.assume((p & 63) == 0): unlike an align attribute on the parameter, it survives the
+ * range function being inlined into the OpenMP task, and lets O3 align the vector stores. */
+static void assume_aligned(ic__cg *g, LLVMValueRef p)
+{
+    LLVMValueRef low = LLVMBuildAnd(g->b, LLVMBuildPtrToInt(g->b, p, g->t_i64, ""), ic__gen_i64(g, 63), "");
+    LLVMValueRef c = LLVMBuildICmp(g->b, LLVMIntEQ, low, ic__gen_i64(g, 0), "aligned");
+    unsigned id = LLVMLookupIntrinsicID("llvm.assume", 11);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
+    LLVMBuildCall2(g->b, LLVMIntrinsicGetType(g->ctx, id, NULL, 0), fn, &c, 1, "");
+}
+
+/* The loops of kernel k in a range function R<suffix>. */
+static ic_status emit_range(ic__cg *g, range_t *R, const char *suffix)
+{
+    const ic_kernel *k = g->k;
+    range_begin(g, R, suffix, 0);
+    if (g->nt) { /* .range.sel calls this one with aligned outputs only */
+        /* not inlined: .range.sel's own test would make the assumption redundant, and O3
+         * drops it before the vectorizer has used it */
+        unsigned ni = LLVMGetEnumAttributeKindForName("noinline", 8);
+        LLVMAddAttributeAtIndex(R->fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, ni, 0));
+        char list[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < g->nbufs; i++)
+            if (g->nt_stage[i] >= 0) {
+                assume_aligned(g, g->bufptr[i]);
+                if (len + 16 < sizeof list)
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? "," : "",
+                                            buf_param(g, i));
+            }
+        LLVMAddAttributeAtIndex(R->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(g->ctx, "ic-nt-params", 12, list,
+                                                          (unsigned)len));
+    }
+    /* accumulators: a scalar (row) or a strip-long array (column) per REDUCE */
+    for (int s = 0; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++) {
+            const ic_linstr *in = &k->stages[s].instr[i];
+            g->acc[s][i] = g->acc_idx[s][i] = NULL;
+            if (in->op != IC_L_REDUCE)
+                continue;
+            LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
+            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(&k->stages[s], in)), cnt, "acc");
+            if (in->pred == IC_RED_ARGMAX)
+                g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
+        }
+    LLVMValueRef lo = range_param(R, 0), hi = range_param(R, 1);
+    ic_status r = IC_OK;
+    switch (g->mode) {
+    case IC_KMODE_POINTWISE: r = emit_pointwise(g, lo, hi); break;
+    case IC_KMODE_ROW: r = emit_row(g, lo, hi); break;
+    case IC_KMODE_COLUMN: r = emit_column(g, lo, hi); break;
+    }
+    range_end(g, R);
+    return r;
+}
+
 static ic_status gen_kernel(ic__cg *g)
 {
     const ic_kernel *k = g->k;
@@ -1064,28 +1223,20 @@ static ic_status gen_kernel(ic__cg *g)
     int64_t grain = g->mode == IC_KMODE_POINTWISE && g->p->grain > 0 ? g->p->grain : 1;
 
     range_t R;
-    range_begin(g, &R, ".range", 0);
-    /* accumulators: a scalar (row) or a strip-long array (column) per REDUCE */
-    for (int s = 0; s < k->nstages; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            const ic_linstr *in = &k->stages[s].instr[i];
-            g->acc[s][i] = g->acc_idx[s][i] = NULL;
-            if (in->op != IC_L_REDUCE)
-                continue;
-            LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
-            g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(&k->stages[s], in)), cnt, "acc");
-            if (in->pred == IC_RED_ARGMAX)
-                g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
-        }
-    LLVMValueRef lo = range_param(&R, 0), hi = range_param(&R, 1);
-    switch (g->mode) {
-    case IC_KMODE_POINTWISE: r = emit_pointwise(g, lo, hi); break;
-    case IC_KMODE_ROW: r = emit_row(g, lo, hi); break;
-    case IC_KMODE_COLUMN: r = emit_column(g, lo, hi); break;
-    }
-    range_end(g, &R);
-    if (r)
+    g->nt = false;
+    bool nt = nt_plan(g);
+    if ((r = emit_range(g, &R, ".range")))
         return r;
+    if (nt) {
+        range_t N, D;
+        g->nt = true;
+        r = emit_range(g, &N, ".range.nt");
+        g->nt = false;
+        if (r)
+            return r;
+        range_select(g, &D, &R, &N);
+        R = D;
+    }
     LLVMValueRef mt = parallel && items > 0 ? omp_task(g, ".omp", &R, items, grain, 0) : NULL;
     LLVMValueRef bufs = kernel_begin(g);
     if (items > 0) {
@@ -1219,9 +1370,11 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     m->syms = ic__calloc(c, (size_t)nkernels + 1, sizeof(char *));
     LLVMValueRef *bufptr = ic__calloc(c, (size_t)nbufs + 1, sizeof(LLVMValueRef));
     bool *used = ic__calloc(c, (size_t)nbufs + 1, sizeof(bool));
-    if (!m->syms || !bufptr || !used) {
+    signed char *nt_stage = ic__calloc(c, (size_t)nbufs + 1, 1);
+    if (!m->syms || !bufptr || !used || !nt_stage) {
         ic__free(c, bufptr);
         ic__free(c, used);
+        ic__free(c, nt_stage);
         ic_llvm_module_destroy(m);
         return ic__error(c, IC_ENOMEM, "codegen: out of memory");
     }
@@ -1231,6 +1384,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     g.nbufs = nbufs;
     g.bufptr = bufptr;
     g.used = used;
+    g.nt_stage = nt_stage;
     ic_status r = IC_OK;
     for (int i = 0; i < nkernels && !r; i++) {
         const ic_kernel *k = &kernels[i];
@@ -1255,6 +1409,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     LLVMDisposeBuilder(g.b);
     ic__free(c, bufptr);
     ic__free(c, used);
+    ic__free(c, nt_stage);
     if (!r)
         r = ic_llvm_module_verify(m);
     if (r) {

@@ -14,6 +14,7 @@ struct ic_codegen_target {
     ic_ctx *c;
     char *triple, *cpu, *features;  /* owned (ic__malloc) */
     int vector_bits;
+    int64_t stream_bytes;           /* default ic_codegen_params.stream_bytes (target.c) */
     LLVMTargetRef target;
     LLVMTargetMachineRef tm;        /* optimisation and assembly dumps */
 };
@@ -22,6 +23,9 @@ struct ic_codegen_target {
 IC_HIDDEN LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t);
 /* Initialises LLVM's native target, asm printer and parser once per process. */
 IC_HIDDEN void ic__llvm_init(void);
+/* After O3: prefetches in the vector loops of functions with an "ic-prefetch" attribute
+ * (prefetch.c). Returns how many it added. */
+IC_HIDDEN int ic__insert_prefetches(LLVMModuleRef mod);
 /* LLVM's message as a context error: "what: message"; disposes msg. Returns code. */
 IC_HIDDEN ic_status ic__llvm_error(ic_ctx *c, LLVMErrorRef e, const char *what);
 
@@ -69,6 +73,9 @@ typedef struct ic__cg {
     LLVMValueRef lane;                    /* COLUMN mode: position in the strip (i64) */
     LLVMValueRef **acc, **acc_idx;        /* [stage][instr]: accumulator storage */
     LLVMValueRef *vals;                   /* SSA values of the stage being emitted */
+    signed char *nt_stage;                /* [nbufs]: the stage whose stores to the buffer are
+                                           * non-temporal in the .nt version, -1 none */
+    bool nt;                              /* emitting the .nt version */
 } ic__cg;
 
 IC_HIDDEN LLVMTypeRef ic__gen_type(ic__cg *g, ic_dtype t);      /* in registers */

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include "llvmgen-impl.h"
@@ -61,6 +62,23 @@ static char *dup_llvm(ic_ctx *c, char *s)
     return r;
 }
 
+/* Outputs larger than a quarter of the last-level cache are written around it (gen.c,
+ * nt_plan): like glibc's memcpy, which turns to non-temporal stores at a fraction of the
+ * shared cache, an output that large is evicted before a consumer could read it back.
+ * x86 only (the kernels end such writes with sfence). */
+static int64_t stream_threshold(const char *triple)
+{
+    if (strncmp(triple, "x86_64", 6) != 0)
+        return 0;
+    long llc = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (llc <= 0)
+        llc = 32L << 20;
+    return (int64_t)llc / 4;
+}
+
 ic_status ic_codegen_target_create(ic_ctx *c, ic_codegen_target **out)
 {
     *out = NULL;
@@ -92,6 +110,7 @@ ic_status ic_codegen_target_create(ic_ctx *c, ic_codegen_target **out)
     }
     t->vector_bits = has_feature(t->features, "avx512f") ? 512
                      : has_feature(t->features, "avx") ? 256 : 128;
+    t->stream_bytes = stream_threshold(t->triple);
     *out = t;
     return IC_OK;
 }
@@ -151,6 +170,15 @@ void ic_codegen_params_default(const ic_codegen_target *t, const ic_kernel *k,
     out->serial_threshold = 32768;
     out->grain = 64;
     out->prefer_vector_bits = bits;
+    out->prefetch_bytes = 0;
+    out->stream_bytes = 0;
+    if (k && ic_kernel_mode_of(k) != IC_KMODE_COLUMN) {
+        /* prefetch.c; 512 B: of 512 B, 1, 2 and 4 KB, the best on the CPU benchmarks'
+         * row sums, softmaxes, layer_norms and pointwise chains. A column walk (the strip
+         * of each reduced row in turn) lost a fifth with it: it stays off there. */
+        out->prefetch_bytes = 512;
+        out->stream_bytes = t ? t->stream_bytes : 0;
+    }
     out->strip = 0;
     if (k && ic_kernel_mode_of(k) == IC_KMODE_COLUMN && k->nouter > 0) {
         /* Walk the reduced rows with a strip of columns: long contiguous runs for the
@@ -316,6 +344,7 @@ ic_status ic_llvm_module_optimize(ic_llvm_module *m)
     LLVMDisposePassBuilderOptions(o);
     if (e)
         return ic__llvm_error(m->c, e, "codegen: O3 pipeline");
+    ic__insert_prefetches(m->mod);
     return IC_OK;
 }
 

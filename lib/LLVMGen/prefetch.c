@@ -1,0 +1,204 @@
+/* prefetch.c - software prefetches in the vectorised loops of memory-bound kernels.
+ *
+ * On the machines we measure, a streaming loop that does some work per element (converting
+ * to f64 for a sum, an exp, a layer_norm's arithmetic) reads memory well below a plain copy:
+ * the hardware prefetchers start again at every 4 KB page and do not run far enough ahead
+ * of a loop that is not issuing loads back to back. A prefetch a fixed distance ahead of
+ * each streamed cache line keeps the misses in flight (a C row sum with f64 accumulators:
+ * 16.3 GB/s plain, 20.0 GB/s with prefetches 4 KB ahead, against a 20.1 GB/s copy).
+ *
+ * The loop vectorizer refuses loops that call llvm.prefetch, so the prefetches go in after
+ * the O3 pipeline: in every single-block loop (the vector body) of a function that carries
+ * the attribute "ic-prefetch" (the distance in bytes, from ic_codegen_params), each vector
+ * load gets a prefetch of the address that many bytes further on, one per cache line of
+ * the loads that share a base pointer. Prefetches never fault, so running past the end of a
+ * buffer at the end of the loop is harmless. */
+#include "llvmgen-impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE 64
+#define MAX_LINES 64 /* prefetched lines remembered per loop body */
+
+typedef struct {
+    LLVMValueRef root;
+    long long off;
+} line_t;
+
+/* ptr as root + constant byte offset, through single-index constant GEPs. */
+static LLVMValueRef split_ptr(LLVMTargetDataRef td, LLVMValueRef ptr, long long *off)
+{
+    *off = 0;
+    while (LLVMIsAGetElementPtrInst(ptr) && LLVMGetNumOperands(ptr) == 2) {
+        LLVMValueRef idx = LLVMGetOperand(ptr, 1);
+        if (!LLVMIsAConstantInt(idx))
+            break;
+        long long size = (long long)LLVMABISizeOfType(td, LLVMGetGEPSourceElementType(ptr));
+        *off += LLVMConstIntGetSExtValue(idx) * size;
+        ptr = LLVMGetOperand(ptr, 0);
+    }
+    return ptr;
+}
+
+/* Whether a line of root within LINE bytes of off already has its prefetch. */
+static bool have_line(const line_t *lines, int n, LLVMValueRef root, long long off)
+{
+    for (int i = 0; i < n; i++)
+        if (lines[i].root == root && llabs(lines[i].off - off) < LINE)
+            return true;
+    return false;
+}
+
+static bool is_loop_body(LLVMBasicBlockRef bb)
+{
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+    if (!t || LLVMGetNumSuccessors(t) != 2)
+        return false;
+    return LLVMGetSuccessor(t, 0) == bb || LLVMGetSuccessor(t, 1) == bb;
+}
+
+static bool has_vector_store(LLVMBasicBlockRef bb)
+{
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+        if (LLVMGetInstructionOpcode(in) == LLVMStore &&
+            LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(in, 0))) == LLVMVectorTypeKind)
+            return true;
+    return false;
+}
+
+static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMBasicBlockRef bb, long long dist,
+                          long long row)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
+    LLVMTypeRef ptr_t = LLVMPointerTypeInContext(ctx, 0), i8 = LLVMInt8TypeInContext(ctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+    unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(mod, id, &ptr_t, 1);
+    LLVMTypeRef fn_t = LLVMIntrinsicGetType(ctx, id, &ptr_t, 1);
+    line_t lines[MAX_LINES];
+    int n = 0, added = 0;
+    bool row_ahead = row > 0 && has_vector_store(bb);
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && n < MAX_LINES;
+         in = LLVMGetNextInstruction(in)) {
+        if (LLVMGetInstructionOpcode(in) != LLVMLoad ||
+            LLVMGetTypeKind(LLVMTypeOf(in)) != LLVMVectorTypeKind)
+            continue;
+        LLVMValueRef ptr = LLVMGetOperand(in, 0);
+        long long off;
+        LLVMValueRef root = split_ptr(td, ptr, &off);
+        if (have_line(lines, n, root, off))
+            continue;
+        lines[n++] = (line_t){ root, off };
+        LLVMPositionBuilderBefore(b, in);
+        long long dl = dist;
+        if (row_ahead) {
+            long long rb = row * (long long)LLVMABISizeOfType(td, LLVMGetElementType(LLVMTypeOf(in)));
+            dl = rb > dl ? rb : dl;
+        }
+        LLVMValueRef d = LLVMConstInt(i64, (unsigned long long)dl, 1);
+        LLVMValueRef args[4] = { LLVMBuildGEP2(b, i8, ptr, &d, 1, "pf"),
+                                 LLVMConstInt(i32, 0, 0),   /* read */
+                                 LLVMConstInt(i32, 3, 0),   /* keep in all levels (L1) */
+                                 LLVMConstInt(i32, 1, 0) }; /* data */
+        LLVMBuildCall2(b, fn_t, fn, args, 4, "");
+        added++;
+    }
+    return added;
+}
+
+static long long fn_attr_int(LLVMValueRef fn, const char *name)
+{
+    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, name,
+                                                       (unsigned)strlen(name));
+    if (!a)
+        return 0;
+    unsigned len;
+    const char *v = LLVMGetStringAttributeValue(a, &len);
+    char buf[32];
+    if (len >= sizeof buf)
+        return 0;
+    memcpy(buf, v, len);
+    buf[len] = 0;
+    return atoll(buf);
+}
+
+/* Non-temporal stores (gen.c, nt_plan): in a function whose attribute "ic-nt-params" lists
+ * parameters (outputs it only writes, 64-byte aligned by assumption), every vector store
+ * through them that O3 proved aligned to its size becomes non-temporal. The loop
+ * vectorizer will not widen stores marked so beforehand (the scalar store's alignment is
+ * not a vector's), hence this after O3. Scalar tails and unproven stores stay plain: they
+ * would become 8-byte movnti, or partial lines written around the cache. */
+static bool in_list(const char *list, unsigned len, unsigned param)
+{
+    char buf[256];
+    if (len >= sizeof buf)
+        return false;
+    memcpy(buf, list, len);
+    buf[len] = 0;
+    for (char *p = buf; *p;) {
+        char *end;
+        if (strtoul(p, &end, 10) == param && end != p)
+            return true;
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+static LLVMValueRef ptr_root(LLVMValueRef p)
+{
+    while (LLVMIsAGetElementPtrInst(p))
+        p = LLVMGetOperand(p, 0);
+    return p;
+}
+
+static int mark_nontemporal(LLVMModuleRef mod, LLVMValueRef fn)
+{
+    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                                       "ic-nt-params", 12);
+    if (!a)
+        return 0;
+    unsigned len;
+    const char *list = LLVMGetStringAttributeValue(a, &len);
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
+    unsigned kind = LLVMGetMDKindIDInContext(ctx, "nontemporal", 11);
+    LLVMValueRef one = LLVMConstInt(LLVMInt32TypeInContext(ctx), 1, 0);
+    LLVMValueRef md = LLVMMDNodeInContext(ctx, &one, 1);
+    int marked = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            if (LLVMGetInstructionOpcode(in) != LLVMStore)
+                continue;
+            LLVMValueRef v = LLVMGetOperand(in, 0), root = ptr_root(LLVMGetOperand(in, 1));
+            if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind || !LLVMIsAArgument(root))
+                continue;
+            unsigned long long size = LLVMABISizeOfType(td, LLVMTypeOf(v));
+            unsigned param = 0;
+            while (param < LLVMCountParams(fn) && LLVMGetParam(fn, param) != root)
+                param++;
+            if (size >= 16 && LLVMGetAlignment(in) >= size && in_list(list, len, param)) {
+                LLVMSetMetadata(in, kind, md);
+                marked++;
+            }
+        }
+    return marked;
+}
+
+int ic__insert_prefetches(LLVMModuleRef mod)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+    int added = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        mark_nontemporal(mod, fn);
+        long long dist = fn_attr_int(fn, "ic-prefetch"), row = fn_attr_int(fn, "ic-prefetch-row");
+        if (dist <= 0)
+            continue;
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+            if (is_loop_body(bb))
+                added += prefetch_block(mod, b, bb, dist, row);
+    }
+    LLVMDisposeBuilder(b);
+    return added;
+}
