@@ -44,6 +44,10 @@ typedef struct ic_compile_options {
     const char *debug_dir;    /* parent of the debug folders; NULL = "./ic_debug" */
     int vector_width;         /* 0 = heuristic, 1 = scalar code, else lanes */
     int64_t serial_threshold; /* 0 = heuristic; kernels smaller than this run on one thread */
+    int64_t stream_bytes;     /* 0 = heuristic (a quarter of the last-level cache on x86), -1 =
+                               * never, else: row kernels write outputs of at least this many
+                               * bytes with non-temporal stores (ic_codegen_params) */
+    int prefetch_bytes;       /* 0 = heuristic, -1 = no software prefetches, else the distance */
     int freezing;             /* 1: params with data are compile-time constants: matmul weights
                                * are packed once at compile time (ic_gemm_params.prepack) */
 } ic_compile_options;

@@ -23,9 +23,9 @@ struct ic_codegen_target {
 IC_HIDDEN LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t);
 /* Initialises LLVM's native target, asm printer and parser once per process. */
 IC_HIDDEN void ic__llvm_init(void);
-/* After O3: prefetches in the vector loops of functions with an "ic-prefetch" attribute
- * (prefetch.c). Returns how many it added. */
-IC_HIDDEN int ic__insert_prefetches(LLVMModuleRef mod);
+/* After O3 (prefetch.c): prefetches in the vector loops of functions with an "ic-prefetch"
+ * attribute, non-temporal stores in those with "ic-nt-params". Returns the prefetches added. */
+IC_HIDDEN int ic__after_o3(LLVMModuleRef mod);
 /* LLVM's message as a context error: "what: message"; disposes msg. Returns code. */
 IC_HIDDEN ic_status ic__llvm_error(ic_ctx *c, LLVMErrorRef e, const char *what);
 

@@ -1,4 +1,5 @@
-/* prefetch.c - software prefetches in the vectorised loops of memory-bound kernels.
+/* prefetch.c - what runs after O3 on CPU modules: software prefetches in the vectorised
+ * loops of memory-bound kernels, and non-temporal stores for the large outputs gen.c marks.
  *
  * On the machines we measure, a streaming loop that does some work per element (converting
  * to f64 for a sum, an exp, a layer_norm's arithmetic) reads memory well below a plain copy:
@@ -40,6 +41,12 @@ static LLVMValueRef split_ptr(LLVMTargetDataRef td, LLVMValueRef ptr, long long 
     }
     return ptr;
 }
+
+/* A row kernel's loops that store (its last pass: softmax's exp, layer_norm's output) read
+ * a row that earlier passes brought into the cache; their prefetches reach a whole row
+ * ahead instead, so the next row arrives while this one is computed (softmax of [8192,
+ * 4096]: 74% of a copy with 512 B, 84% with the next row; rows shorter than the distance
+ * keep it). */
 
 /* Whether a line of root within LINE bytes of off already has its prefetch. */
 static bool have_line(const line_t *lines, int n, LLVMValueRef root, long long off)
@@ -186,7 +193,7 @@ static int mark_nontemporal(LLVMModuleRef mod, LLVMValueRef fn)
     return marked;
 }
 
-int ic__insert_prefetches(LLVMModuleRef mod)
+int ic__after_o3(LLVMModuleRef mod)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
     int added = 0;

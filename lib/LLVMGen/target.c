@@ -344,7 +344,7 @@ ic_status ic_llvm_module_optimize(ic_llvm_module *m)
     LLVMDisposePassBuilderOptions(o);
     if (e)
         return ic__llvm_error(m->c, e, "codegen: O3 pipeline");
-    ic__insert_prefetches(m->mod);
+    ic__after_o3(m->mod);
     return IC_OK;
 }
 

@@ -198,6 +198,10 @@ static ic_codegen_params *kernel_params(ic_ctx *c, const ic_program *p, const ic
             ps[i].vector_width = o->vector_width;
         if (o->serial_threshold)
             ps[i].serial_threshold = o->serial_threshold;
+        if (o->stream_bytes)
+            ps[i].stream_bytes = o->stream_bytes < 0 ? 0 : o->stream_bytes;
+        if (o->prefetch_bytes)
+            ps[i].prefetch_bytes = o->prefetch_bytes < 0 ? 0 : o->prefetch_bytes;
         ps[i].gemm.prepack = o->freezing; /* gemm: freezing packs weights at compile time */
     }
     return ps;
