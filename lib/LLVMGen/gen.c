@@ -1065,26 +1065,22 @@ static bool nt_plan(ic__cg *g)
     bool any = false;
     int64_t row = prod(k->ninner, k->inner);
     for (int i = 0; i < g->nbufs; i++) {
-        g->nt_stage[i] = -1;
+        g->nt_out[i] = false;
         const ic_buffer *b = &g->bufs[i];
         int64_t sz = (int64_t)ic_dtype_size(b->dtype);
         if (!g->used[i] || b->kind != IC_BUF_OUTPUT || g->p->stream_bytes <= 0 ||
             b->numel * sz < g->p->stream_bytes || (row * sz) % 64 || g->mode != IC_KMODE_ROW ||
             g->p->vector_width == 1)
             continue;
-        int last = -1;
-        bool loaded = false;
+        bool stored = false, loaded = false;
         for (int s = 0; s < k->nstages; s++)
             for (int j = 0; j < k->stages[s].ninstr; j++) {
                 const ic_linstr *in = &k->stages[s].instr[j];
-                if (in->op == IC_L_STORE && in->buf == i)
-                    last = s;
+                stored |= in->op == IC_L_STORE && in->buf == i;
                 loaded |= in->op == IC_L_LOAD && in->buf == i;
             }
-        if (last >= 0 && last < 127 && !loaded) {
-            g->nt_stage[i] = (signed char)last;
-            any = true;
-        }
+        g->nt_out[i] = stored && !loaded;
+        any |= g->nt_out[i];
     }
     return any;
 }
@@ -1112,7 +1108,7 @@ static void range_select(ic__cg *g, range_t *D, const range_t *R, const range_t 
     LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, D->fn, "entry"));
     LLVMValueRef ok = LLVMConstInt(g->t_i1, 1, 0);
     for (int i = 0; i < g->nbufs; i++) {
-        if (g->nt_stage[i] < 0)
+        if (!g->nt_out[i])
             continue;
         LLVMValueRef a = LLVMBuildPtrToInt(g->b, LLVMGetParam(D->fn, (unsigned)buf_param(g, i)), g->t_i64, "");
         LLVMValueRef low = LLVMBuildAnd(g->b, a, ic__gen_i64(g, 63), "");
@@ -1127,11 +1123,9 @@ static void range_select(ic__cg *g, range_t *D, const range_t *R, const range_t 
     LLVMBuildCondBr(g->b, ok, yes, no);
     LLVMPositionBuilderAtEnd(g->b, yes);
     LLVMBuildCall2(g->b, R->ty, N->fn, args, n, "");
-    LLVMTypeRef vt = LLVMFunctionType(g->t_void, NULL, 0, 0);
-    LLVMValueRef sf = LLVMGetNamedFunction(g->mod, "llvm.x86.sse.sfence");
-    if (!sf)
-        sf = LLVMAddFunction(g->mod, "llvm.x86.sse.sfence", vt);
-    LLVMBuildCall2(g->b, vt, sf, NULL, 0, "");
+    unsigned id = LLVMLookupIntrinsicID("llvm.x86.sse.sfence", 19);
+    LLVMBuildCall2(g->b, LLVMIntrinsicGetType(g->ctx, id, NULL, 0),
+                   LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0), NULL, 0, "");
     LLVMBuildRetVoid(g->b);
     LLVMPositionBuilderAtEnd(g->b, no);
     LLVMBuildCall2(g->b, R->ty, R->fn, args, n, "");
@@ -1162,7 +1156,7 @@ static ic_status emit_range(ic__cg *g, range_t *R, const char *suffix)
         char list[256] = "";
         size_t len = 0;
         for (int i = 0; i < g->nbufs; i++)
-            if (g->nt_stage[i] >= 0) {
+            if (g->nt_out[i]) {
                 assume_aligned(g, g->bufptr[i]);
                 if (len + 16 < sizeof list)
                     len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? "," : "",
@@ -1370,11 +1364,11 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     m->syms = ic__calloc(c, (size_t)nkernels + 1, sizeof(char *));
     LLVMValueRef *bufptr = ic__calloc(c, (size_t)nbufs + 1, sizeof(LLVMValueRef));
     bool *used = ic__calloc(c, (size_t)nbufs + 1, sizeof(bool));
-    signed char *nt_stage = ic__calloc(c, (size_t)nbufs + 1, 1);
-    if (!m->syms || !bufptr || !used || !nt_stage) {
+    bool *nt_out = ic__calloc(c, (size_t)nbufs + 1, sizeof(bool));
+    if (!m->syms || !bufptr || !used || !nt_out) {
         ic__free(c, bufptr);
         ic__free(c, used);
-        ic__free(c, nt_stage);
+        ic__free(c, nt_out);
         ic_llvm_module_destroy(m);
         return ic__error(c, IC_ENOMEM, "codegen: out of memory");
     }
@@ -1384,7 +1378,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     g.nbufs = nbufs;
     g.bufptr = bufptr;
     g.used = used;
-    g.nt_stage = nt_stage;
+    g.nt_out = nt_out;
     ic_status r = IC_OK;
     for (int i = 0; i < nkernels && !r; i++) {
         const ic_kernel *k = &kernels[i];
@@ -1409,7 +1403,7 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     LLVMDisposeBuilder(g.b);
     ic__free(c, bufptr);
     ic__free(c, used);
-    ic__free(c, nt_stage);
+    ic__free(c, nt_out);
     if (!r)
         r = ic_llvm_module_verify(m);
     if (r) {

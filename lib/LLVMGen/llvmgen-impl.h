@@ -73,8 +73,7 @@ typedef struct ic__cg {
     LLVMValueRef lane;                    /* COLUMN mode: position in the strip (i64) */
     LLVMValueRef **acc, **acc_idx;        /* [stage][instr]: accumulator storage */
     LLVMValueRef *vals;                   /* SSA values of the stage being emitted */
-    signed char *nt_stage;                /* [nbufs]: the stage whose stores to the buffer are
-                                           * non-temporal in the .nt version, -1 none */
+    bool *nt_out;                         /* [nbufs]: outputs the .nt version streams (nt_plan) */
     bool nt;                              /* emitting the .nt version */
 } ic__cg;
 

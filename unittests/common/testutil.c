@@ -337,3 +337,15 @@ bool ict_allclose(const ic_tensor *got, const ic_tensor *want, char *msg, size_t
     ict_tol(want->dtype, &rtol, &atol);
     return ict_allclose_tol(got, want, rtol, atol, msg, n);
 }
+
+char *ict_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *stage)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cr_assert(f);
+    ic_status s = ic_compile_dump(c, g, o, NULL, stage, f);
+    fclose(f);
+    cr_assert_eq(s, IC_OK, "dump %s: %s", stage, ic_last_error(c));
+    return buf;
+}

@@ -38,6 +38,8 @@ int ict_count_files(const char *dir);
 
 /* A context with the default allocator; asserts on failure. */
 ic_ctx *ict_ctx(void);
+/* ic_compile_dump's text of g at stage (o: NULL = defaults), malloc'd; asserts on failure. */
+char *ict_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *stage);
 /* A new graph; asserts on failure. */
 ic_graph *ict_graph(ic_ctx *c, const char *name);
 /* Parses "2,3", "[B, 128, 768]", "" or "[]" (a scalar) into dims; symbols are created in g.
