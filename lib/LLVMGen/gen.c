@@ -911,11 +911,103 @@ static void col_accs(ic__cg *g, LLVMValueRef rec, int from, int upto)
         }
 }
 
-/* Range function of REDUCE stage s: (bufs.., final record, this thread's record, lo, hi):
- * rows lo..hi-1 of the flattened inner space, each over all C columns. */
-static ic_status col_range(ic__cg *g, int s, range_t *R, const strip_t *sp_const)
+/* Rows a thread of the split column path folds into its record at once. Each update of a
+ * record (C accumulators, up to 32 KB) loads and stores all of it: for a sum of f32 rows in
+ * f64 that is 4x the bytes of the row itself in L1/L2 traffic, enough to slow the stream
+ * from memory. The values of COL_BLOCK rows are combined in registers first, then folded
+ * once. Only for reductions that do not depend on the order within the block (not ARGMAX,
+ * whose ties keep the first index, nor PROD) and whose running value nothing reads. */
+#define COL_BLOCK 4
+
+static bool reads_instr(const ic_linstr *in, int j)
+{
+    switch (in->op) {
+    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: return false;
+    case IC_L_SELECT: return in->a == j || in->b == j || in->c == j;
+    case IC_L_STORE: case IC_L_ADD: case IC_L_SUB: case IC_L_MUL: case IC_L_DIV:
+    case IC_L_POW: case IC_L_MAX: case IC_L_MIN: case IC_L_IDIV: case IC_L_MOD:
+    case IC_L_AND: case IC_L_OR: case IC_L_CMP: return in->a == j || in->b == j;
+    default: return in->a == j;
+    }
+}
+
+static int col_block_rows(const ic__cg *g, int s)
+{
+    const ic_stage *st = &g->k->stages[s];
+    if (g->p->vector_width == 1)
+        return 1;
+    for (int i = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        if (in->pred != IC_RED_SUM && in->pred != IC_RED_MAX && in->pred != IC_RED_MIN)
+            return 1;
+        for (int j = i + 1; j < st->ninstr; j++)
+            if (reads_instr(&st->instr[j], i))
+                return 1;
+    }
+    return COL_BLOCK;
+}
+
+/* Loop variables of flat row v of the inner space. */
+static void col_row_vars(ic__cg *g, LLVMValueRef v)
 {
     const ic_kernel *k = g->k;
+    for (int d = k->ninner - 1; d >= 0; d--) {
+        LLVMValueRef sz = ic__gen_i64(g, k->inner[d]);
+        g->vars[k->nouter + d] = d ? LLVMBuildURem(g->b, v, sz, "") : v;
+        v = LLVMBuildUDiv(g->b, v, sz, "");
+    }
+}
+
+/* Rows row..row+B-1 of stage s over the strip: each row's values, combined per lane, then
+ * folded into the record once. */
+static ic_status col_block(ic__cg *g, int s, const strip_t *sp, LLVMValueRef row, int B)
+{
+    const ic_stage *st = &g->k->stages[s];
+    LLVMValueRef *dv = ic__calloc(g->c, (size_t)B * (size_t)st->ninstr, sizeof(LLVMValueRef));
+    if (!dv)
+        return ic__error(g->c, IC_ENOMEM, "codegen: out of memory for kernel '%s'", g->k->name);
+    loop_t L;
+    loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "lane");
+    g->lane = L.iv;
+    g->vars[g->k->nouter - 1] = LLVMBuildNSWAdd(g->b, sp->base, L.iv, "col");
+    ic_status r = IC_OK;
+    for (int u = 0; u < B && !r; u++) {
+        col_row_vars(g, LLVMBuildNSWAdd(g->b, row, ic__gen_i64(g, u), ""));
+        g->deferred = dv + (size_t)u * (size_t)st->ninstr;
+        r = ic__gen_stage(g, s);
+    }
+    g->deferred = NULL;
+    for (int i = 0; i < st->ninstr && !r; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        LLVMValueRef v[COL_BLOCK];
+        for (int u = 0; u < B; u++)
+            v[u] = dv[(size_t)u * (size_t)st->ninstr + i];
+        for (int n = B; n > 1;) { /* a tree: independent folds */
+            int h = n / 2;
+            for (int u = 0; u < h; u++)
+                v[u] = ic__gen_fold(g, (ic_red)in->pred, in->type, v[2 * u], v[2 * u + 1]);
+            if (n & 1)
+                v[h] = v[n - 1];
+            n = h + (n & 1);
+        }
+        LLVMTypeRef ty = ic__gen_type(g, in->type);
+        ic__gen_combine(g, (ic_red)in->pred, in->type, ic__gen_acc_ptr(g, g->acc[s][i], ty), NULL,
+                        v[0], NULL);
+    }
+    loop_close(g, &L, true);
+    ic__free(g->c, dv);
+    return r;
+}
+
+/* Range function of REDUCE stage s: (bufs.., final record, this thread's record, lo, hi):
+ * rows lo..hi-1 of the flattened inner space, each over all C columns; blocks of B rows
+ * (col_block_rows), then the rest one by one. */
+static ic_status col_range(ic__cg *g, int s, range_t *R, const strip_t *sp_const)
+{
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".c%d", s);
     range_begin(g, R, suffix, 2);
@@ -923,15 +1015,25 @@ static ic_status col_range(ic__cg *g, int s, range_t *R, const strip_t *sp_const
     col_accs(g, range_param(R, 0), 0, s);
     col_accs(g, range_param(R, 1), s, s + 1);
     init_accs(g, s, &sp);
-    loop_t L;
-    loop_open(g, &L, range_param(R, 2), range_param(R, 3), "row");
-    LLVMValueRef v = L.iv;
-    for (int d = k->ninner - 1; d >= 0; d--) {
-        LLVMValueRef sz = ic__gen_i64(g, k->inner[d]);
-        g->vars[k->nouter + d] = d ? LLVMBuildURem(g->b, v, sz, "") : v;
-        v = LLVMBuildUDiv(g->b, v, sz, "");
+    LLVMValueRef lo = range_param(R, 2), hi = range_param(R, 3);
+    int B = col_block_rows(g, s);
+    ic_status r = IC_OK;
+    if (B > 1) {
+        LLVMValueRef n = LLVMBuildSub(g->b, hi, lo, "");
+        n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, n, ic__gen_i64(g, 0), ""), n,
+                            ic__gen_i64(g, 0), "");
+        LLVMValueRef nb = LLVMBuildSDiv(g->b, n, ic__gen_i64(g, B), "");
+        loop_t Q;
+        loop_open(g, &Q, ic__gen_i64(g, 0), nb, "blk");
+        r = col_block(g, s, &sp, LLVMBuildNSWAdd(g->b, lo, LLVMBuildNSWMul(g->b, Q.iv, ic__gen_i64(g, B), ""), ""), B);
+        loop_close(g, &Q, false);
+        lo = LLVMBuildNSWAdd(g->b, lo, LLVMBuildNSWMul(g->b, nb, ic__gen_i64(g, B), ""), "");
     }
-    ic_status r = stage_body(g, s, &sp);
+    loop_t L;
+    loop_open(g, &L, lo, hi, "row");
+    col_row_vars(g, L.iv);
+    if (!r)
+        r = stage_body(g, s, &sp);
     loop_close(g, &L, false);
     range_end(g, R);
     return r;

@@ -287,6 +287,36 @@ static void set_reassoc(LLVMValueRef v)
         LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
 }
 
+/* cur (+) v for reduction red (not ARGMAX) over values of type vt. */
+LLVMValueRef ic__gen_fold(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef cur, LLVMValueRef v)
+{
+    LLVMBuilderRef b = g->b;
+    bool fp = is_fp(vt), bl = vt == IC_BOOL;
+    LLVMValueRef r;
+    switch (red) {
+    case IC_RED_SUM:
+        r = fp ? LLVMBuildFAdd(b, cur, v, "") : bl ? LLVMBuildOr(b, cur, v, "") : LLVMBuildAdd(b, cur, v, "");
+        break;
+    case IC_RED_PROD:
+        r = fp ? LLVMBuildFMul(b, cur, v, "") : bl ? LLVMBuildAnd(b, cur, v, "") : LLVMBuildMul(b, cur, v, "");
+        break;
+    case IC_RED_MAX:
+        r = fp ? intr2(g, "llvm.maximum", cur, v) : bl ? LLVMBuildOr(b, cur, v, "") : intr2(g, "llvm.smax", cur, v);
+        break;
+    default:
+        r = fp ? intr2(g, "llvm.minimum", cur, v) : bl ? LLVMBuildAnd(b, cur, v, "") : intr2(g, "llvm.smin", cur, v);
+        break;
+    }
+    if (fp) /* vector accumulators need reassociation */
+        set_reassoc(r);
+    /* A max/min reduction does not order -0 and +0 (either is the max of {-0, +0}, and they
+     * compare equal): x86 then needs no operand swap by sign, only the NaN fixup (3 vector
+     * ops instead of 6 per element). */
+    if (fp && (red == IC_RED_MAX || red == IC_RED_MIN) && LLVMIsAInstruction(r))
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros);
+    return r;
+}
+
 /* Folds value v (index idx for ARGMAX) into the accumulator at pv (pi) with reduction red;
  * vt is v's type. Returns the new accumulator (the index for ARGMAX). Shared by the
  * accumulating loops and the combine of per-thread partials. */
@@ -315,28 +345,7 @@ LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv
         LLVMBuildStore(b, ni, pi);
         return ni;
     }
-    LLVMValueRef r;
-    switch (red) {
-    case IC_RED_SUM:
-        r = fp ? LLVMBuildFAdd(b, cur, v, "") : bl ? LLVMBuildOr(b, cur, v, "") : LLVMBuildAdd(b, cur, v, "");
-        break;
-    case IC_RED_PROD:
-        r = fp ? LLVMBuildFMul(b, cur, v, "") : bl ? LLVMBuildAnd(b, cur, v, "") : LLVMBuildMul(b, cur, v, "");
-        break;
-    case IC_RED_MAX:
-        r = fp ? intr2(g, "llvm.maximum", cur, v) : bl ? LLVMBuildOr(b, cur, v, "") : intr2(g, "llvm.smax", cur, v);
-        break;
-    default:
-        r = fp ? intr2(g, "llvm.minimum", cur, v) : bl ? LLVMBuildAnd(b, cur, v, "") : intr2(g, "llvm.smin", cur, v);
-        break;
-    }
-    if (fp) /* vector accumulators need reassociation */
-        set_reassoc(r);
-    /* A max/min reduction does not order -0 and +0 (either is the max of {-0, +0}, and they
-     * compare equal): x86 then needs no operand swap by sign, only the NaN fixup (3 vector
-     * ops instead of 6 per element). */
-    if (fp && (red == IC_RED_MAX || red == IC_RED_MIN) && LLVMIsAInstruction(r))
-        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros);
+    LLVMValueRef r = ic__gen_fold(g, red, vt, cur, v);
     LLVMBuildStore(b, r, pv);
     return r;
 }
@@ -345,6 +354,10 @@ static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
 {
     const ic_linstr *in = &g->k->stages[s].instr[i];
     const ic_linstr *vin = &g->k->stages[s].instr[in->a];
+    if (g->deferred) {
+        g->deferred[i] = g->vals[in->a];
+        return NULL;
+    }
     ic_dtype vt = in->pred == IC_RED_ARGMAX ? vin->type : in->type;
     LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], ic__gen_type(g, vt));
     LLVMValueRef pi = NULL, idx = NULL;

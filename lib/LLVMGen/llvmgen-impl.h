@@ -73,6 +73,8 @@ typedef struct ic__cg {
     LLVMValueRef lane;                    /* COLUMN mode: position in the strip (i64) */
     LLVMValueRef **acc, **acc_idx;        /* [stage][instr]: accumulator storage */
     LLVMValueRef *vals;                   /* SSA values of the stage being emitted */
+    LLVMValueRef *deferred;               /* non-NULL: REDUCE i leaves its operand in [i]
+                                           * instead of folding it (gen.c, col_block) */
     bool *nt_out;                         /* [nbufs]: outputs the .nt version streams (nt_plan) */
     bool nt;                              /* emitting the .nt version */
 } ic__cg;
@@ -88,6 +90,9 @@ IC_HIDDEN LLVMValueRef ic__gen_reduce_init(ic__cg *g, ic_red red, ic_dtype t);
 IC_HIDDEN const char *ic__lop_name(ic_lop op);
 /* Storage for the accumulators of REDUCE instr i of stage s (row: scalar, column: array). */
 IC_HIDDEN LLVMValueRef ic__gen_acc_ptr(ic__cg *g, LLVMValueRef slot, LLVMTypeRef ty);
+/* cur (+) v for reduction red (not ARGMAX), as a value. */
+IC_HIDDEN LLVMValueRef ic__gen_fold(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef cur,
+                                    LLVMValueRef v);
 /* Folds v (and idx for ARGMAX) into the accumulator at pv (pi); see instr.c. */
 IC_HIDDEN LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv,
                                        LLVMValueRef pi, LLVMValueRef v, LLVMValueRef idx);

@@ -137,6 +137,104 @@ Test(red, column_max_propagates_nan)
     ic_ctx_destroy(c);
 }
 
+/* Sums, minima and maxima over dim 0 fold blocks of rows in registers before each update of
+ * a thread's accumulators: row counts that leave remainders on every thread (1003 over 1, 2
+ * and 3 threads), a producer that is also an output, a variance whose second pass reads the
+ * first's mean, an integer sum, and NaNs in the first and last rows of a block (one thread
+ * walks strips of columns instead: the baseline). A kernel with
+ * an argmax (first index of ties) keeps the row-by-row update. */
+Test(red, column_blocks_of_rows)
+{
+    enum { R = 1003, C = 77 };
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "colblk");
+    ic_value x = ict_input(g, "x", IC_F32, "1003,77");
+    ic_value xi = ict_input(g, "xi", IC_I32, "1003,77");
+    ic_value y = lt_bin(g, "y", IC_OP_MUL, ic_val(x), ic_scalar_f(3.0));
+    lt_out(g, y);
+    ic_attrs d0 = lt_dims(IC_OP_SUM, 1, (int64_t[]){ 0 }, false);
+    lt_out(g, lt_at(g, "s", IC_OP_SUM, y, &d0));
+    d0 = lt_dims(IC_OP_AMIN, 1, (int64_t[]){ 0 }, false);
+    lt_out(g, lt_at(g, "mn", IC_OP_AMIN, x, &d0));
+    d0 = lt_dims(IC_OP_MEAN, 1, (int64_t[]){ 0 }, true);
+    ic_value mu = lt_at(g, "mu", IC_OP_MEAN, x, &d0);
+    ic_value dx = lt_bin(g, "dx", IC_OP_SUB, ic_val(x), ic_val(mu));
+    ic_value sq = lt_bin(g, "sq", IC_OP_MUL, ic_val(dx), ic_val(dx));
+    d0 = lt_dims(IC_OP_SUM, 1, (int64_t[]){ 0 }, false);
+    lt_out(g, lt_at(g, "v", IC_OP_SUM, sq, &d0));
+    lt_out(g, lt_at(g, "si", IC_OP_SUM, xi, &d0));
+    ic_tensor in[2], out[5];
+    tensor(&in[0], IC_F32, 2, (int64_t[]){ R, C });
+    tensor(&in[1], IC_I32, 2, (int64_t[]){ R, C });
+    float *xv = in[0].data;
+    int32_t *iv = in[1].data;
+    uint64_t seed = 11;
+    for (int i = 0; i < R * C; i++) {
+        xv[i] = (float)(uniform(&seed) * 4 + 100); /* a large mean: the variance's two passes */
+        iv[i] = (int32_t)(lt_rand(&seed) % 2000001) - 1000000;
+    }
+    xv[0 * C + 5] = NAN;       /* first row of the first block */
+    xv[(R - 1) * C + 9] = NAN; /* the last row: a remainder row */
+    xv[502 * C + 13] = NAN;    /* inside the second thread's blocks */
+    double ws[C], wmn[C], wv[C], wsi[C];
+    for (int j = 0; j < C; j++) {
+        double sum = 0, xsum = 0, mn = INFINITY, isum = 0, m, var = 0;
+        for (int i = 0; i < R; i++) {
+            sum += 3.0f * xv[i * C + j];
+            xsum += xv[i * C + j];
+            mn = isnan(xv[i * C + j]) || isnan(mn) ? NAN : fmin(mn, xv[i * C + j]);
+            isum += iv[i * C + j];
+        }
+        m = xsum / R;
+        for (int i = 0; i < R; i++)
+            var += ((double)xv[i * C + j] - m) * ((double)xv[i * C + j] - m);
+        ws[j] = sum, wmn[j] = mn, wv[j] = var, wsi[j] = isum;
+    }
+    for (int threads = 1; threads <= 3; threads++) {
+        ic_compile_options o;
+        ic_compile_options_init(&o);
+        o.threads = threads;
+        char *ir = ict_compile_dump(c, g, &o, "llvm");
+        cr_assert(threads == 1 || strstr(ir, "blk.head"), "no blocks of rows in the column kernels");
+        free(ir);
+        ic_compiled *cc = compile(c, g, threads);
+        tensor(&out[0], IC_F32, 2, (int64_t[]){ R, C });
+        for (int i = 1; i < 4; i++)
+            tensor(&out[i], IC_F32, 1, (int64_t[]){ C });
+        tensor(&out[4], IC_I64, 1, (int64_t[]){ C });
+        cr_assert_eq(ic_run(cc, 2, in, 5, out), IC_OK, "ic_run: %s", ic_last_error(c));
+        for (int i = 0; i < R * C; i++) {
+            float want = 3.0f * xv[i];
+            cr_assert(isnan(want) ? isnan(((float *)out[0].data)[i]) : ((float *)out[0].data)[i] == want,
+                      "y[%d]", i);
+        }
+        expect_close(&out[1], ws, 1e-5, 1e-3, "sum");
+        expect_close(&out[2], wmn, 0, 0, "amin");
+        expect_close(&out[3], wv, 1e-4, 1e-3, "var");
+        expect_close(&out[4], wsi, 0, 0, "int sum");
+        for (int i = 0; i < 5; i++)
+            ic_tensor_free(NULL, &out[i]);
+        ic_compiled_destroy(cc);
+    }
+    /* an argmax in the kernel: row by row */
+    ic_graph *ga = ict_graph(c, "colarg");
+    ic_value xa = ict_input(ga, "x", IC_F32, "1003,77");
+    ic_attrs am = lt_attrs(IC_OP_ARGMAX);
+    am.dim = 0;
+    lt_out(ga, lt_at(ga, "a", IC_OP_ARGMAX, xa, &am));
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.threads = 2;
+    char *ir = ict_compile_dump(c, ga, &o, "llvm");
+    cr_assert(!strstr(ir, "blk.head"), "an argmax folded in blocks of rows");
+    free(ir);
+    ic_graph_destroy(ga);
+    for (int i = 0; i < 2; i++)
+        ic_tensor_free(NULL, &in[i]);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 /* ---- softmax ---- */
 
 static void softmax_ref(const float *x, int rows, int n, double scale, const float *mask,
