@@ -74,12 +74,20 @@ typedef enum {
     IC_RED_ARGMAX,                                   /* first index of the max; NaN is max */
 } ic_red;
 
+/* EXP's pred: its argument is <= 0 or NaN by construction (softmax's x - max of the row),
+ * so codegen may leave out the overflow path. */
+#define IC_EXP_LE0 1
+/* REDUCE's c: IC_RED_NAN_FREE on a MAX whose reader makes a row with a NaN all NaN anyway
+ * (softmax: exp(x - max) is NaN at the NaN, and so is the sum), so a NaN operand may be
+ * dropped instead of propagated: codegen may use the plain compare. -1 otherwise. */
+#define IC_RED_NAN_FREE 1
+
 typedef struct ic_linstr {
     ic_lop op;
     ic_dtype type;      /* result type (arithmetic in F32, F64, I32, I64 or BOOL) */
     int a, b, c;        /* operand instr indices in the same stage (or as documented) */
     int buf;            /* LOAD / STORE */
-    int pred;           /* CMP: ic_cmp; REDUCE: ic_red */
+    int pred;           /* CMP: ic_cmp; REDUCE: ic_red; EXP: IC_EXP_LE0 or 0 */
     ic_scalar imm;      /* CONST */
 } ic_linstr;
 

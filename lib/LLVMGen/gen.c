@@ -428,8 +428,10 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
         snprintf(d, sizeof d, "%d", g->p->prefetch_bytes);
         a = LLVMCreateStringAttribute(g->ctx, "ic-prefetch", 11, d, (unsigned)strlen(d));
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
-        if (g->mode == IC_KMODE_ROW && g->k->ninner > 0) { /* prefetch.c: the next row */
-            snprintf(d, sizeof d, "%lld", (long long)prod(g->k->ninner, g->k->inner));
+        if (g->mode == IC_KMODE_ROW && g->k->ninner > 0) { /* prefetch.c: the next row(s) */
+            /* rows run U > 1 at a time (short rows): two groups ahead */
+            int U = row_group(g);
+            snprintf(d, sizeof d, "%lld", (long long)(U > 1 ? 2 * U : 1) * prod(g->k->ninner, g->k->inner));
             a = LLVMCreateStringAttribute(g->ctx, "ic-prefetch-row", 15, d, (unsigned)strlen(d));
             LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
         }

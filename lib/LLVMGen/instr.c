@@ -350,6 +350,21 @@ LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv
     return r;
 }
 
+/* The running max for IC_RED_NAN_FREE: a NaN operand may be dropped (x86: one MAXPS instead
+ * of three instructions). The flags let the loop vectorizer keep vector accumulators; a NaN
+ * operand is then poison, which only reaches values that are NaN anyway, and nothing
+ * branches on them. */
+static LLVMValueRef nan_free_max(ic__cg *g, ic_dtype vt, LLVMValueRef pv, LLVMValueRef v)
+{
+    LLVMValueRef cur = LLVMBuildLoad2(g->b, ic__gen_type(g, vt), pv, "");
+    LLVMValueRef c = LLVMBuildFCmp(g->b, LLVMRealOGT, v, cur, "");
+    LLVMValueRef r = LLVMBuildSelect(g->b, c, v, cur, "");
+    LLVMSetFastMathFlags(c, LLVMFastMathNoNaNs | LLVMFastMathNoSignedZeros);
+    LLVMSetFastMathFlags(r, LLVMFastMathNoNaNs | LLVMFastMathNoSignedZeros);
+    LLVMBuildStore(g->b, r, pv);
+    return r;
+}
+
 static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
 {
     const ic_linstr *in = &g->k->stages[s].instr[i];
@@ -360,6 +375,8 @@ static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
     }
     ic_dtype vt = in->pred == IC_RED_ARGMAX ? vin->type : in->type;
     LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], ic__gen_type(g, vt));
+    if (in->c == IC_RED_NAN_FREE && in->pred == IC_RED_MAX && is_fp(vt))
+        return nan_free_max(g, vt, pv, g->vals[in->a]);
     LLVMValueRef pi = NULL, idx = NULL;
     if (in->pred == IC_RED_ARGMAX) {
         pi = ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64);
@@ -464,6 +481,16 @@ static LLVMValueRef emit_cmp(ic__cg *g, ic_cmp pred, ic_dtype t, LLVMValueRef x,
     return LLVMBuildICmp(g->b, t == IC_BOOL ? ui[pred] : si[pred], x, y, "");
 }
 
+/* A graph's a * b + c may become one fma (one rounding instead of two), as in Inductor's
+ * C++ (-ffast-math: -ffp-contract=fast) and Triton (enable_fp_fusion) kernels: the scaled
+ * and masked attention scores, a bias after a scale, an affine layer_norm. */
+static LLVMValueRef contract(LLVMValueRef v)
+{
+    if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+        LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowContract);
+    return v;
+}
+
 static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, LLVMValueRef y,
                                 ic_dtype xt)
 {
@@ -471,9 +498,9 @@ static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, 
     ic_dtype t = in->type;
     bool fp = is_fp(t), bl = t == IC_BOOL;
     switch (in->op) {
-    case IC_L_ADD: return fp ? LLVMBuildFAdd(b, x, y, "") : bl ? LLVMBuildOr(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
-    case IC_L_SUB: return fp ? LLVMBuildFSub(b, x, y, "") : bl ? LLVMBuildXor(b, x, y, "") : LLVMBuildSub(b, x, y, "");
-    case IC_L_MUL: return fp ? LLVMBuildFMul(b, x, y, "") : bl ? LLVMBuildAnd(b, x, y, "") : LLVMBuildMul(b, x, y, "");
+    case IC_L_ADD: return fp ? contract(LLVMBuildFAdd(b, x, y, "")) : bl ? LLVMBuildOr(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
+    case IC_L_SUB: return fp ? contract(LLVMBuildFSub(b, x, y, "")) : bl ? LLVMBuildXor(b, x, y, "") : LLVMBuildSub(b, x, y, "");
+    case IC_L_MUL: return fp ? contract(LLVMBuildFMul(b, x, y, "")) : bl ? LLVMBuildAnd(b, x, y, "") : LLVMBuildMul(b, x, y, "");
     case IC_L_DIV:
         if (fp) {
             LLVMValueRef q = LLVMBuildFDiv(b, x, y, "");
@@ -544,6 +571,10 @@ ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need)
         case IC_L_REDUCE: v = emit_reduce(g, s, i); break;
         case IC_L_CAST: v = build_cast(g, a, at, in->type); break;
         case IC_L_SELECT: v = LLVMBuildSelect(g->b, a, bv, c, ""); break;
+        case IC_L_EXP:
+            v = in->pred == IC_EXP_LE0 ? ic__gen_exp_le0(g, in->type, a)
+                                       : emit_unary(g, in->op, in->type, a, at);
+            break;
         default:
             if (in->op >= IC_L_NEG && in->op <= IC_L_NOT)
                 v = emit_unary(g, in->op, in->type, a, at);

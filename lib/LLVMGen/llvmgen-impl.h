@@ -107,6 +107,8 @@ IC_HIDDEN ic_status ic__gen_check_kernel(ic_ctx *c, const ic_kernel *k, int nbuf
 /* f32/f64 math: exp log sin cos tanh erf sigmoid pow for type t. */
 IC_HIDDEN LLVMValueRef ic__gen_math(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueRef x,
                                     LLVMValueRef y);
+/* exp of an argument <= 0 or NaN (IC_EXP_LE0). */
+IC_HIDDEN LLVMValueRef ic__gen_exp_le0(ic__cg *g, ic_dtype t, LLVMValueRef x);
 /* A loop attribute node: vectorize width/interleave per params (innermost loops). */
 IC_HIDDEN LLVMValueRef ic__gen_loop_md(ic__cg *g);
 

@@ -270,6 +270,16 @@ int ic__kb_bin(ic__kb *b, ic_lop op, ic_dtype t, int a, int c)
 
 int ic__kb_cast(ic__kb *b, ic_dtype t, int a) { return ic__kb_un(b, IC_L_CAST, t, a); }
 
+int ic__kb_exp_le0(ic__kb *b, ic_dtype t, int a)
+{
+    if (a < 0)
+        return -1;
+    ic_linstr in = mk(IC_L_EXP, t);
+    in.a = a;
+    in.pred = IC_EXP_LE0;
+    return ic__kb_emit(b, in);
+}
+
 int ic__kb_cmp(ic__kb *b, ic_cmp pred, int a, int c)
 {
     if (a < 0 || c < 0)
@@ -320,6 +330,17 @@ void ic__kb_store(ic__kb *b, int buf, int off, int val)
     in.a = off;
     in.b = val;
     ic__kb_emit(b, in);
+}
+
+int ic__kb_max_nan_free(ic__kb *b, ic_dtype t, int val)
+{
+    if (val < 0)
+        return -1;
+    ic_linstr in = mk(IC_L_REDUCE, t);
+    in.pred = IC_RED_MAX;
+    in.a = val;
+    in.c = IC_RED_NAN_FREE;
+    return ic__kb_emit(b, in);
 }
 
 int ic__kb_reduce(ic__kb *b, ic_red red, ic_dtype t, int val, int index)

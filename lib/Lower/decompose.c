@@ -228,9 +228,9 @@ static bool emit_norm(ic__gen *G, const ic_node *n, ic__redinfo *ri, const ic__i
         ic__kb_store(b, ri->stash, stash_off(G, n, nidx), x);
     if (is_softmax(n)) {
         if (!second)
-            return (ri->r0 = ic__kb_reduce(b, IC_RED_MAX, t, x, -1)) >= 0;
+            return (ri->r0 = ic__kb_max_nan_free(b, t, x)) >= 0; /* NaN: a NaN sum */
         int xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
-        int e = ic__kb_un(b, IC_L_EXP, t, xm);
+        int e = ic__kb_exp_le0(b, t, xm); /* x <= max */
         if (ri->stash >= 0)
             ic__kb_store(b, ri->stash, stash_off(G, n, nidx), op == IC_OP_SOFTMAX ? e : xm);
         /* exp(x - max) lies in (0, 1]: lane-wise partial sums in the compute type keep the
@@ -374,7 +374,7 @@ static int norm_final(ic__gen *G, const ic_node *n, const ic__redinfo *ri, const
         if (ri->stash < 0) {
             xm = ic__kb_bin(b, IC_L_SUB, t, x, ic__kb_acc(b, ri->stage0, ri->r0));
             if (op == IC_OP_SOFTMAX)
-                xm = ic__kb_un(b, IC_L_EXP, t, xm);
+                xm = ic__kb_exp_le0(b, t, xm);
         }
         int s = ic__kb_acc(b, ri->stage1, ri->r1);
         if (op == IC_OP_SOFTMAX) /* one division per row, a multiply per element */

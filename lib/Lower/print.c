@@ -74,7 +74,8 @@ static void print_instr(FILE *f, const ic_program *p, int i, const ic_linstr *in
         fprintf(f, "    %%%d = acc %s stage%d.%%%d\n", i, tn, in->a, in->b);
         return;
     case IC_L_REDUCE:
-        fprintf(f, "    %%%d = reduce %s %s %%%d", i, red_name(in->pred), tn, in->a);
+        fprintf(f, "    %%%d = reduce %s%s %s %%%d", i, red_name(in->pred),
+                in->c == IC_RED_NAN_FREE ? ".nan_free" : "", tn, in->a);
         if (in->pred == IC_RED_ARGMAX)
             fprintf(f, ", %%%d", in->b);
         fputc('\n', f);
@@ -86,7 +87,8 @@ static void print_instr(FILE *f, const ic_program *p, int i, const ic_linstr *in
         fprintf(f, "    %%%d = select %s %%%d, %%%d, %%%d\n", i, tn, in->a, in->b, in->c);
         return;
     default:
-        fprintf(f, "    %%%d = %s %s %%%d", i, lop_name(in->op), tn, in->a);
+        fprintf(f, "    %%%d = %s%s %s %%%d", i, lop_name(in->op),
+                in->op == IC_L_EXP && in->pred == IC_EXP_LE0 ? ".le0" : "", tn, in->a);
         if (in->op >= IC_L_ADD)
             fprintf(f, ", %%%d", in->b);
         fputc('\n', f);

@@ -79,6 +79,8 @@ static const char *check_special(const vcx *x, int i, const ic_linstr *in)
             return e;
         if (in->pred < IC_RED_SUM || in->pred > IC_RED_ARGMAX)
             return "bad reduction kind";
+        if (in->c == IC_RED_NAN_FREE && in->pred != IC_RED_MAX)
+            return "nan_free on a reduction other than max";
         if (in->pred == IC_RED_ARGMAX)
             return in->type == IC_I64 && ty(x, in->b) == IC_I64 && arith(ty(x, in->a)) ? NULL
                                                                                    : "argmax types";
@@ -119,6 +121,10 @@ static const char *check_instr(const vcx *x, int i)
                        (arith(ty(x, in->a)) || ty(x, in->a) == IC_BOOL) ? NULL : "cmp operands";
     case IC_L_SELECT:
         return ty(x, in->a) == IC_BOOL && ty(x, in->b) == t && ty(x, in->c) == t ? NULL : "select types";
+    case IC_L_EXP:
+        if (in->pred != 0 && in->pred != IC_EXP_LE0)
+            return "exp flag";
+        return fp(t) && ty(x, in->a) == t ? NULL : "needs a float operand of the result type";
     default: /* float unary */
         return fp(t) && ty(x, in->a) == t ? NULL : "needs a float operand of the result type";
     }

@@ -189,6 +189,48 @@ Test(llvmgen, row_reductions_use_vector_accumulators)
     }
 }
 
+/* Softmax's forms: a max that may drop NaNs (IC_RED_NAN_FREE) keeps vector accumulators as
+ * a plain compare and select (on x86 one MAXPS, no NaN fixup); exp.le0 stays vector code
+ * without libm and without the overflow compare; a * b + c is contractible into an fma. */
+Test(llvmgen, softmax_forms)
+{
+    kb_t *kb = row_sum_kernel(16384, 128, IC_RED_MAX);
+    kb->k.stages[0].instr[kb->k.stages[0].ninstr - 1].c = IC_RED_NAN_FREE;
+    ic_buffer bufs[2] = { kb_buf(IC_BUF_ARG, IC_F32, 16384 * 128, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 16384, 0) };
+    gen_t G;
+    gen(&G, kb, 2, bufs, NULL);
+    assert_vector_code(&G, "nan_free max");
+    cr_assert(strstr(G.ir, "llvm.maximum.v") == NULL, "nan_free max kept the NaN-propagating form");
+    cr_assert(strstr(G.ir, "llvm.vector.reduce.fmax") != NULL, "no horizontal max");
+    if (strstr(ic_codegen_target_triple(G.t), "x86_64"))
+        cr_assert(strstr(G.as, "vcmpunordps") == NULL, "NaN fixups in a nan_free max");
+    gen_free(&G);
+    free(kb);
+
+    /* exp(x - 3) with the LE0 flag next to a * 0.125 + b */
+    kb = kb_new("le0_fma", 2, (int64_t[]){ 64, 4096 }, 0, NULL);
+    kb_stage(kb, IC_STAGE_BODY);
+    int i = kb_var(kb, 0), j = kb_var(kb, 1), off = kb_off2(kb, i, 4096, j);
+    int a = kb_load(kb, 0, IC_F32, off), b = kb_load(kb, 1, IC_F32, j);
+    int e = kb_un(kb, IC_L_EXP, IC_F32, kb_bin(kb, IC_L_SUB, IC_F32, a, kb_constf(kb, IC_F32, 3)));
+    kb->k.stages[0].instr[e].pred = IC_EXP_LE0;
+    int f = kb_bin(kb, IC_L_ADD, IC_F32, kb_bin(kb, IC_L_MUL, IC_F32, a, kb_constf(kb, IC_F32, 0.125)), b);
+    kb_store(kb, 2, off, kb_bin(kb, IC_L_ADD, IC_F32, e, f));
+    ic_buffer b3[3] = { kb_buf(IC_BUF_ARG, IC_F32, 64 * 4096, 0), kb_buf(IC_BUF_ARG, IC_F32, 4096, 1),
+                        kb_buf(IC_BUF_OUTPUT, IC_F32, 64 * 4096, 0) };
+    gen(&G, kb, 3, b3, NULL);
+    assert_vector_code(&G, "exp.le0");
+    cr_assert(strstr(G.pre, "@ic.exp_le0.f32") != NULL, "exp.le0 did not take its own form");
+    cr_assert(strstr(G.ir, "0x40562E42E0000000") == NULL, "exp.le0 kept the overflow bound 88.72");
+    cr_assert(strstr(G.as, "expf") == NULL, "exp.le0 calls libm");
+    cr_assert(strstr(G.pre, "fmul contract") != NULL && strstr(G.pre, "fadd contract") != NULL,
+              "mul and add are not contractible");
+    if (strstr(ic_codegen_target_features(G.t), "+fma"))
+        cr_assert(strstr(G.as, "vfmadd") != NULL, "no fma for a * 0.125 + b");
+    gen_free(&G);
+    free(kb);
+}
+
 Test(llvmgen, column_reduction_walks_rows_with_a_vector_strip)
 {
     int64_t rows = 16384, cols = 4096;

@@ -312,6 +312,58 @@ Test(red, short_rows_softmax_with_producer_and_consumer)
 
 /* softmax into an intermediate that a later kernel reads (its exp is kept in that temp
  * between the kernel's passes), and a row holding NaN or +inf: all NaN, as torch. */
+/* Softmax's max may drop a NaN (max.nan_free) and its exp leaves out the overflow side
+ * (exp.le0): rows of 128 (run 4 at a time) with a NaN first or last, all -inf, a +inf, and
+ * gaps whose exp underflows must still come out as the reference (NaN rows all NaN). */
+Test(red, softmax_special_rows_short)
+{
+    enum { R = 11, N = 128 };
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "smspecial");
+    ic_value x = ict_input(g, "x", IC_F32, "11,128");
+    ic_attrs at = lt_attrs(IC_OP_SOFTMAX);
+    at.dim = -1;
+    lt_out(g, lt_at(g, "y", IC_OP_SOFTMAX, x, &at));
+    at = lt_attrs(IC_OP_LOG_SOFTMAX);
+    at.dim = -1;
+    lt_out(g, lt_at(g, "ly", IC_OP_LOG_SOFTMAX, x, &at));
+    ic_tensor in, out[2];
+    tensor(&in, IC_F32, 2, (int64_t[]){ R, N });
+    float *xv = in.data;
+    uint64_t seed = 9;
+    for (int i = 0; i < R * N; i++)
+        xv[i] = (float)(uniform(&seed) * 20 - 10);
+    xv[0 * N + 0] = NAN;
+    xv[1 * N + 127] = NAN;
+    for (int j = 0; j < N; j++)
+        xv[3 * N + j] = -INFINITY, xv[6 * N + j] = j ? -200.0f : 0.0f;
+    xv[4 * N + 64] = INFINITY;
+    xv[9 * N + 5] = NAN, xv[9 * N + 6] = INFINITY;
+    double *want = malloc(sizeof(double) * R * N), *lwant = malloc(sizeof(double) * R * N);
+    softmax_ref(xv, R, N, 1.0, NULL, want, false);
+    softmax_ref(xv, R, N, 1.0, NULL, lwant, true);
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    char *dump = ict_compile_dump(c, g, &o, "fused");
+    cr_assert(strstr(dump, "reduce max.nan_free") && strstr(dump, "exp.le0"), "%s", dump);
+    free(dump);
+    for (int threads = 1; threads <= 2; threads++) {
+        ic_compiled *cc = compile(c, g, threads);
+        for (int i = 0; i < 2; i++)
+            tensor(&out[i], IC_F32, 2, (int64_t[]){ R, N });
+        cr_assert_eq(ic_run(cc, 1, &in, 2, out), IC_OK, "ic_run: %s", ic_last_error(c));
+        expect_close(&out[0], want, 1e-5, 1e-7, "softmax");
+        expect_close(&out[1], lwant, 1e-5, 1e-5, "log_softmax");
+        for (int i = 0; i < 2; i++)
+            ic_tensor_free(NULL, &out[i]);
+        ic_compiled_destroy(cc);
+    }
+    free(want), free(lwant);
+    ic_tensor_free(NULL, &in);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 Test(red, softmax_into_temp_and_special_rows)
 {
     enum { R = 9, N = 300 };
