@@ -265,7 +265,10 @@ static ic_status emit_pointwise(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
 /* Rows a ROW kernel runs together. A short row leaves the core waiting on its chain of
  * dependent steps (a vector pass, the horizontal reduction of its accumulators, the next
  * pass, ...): with the stages of several independent rows emitted in turn, out-of-order
- * execution overlaps one row's chain with the others' passes. Long rows need no help. */
+ * execution overlaps one row's chain with the others' passes. Long rows need no help.
+ * Three rows: BERT's attention softmax (rows of 128 f32, 8 AVX-512 vectors each) keeps
+ * three rows' vectors in the 32 registers; four spill (3 vs 4 vs 2 rows, [32, 12, 128,
+ * 128] back to back: 1.00, 1.07, 1.08 ms; eight lost a quarter of the bandwidth). */
 static int row_group(const ic__cg *g)
 {
     const ic_kernel *k = g->k;
@@ -276,7 +279,7 @@ static int row_group(const ic__cg *g)
     if (!reduce || k->ninner == 0 || n <= 0 || g->p->vector_width == 1)
         return 1;
     /* (rows of 768: +10% in L2, but twice the code to compile for a kernel bound by L3) */
-    return n <= 256 ? 4 : 1;
+    return n <= 256 ? 3 : 1;
 }
 
 /* Accumulator storage of every REDUCE for U rows: set 0 is g's own, sets 1.. new allocas. */

@@ -47,7 +47,7 @@ static LLVMValueRef split_ptr(LLVMTargetDataRef td, LLVMValueRef ptr, long long 
  * ahead instead, so the next row arrives while this one is computed (softmax of [8192,
  * 4096]: 74% of a copy with 512 B, 84% with the next row). Short rows run U at a time
  * (gen.c, row_group) and "ic-prefetch-row" is then two groups: BERT's attention softmax
- * (rows of 128, U = 4) went from 73% to 81% of a copy with one group and to about 90%
+ * (rows of 128, then 4 at a time) went from 73% to 81% of a copy with one group and to about 90%
  * with two. Write prefetches of the stored lines (prefetchw) lost 13 points there. */
 
 /* Whether a line of root within LINE bytes of off already has its prefetch. */

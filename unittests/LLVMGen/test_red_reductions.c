@@ -253,7 +253,7 @@ static void softmax_ref(const float *x, int rows, int n, double scale, const flo
     }
 }
 
-/* softmax(x * 0.125 + mask) and log_softmax(x) over rows of 128 and 96 (run 4 or 2 at a time),
+/* softmax(x * 0.125 + mask) and log_softmax(x) over rows of 128 and 96 (run 3 at a time),
  * row counts that leave remainders on every thread, both softmaxes graph outputs and
  * softmax also read by a consumer in the same kernel (y * 2). */
 Test(red, short_rows_softmax_with_producer_and_consumer)
@@ -313,7 +313,7 @@ Test(red, short_rows_softmax_with_producer_and_consumer)
 /* softmax into an intermediate that a later kernel reads (its exp is kept in that temp
  * between the kernel's passes), and a row holding NaN or +inf: all NaN, as torch. */
 /* Softmax's max may drop a NaN (max.nan_free) and its exp leaves out the overflow side
- * (exp.le0): rows of 128 (run 4 at a time) with a NaN first or last, all -inf, a +inf, and
+ * (exp.le0): rows of 128 (run 3 at a time) with a NaN first or last, all -inf, a +inf, and
  * gaps whose exp underflows must still come out as the reference (NaN rows all NaN). */
 Test(red, softmax_special_rows_short)
 {
