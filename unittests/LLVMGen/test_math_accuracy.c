@@ -191,6 +191,58 @@ Test(math_accuracy, exp)
     sweep_f32(&fc, inputs(-INFINITY, INFINITY, 256, -100, 100, 1 << 21, edge, 7));
 }
 
+/* Softmax's exp (exp.le0: arguments <= 0, one f32 ln2) in place: softmax over rows (x, 0)
+ * is sigmoid(x) = e^x / (1 + e^x) for x <= 0, with the row's sum and reciprocal on top of
+ * the exp's error. */
+Test(math_accuracy, softmax_exp_le0)
+{
+    static const float edge[] = { -87.33654022f, -87.3365479f, -86.0f, -103.97f, -1e-8f, -0.34657359f };
+    vec in = inputs(-104, 0, 256, -90, 0, 1 << 20, edge, 6);
+    int n = in.n;
+    float *x2 = malloc(sizeof(float) * 2 * (size_t)n), *y2 = malloc(sizeof(float) * 2 * (size_t)n);
+    cr_assert(x2 && y2);
+    for (int i = 0; i < n; i++)
+        x2[2 * i] = in.v[i], x2[2 * i + 1] = 0.0f;
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "smexp");
+    char shape[32];
+    snprintf(shape, sizeof shape, "%d,2", n);
+    ic_value x = ict_input(g, "x", IC_F32, shape), r;
+    ic_attrs at;
+    ic_attrs_init(&at, IC_OP_SOFTMAX);
+    at.dim = -1;
+    ic_operand o = ic_val(x);
+    cr_assert_eq(ic_graph_add_node(g, "y", IC_OP_SOFTMAX, 1, &o, &at, &r), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_add_output(g, r), IC_OK);
+    ic_compiled *cc;
+    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "compile: %s", ic_last_error(c));
+    int64_t sh[2] = { n, 2 };
+    ic_tensor arg, res;
+    ic_tensor_init(&arg, IC_F32, 2, sh, x2);
+    ic_tensor_init(&res, IC_F32, 2, sh, y2);
+    cr_assert_eq(ic_run(cc, 1, &arg, 1, &res), IC_OK, "run: %s", ic_last_error(c));
+    /* above e^-20 the single ln2 adds under half an ulp; below, up to 2.4e-7 relative */
+    fn_case fc[2] = { { "softmax exp (x >= -20)", IC_OP_SOFTMAX, 0, ref_sigmoid, 3.0, 0, TINY },
+                      { "softmax exp (x < -20)", IC_OP_SOFTMAX, 0, ref_sigmoid, 5.0, 0, TINY } };
+    acc a[2] = { { 0 }, { 0 } };
+    for (int i = 0; i < n; i++) {
+        if (in.v[i] == INFINITY) /* softmax(inf, 0) is NaN, not sigmoid(inf) */
+            continue;
+        int k = in.v[i] < -20;
+        check(&a[k], &fc[k], in.v[i], y2[2 * i], ref_sigmoid(in.v[i]));
+    }
+    for (int k = 0; k < 2; k++) {
+        fprintf(stderr, "math: %-10s max %.3f ulp at x=%a (%.9g), bound %.2f ulp\n", fc[k].name,
+                a[k].worst, a[k].at, a[k].at, fc[k].ulps);
+        cr_assert_eq(a[k].bad, 0, "%s: %d inputs outside %.2f ulp; first x=%a: got %a, want %a",
+                     fc[k].name, a[k].bad, fc[k].ulps, a[k].bad_x, a[k].bad_got, ref_sigmoid(a[k].bad_x));
+    }
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+    free(x2), free(y2), free(in.v);
+}
+
 Test(math_accuracy, log)
 {
     static const float edge[] = { 0.70710677f, 1.4142135f, 1.0f, 2.0f, 1e-40f };
