@@ -29,6 +29,9 @@ static bool has(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const
     return r;
 }
 
+/* A prefetch d bytes past a vector load's address (prefetch.c's GEP, then the call). */
+#define PF_AT(d) "i64 " d "\n  call void @llvm.prefetch"
+
 /* y = layer_norm(x, w, b) over rows of n (f32). */
 static ic_graph *layer_norm_graph(ic_ctx *c, int64_t rows, int64_t n)
 {
@@ -155,7 +158,10 @@ Test(stream, prefetches_in_row_loops_not_in_column_walks)
     opts(&o, 0, 0);
     ic_graph *g = reduce_graph(c, IC_OP_SUM, "33,1000", -1);
     cr_assert(has(c, g, &o, "@llvm.prefetch"), "a row sum has no prefetch");
+    cr_assert(has(c, g, &o, PF_AT("2048")), "a row sum does not prefetch 2 KB ahead");
     check_at(c, g, &o, 0);
+    opts(&o, 0, 1024);
+    cr_assert(has(c, g, &o, PF_AT("1024")) && !has(c, g, &o, PF_AT("2048")), "prefetch_bytes 1024 ignored");
     opts(&o, 0, -1);
     cr_assert(!has(c, g, &o, "@llvm.prefetch"), "prefetch_bytes -1 still prefetches");
     check_at(c, g, &o, 0);
