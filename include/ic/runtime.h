@@ -50,6 +50,9 @@ typedef struct ic_compile_options {
     int prefetch_bytes;       /* 0 = heuristic, -1 = no software prefetches, else the distance */
     int freezing;             /* 1: params with data are compile-time constants: matmul weights
                                * are packed once at compile time (ic_gemm_params.prepack) */
+    int max_variants;         /* symbolic graphs: specialisations kept in memory (0 = 16, -1 =
+                               * no limit); past it the least recently used idle one is
+                               * dropped, and compiled again if its sizes come back */
 } ic_compile_options;
 
 typedef struct ic_compiled ic_compiled;
@@ -76,7 +79,8 @@ IC_API ic_status ic_compiled_bind(ic_compiled *cc, const char *sym, int64_t valu
 
 IC_API void ic_compiled_destroy(ic_compiled *cc);
 
-/* Introspection of the most recently compiled variant (0 / NULL before the first). */
+/* Introspection of the most recently used variant (0 / NULL before the first); not
+ * synchronised with runs of cc in flight on other threads. */
 IC_API int ic_compiled_num_kernels(const ic_compiled *cc);
 IC_API const char *ic_compiled_kernel_name(const ic_compiled *cc, int i);
 IC_API double ic_compiled_compile_ms(const ic_compiled *cc);  /* wall time of that compile */

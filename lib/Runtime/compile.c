@@ -57,6 +57,8 @@ typedef struct ic__variant {
     ic_tensor *outsig;     /* expected dtype/rank/shape of each output */
     ic__slot *free_slots, *all_slots;
     double compile_ms;
+    uint64_t used;         /* cc->tick at its last use (least recently used goes first) */
+    int busy;              /* runs in flight (cc->lock): never dropped while > 0 */
     int nchecks;           /* embedding indices read straight from an argument */
     struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
 } ic__variant;
@@ -72,6 +74,7 @@ struct ic_compiled {
     ic__variant **variants;
     int nvariants, capvariants;
     ic__variant *last;     /* most recently used */
+    uint64_t tick;         /* uses so far (variant.used) */
     bool profile;          /* IC_PROFILE: time every kernel of every run (summary at destroy) */
 };
 
@@ -806,6 +809,12 @@ ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, 
         return ic__node_error(g, NULL, NULL, IC_EINVAL, "unknown compile mode '%s' (known: default)",
                               o->mode);
     }
+    if (cc->o.max_variants < -1) {
+        int m = cc->o.max_variants;
+        ic_compiled_destroy(cc);
+        return ic__node_error(g, NULL, NULL, IC_EINVAL,
+                              "ic_compile: max_variants %d (0: 16, -1: no limit, or a count)", m);
+    }
     if (cc->nsyms == 0) {
         ic__variant *v;
         if ((s = compile_variant(cc, cc->bound, &v))) {
@@ -875,10 +884,35 @@ static bool args_match(const ic__variant *v, int nargs, const ic_tensor *args)
 
 /* The variant for these args: the last one used, a cached one, or a new compile. Called
  * with cc->lock held. */
+/* Past cc's variant limit, drops the least recently used variant that no run is using
+ * (never keep, the one about to run). Called with cc->lock held. */
+static void evict_variants(ic_compiled *cc, const ic__variant *keep)
+{
+    int limit = cc->o.max_variants ? cc->o.max_variants : 16;
+    while (limit > 0 && cc->nvariants > limit) {
+        int lru = -1;
+        for (int i = 0; i < cc->nvariants; i++) {
+            const ic__variant *v = cc->variants[i];
+            if (v != keep && v->busy == 0 && (lru < 0 || v->used < cc->variants[lru]->used))
+                lru = i;
+        }
+        if (lru < 0) /* every other one is running: over the limit until they finish */
+            return;
+        ic__variant *v = cc->variants[lru];
+        if (cc->last == v)
+            cc->last = NULL;
+        memmove(cc->variants + lru, cc->variants + lru + 1,
+                sizeof *cc->variants * (size_t)(cc->nvariants - lru - 1));
+        cc->nvariants--;
+        variant_destroy(cc->c, v);
+    }
+}
+
 static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args, ic__variant **out)
 {
     if (args_match(cc->last, nargs, args)) {
         *out = cc->last;
+        cc->last->used = ++cc->tick;
         return IC_OK;
     }
     int64_t stackvals[16], *vals = cc->nsyms <= 16 ? stackvals : ic__malloc(cc->c, sizeof(int64_t) * (size_t)cc->nsyms);
@@ -915,6 +949,8 @@ static ic_status find_variant(ic_compiled *cc, int nargs, const ic_tensor *args,
     if (!args_match(v, nargs, args))
         return ic__node_error(cc->g, NULL, NULL, IC_ESHAPE, "arguments do not match the graph");
     cc->last = v;
+    v->used = ++cc->tick;
+    evict_variants(cc, v);
     *out = v;
     return IC_OK;
 }
@@ -946,12 +982,14 @@ static ic__slot *slot_acquire(ic_compiled *cc, ic__variant *v)
     ic__slot *s = v->free_slots;
     if (s) {
         v->free_slots = s->next_free;
+        v->busy++;
         return s;
     }
     if (!(s = slot_new(cc->c, v)))
         return NULL;
     s->next_all = v->all_slots;
     v->all_slots = s;
+    v->busy++;
     return s;
 }
 
@@ -960,6 +998,7 @@ static void slot_release(ic_compiled *cc, ic__variant *v, ic__slot *s)
     pthread_mutex_lock(&cc->lock);
     s->next_free = v->free_slots;
     v->free_slots = s;
+    v->busy--;
     pthread_mutex_unlock(&cc->lock);
 }
 
