@@ -301,7 +301,7 @@ static bool mm_k(ic__gen *G, const ic_node *n, const ic__ix **k)
 
 static int emit_mm(ic__gen *G, const ic_node *n)
 {
-    const ic__ix *o[IC_MAX_RANK], *ia[IC_MAX_RANK], *ib[IC_MAX_RANK], *k;
+    const ic__ix *o[IC_MAX_RANK], *ia[IC_MAX_RANK], *ib[IC_MAX_RANK], *k = NULL;
     if (!ic__nat_outer(G, n->info.rank, n->shape, o))
         return ic__gen_fail(G, "matmul '%s' does not fit the kernel's loops", n->info.name), -1;
     if (!mm_k(G, n, &k))
