@@ -310,8 +310,6 @@ Test(red, short_rows_softmax_with_producer_and_consumer)
     }
 }
 
-/* softmax into an intermediate that a later kernel reads (its exp is kept in that temp
- * between the kernel's passes), and a row holding NaN or +inf: all NaN, as torch. */
 /* Softmax's max may drop a NaN (max.nan_free) and its exp leaves out the overflow side
  * (exp.le0): rows of 128 (run 3 at a time) with a NaN first or last, all -inf, a +inf, and
  * gaps whose exp underflows must still come out as the reference (NaN rows all NaN). */
@@ -364,6 +362,8 @@ Test(red, softmax_special_rows_short)
     ic_ctx_destroy(c);
 }
 
+/* softmax into an intermediate that a later kernel reads (its exp is kept in that temp
+ * between the kernel's passes), and a row holding NaN or +inf: all NaN, as torch. */
 Test(red, softmax_into_temp_and_special_rows)
 {
     enum { R = 9, N = 300 };

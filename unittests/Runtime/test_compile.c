@@ -527,10 +527,10 @@ Test(compile, strided_arguments_are_staged)
     ic_ctx_destroy(c);
 }
 
-Test(compile, symbolic_dims_recompile_and_cache)
+/* y = sum(x * b, -1) over x [B, 17]: the symbolic graph of the variant tests. */
+static ic_graph *sym_graph(ic_ctx *c)
 {
-    ic_ctx *c = ict_ctx();
-    ic_graph *g = ict_graph(c, "sym");
+    ic_graph *g = ict_graph(c, "symv");
     ic_value x = ict_input(g, "x", IC_F32, "B,17"), b = ict_input(g, "b", IC_F32, "17"), y, s;
     cr_assert_eq(ic_graph_binary(g, "y", IC_OP_MUL, ic_val(x), ic_val(b), &y), IC_OK);
     ic_attrs a;
@@ -539,8 +539,24 @@ Test(compile, symbolic_dims_recompile_and_cache)
     ic_operand in[1] = { ic_val(y) };
     cr_assert_eq(ic_graph_add_node(g, "s", IC_OP_SUM, 1, in, &a, &s), IC_OK);
     cr_assert_eq(ic_graph_add_output(g, s), IC_OK);
-    ic_compiled *cc;
-    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    return g;
+}
+
+static ic_compiled *compile_limited(ic_ctx *c, const ic_graph *g, int max_variants)
+{
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.max_variants = max_variants;
+    ic_compiled *cc = NULL;
+    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    return cc;
+}
+
+Test(compile, symbolic_dims_recompile_and_cache)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = sym_graph(c);
+    ic_compiled *cc = compile_limited(c, g, 0);
     cr_assert_eq(ic_compiled_num_variants(cc), 0);
     int64_t sizes[] = { 3, 5, 3, 1000, 5 };
     int want_variants[] = { 1, 2, 2, 3, 3 };
@@ -561,32 +577,13 @@ Test(compile, symbolic_dims_recompile_and_cache)
     ic_ctx_destroy(c);
 }
 
-/* y = sum(x * b, -1) over x [B, 17]: the symbolic graph of the variant tests. */
-static ic_graph *sym_graph(ic_ctx *c)
-{
-    ic_graph *g = ict_graph(c, "symv");
-    ic_value x = ict_input(g, "x", IC_F32, "B,17"), b = ict_input(g, "b", IC_F32, "17"), y, s;
-    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_MUL, ic_val(x), ic_val(b), &y), IC_OK);
-    ic_attrs a;
-    ic_attrs_init(&a, IC_OP_SUM);
-    a.has_dims = true, a.ndims = 1, a.dims[0] = -1;
-    ic_operand in[1] = { ic_val(y) };
-    cr_assert_eq(ic_graph_add_node(g, "s", IC_OP_SUM, 1, in, &a, &s), IC_OK);
-    cr_assert_eq(ic_graph_add_output(g, s), IC_OK);
-    return g;
-}
-
 /* max_variants keeps the cache bounded: the least recently used goes, and comes back as a
  * fresh compile that still gives the right answer; a bad limit is refused. */
 Test(compile, variant_cache_is_bounded)
 {
     ic_ctx *c = ict_ctx();
     ic_graph *g = sym_graph(c);
-    ic_compile_options o;
-    ic_compile_options_init(&o);
-    o.max_variants = 2;
-    ic_compiled *cc;
-    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    ic_compiled *cc = compile_limited(c, g, 2);
     int64_t sizes[] = { 3, 5, 3, 7, 5, 3, 9, 9 };
     int want[] = { 1, 2, 2, 2, 2, 2, 2, 2 };
     for (int i = 0; i < 8; i++) {
@@ -599,57 +596,10 @@ Test(compile, variant_cache_is_bounded)
         free_tensors(c, args, 2);
     }
     ic_compiled_destroy(cc);
-    o.max_variants = -2;
-    ict_assert_error(c, ic_compile(c, g, &o, &cc), IC_EINVAL, "max_variants -2");
-    ic_graph_destroy(g);
-    ic_ctx_destroy(c);
-}
-
-typedef struct {
-    ic_ctx *c;
-    const ic_graph *g;
-    ic_compiled *cc;
-    int id, ok;
-    char msg[1024];
-} sym_worker;
-
-static void *sym_work(void *p)
-{
-    sym_worker *w = p;
-    w->ok = 1;
-    for (int rep = 0; rep < 8 && w->ok; rep++) {
-        int64_t vals[1] = { 2 + (w->id + rep) % 5 };
-        ic_tensor *args = make_args(w->c, w->g, vals, 100u * (unsigned)w->id + (unsigned)rep);
-        w->ok = run_and_compare(w->c, w->g, w->cc, args, w->msg, sizeof w->msg);
-        free_tensors(w->c, args, 2);
-    }
-    return NULL;
-}
-
-/* Threads running five sizes through a cache of one: a variant in use is never dropped
- * under a run (each run's results are checked). */
-Test(compile, variant_cache_of_one_under_threads)
-{
-    ic_ctx *c = ict_ctx();
-    ic_graph *g = sym_graph(c);
     ic_compile_options o;
     ic_compile_options_init(&o);
-    o.max_variants = 1;
-    ic_compiled *cc;
-    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
-    enum { N = 3 };
-    sym_worker w[N];
-    pthread_t th[N];
-    for (int i = 0; i < N; i++) {
-        w[i] = (sym_worker){ c, g, cc, i, 0, "" };
-        pthread_create(&th[i], NULL, sym_work, &w[i]);
-    }
-    for (int i = 0; i < N; i++)
-        pthread_join(th[i], NULL);
-    for (int i = 0; i < N; i++)
-        cr_assert(w[i].ok, "thread %d: %s", i, w[i].msg);
-    cr_assert_leq(ic_compiled_num_variants(cc), N, "%d variants", ic_compiled_num_variants(cc));
-    ic_compiled_destroy(cc);
+    o.max_variants = -2;
+    ict_assert_error(c, ic_compile(c, g, &o, &cc), IC_EINVAL, "max_variants -2");
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
@@ -730,6 +680,43 @@ Test(compile, concurrent_runs_of_one_compiled_graph)
         pthread_join(th[i], NULL);
     for (int i = 0; i < N; i++)
         cr_assert(w[i].ok, "thread %d: %s", i, w[i].msg);
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+static void *sym_work(void *p)
+{
+    worker *w = p;
+    w->ok = 1;
+    for (int rep = 0; rep < 8 && w->ok; rep++) {
+        int64_t vals[1] = { 2 + ((int)w->seed + rep) % 5 };
+        ic_tensor *args = make_args(w->c, w->g, vals, 100u * w->seed + (unsigned)rep);
+        w->ok = run_and_compare(w->c, w->g, w->cc, args, w->msg, sizeof w->msg);
+        free_tensors(w->c, args, 2);
+    }
+    return NULL;
+}
+
+/* Threads running five sizes through a cache of one: a variant in use is never dropped
+ * under a run (each run's results are checked). */
+Test(compile, variant_cache_of_one_under_threads)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = sym_graph(c);
+    ic_compiled *cc = compile_limited(c, g, 1);
+    enum { N = 3 };
+    worker w[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (worker){ c, g, cc, (unsigned)i, 0, "" };
+        pthread_create(&th[i], NULL, sym_work, &w[i]);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++)
+        cr_assert(w[i].ok, "thread %d: %s", i, w[i].msg);
+    cr_assert_leq(ic_compiled_num_variants(cc), N, "%d variants", ic_compiled_num_variants(cc));
     ic_compiled_destroy(cc);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
