@@ -412,6 +412,41 @@ static ic_status emit_column(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
 
 /* ---- functions of one kernel ---- */
 
+#define IC__CACHED_BYTES (256 * 1024) /* a buffer this small stays in L2 once read */
+
+static int64_t buf_bytes(const ic_buffer *b) { return b->numel * (int64_t)ic_dtype_size(b->dtype); }
+
+/* "ic-small-bufs" (indices in the buffer table) and "ic-small-params" (parameters of a range
+ * function) of the used buffers that are broadcast operands: at most IC__CACHED_BYTES and an
+ * eighth of the kernel's largest buffer, so read again and again (a bias, a mask, a
+ * layer_norm's weight). They stay cached, and a prefetch past their end fetches nothing
+ * useful: prefetch.c skips them. */
+static void small_buf_attrs(ic__cg *g, LLVMValueRef fn)
+{
+    char bufs[512], params[512];
+    size_t nb = 0, np = 0;
+    bufs[0] = params[0] = 0;
+    int64_t big = 0;
+    for (int i = 0; i < g->nbufs; i++)
+        if (g->used[i] && buf_bytes(&g->bufs[i]) > big)
+            big = buf_bytes(&g->bufs[i]);
+    for (int i = 0, p = 0; i < g->nbufs; p += g->used[i], i++) {
+        int64_t n = buf_bytes(&g->bufs[i]);
+        if (!g->used[i] || n > IC__CACHED_BYTES || 8 * n > big)
+            continue;
+        if (nb + 24 < sizeof bufs && np + 24 < sizeof params) {
+            nb += (size_t)snprintf(bufs + nb, sizeof bufs - nb, "%s%d", nb ? "," : "", i);
+            np += (size_t)snprintf(params + np, sizeof params - np, "%s%d", np ? "," : "", p);
+        }
+    }
+    if (!nb)
+        return;
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(g->ctx, "ic-small-bufs", 13, bufs, (unsigned)nb));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(g->ctx, "ic-small-params", 15, params, (unsigned)np));
+}
+
 static void fn_attrs(ic__cg *g, LLVMValueRef fn)
 {
     LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
@@ -438,6 +473,7 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
             a = LLVMCreateStringAttribute(g->ctx, "ic-prefetch-row", 15, d, (unsigned)strlen(d));
             LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
         }
+        small_buf_attrs(g, fn);
     }
     unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));

@@ -12,8 +12,9 @@
  * the O3 pipeline: in every single-block loop (the vector body) of a function that carries
  * the attribute "ic-prefetch" (the distance in bytes, from ic_codegen_params), each vector
  * load gets a prefetch of the address that many bytes further on, one per cache line of
- * the loads that share a base pointer. Prefetches never fault, so running past the end of a
- * buffer at the end of the loop is harmless. */
+ * the loads that share a base pointer, except loads from the broadcast operands gen.c lists
+ * in "ic-small-bufs" / "ic-small-params" (they stay cached). Prefetches never fault, so
+ * running past the end of a buffer at the end of the loop is harmless. */
 #include "llvmgen-impl.h"
 
 #include <stdlib.h>
@@ -76,16 +77,74 @@ static bool has_vector_store(LLVMBasicBlockRef bb)
     return false;
 }
 
-static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMBasicBlockRef bb, long long dist,
-                          long long row)
+static bool in_list(const char *list, unsigned len, unsigned param)
+{
+    char buf[256];
+    if (len >= sizeof buf)
+        return false;
+    memcpy(buf, list, len);
+    buf[len] = 0;
+    for (char *p = buf; *p;) {
+        char *end;
+        if (strtoul(p, &end, 10) == param && end != p)
+            return true;
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+static LLVMValueRef ptr_root(LLVMValueRef p)
+{
+    while (LLVMIsAGetElementPtrInst(p))
+        p = LLVMGetOperand(p, 0);
+    return p;
+}
+
+/* The string attribute name of fn as (text, len); NULL when absent. */
+static const char *fn_attr(LLVMValueRef fn, const char *name, unsigned *len)
+{
+    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, name,
+                                                       (unsigned)strlen(name));
+    return a ? LLVMGetStringAttributeValue(a, len) : NULL;
+}
+
+/* Whether ptr points into a buffer gen.c listed as small (cached: no prefetch): a parameter
+ * in "ic-small-params" of a range function, or, once that is inlined into its OpenMP task,
+ * a pointer loaded from entry i of the buffer table with i in "ic-small-bufs". */
+static bool small_buffer(LLVMTargetDataRef td, LLVMValueRef fn, LLVMValueRef ptr)
+{
+    unsigned lp = 0, lb = 0;
+    const char *params = fn_attr(fn, "ic-small-params", &lp), *bufs = fn_attr(fn, "ic-small-bufs", &lb);
+    LLVMValueRef root = ptr_root(ptr);
+    if (params && LLVMIsAArgument(root)) {
+        unsigned p = 0;
+        while (p < LLVMCountParams(fn) && LLVMGetParam(fn, p) != root)
+            p++;
+        return in_list(params, lp, p);
+    }
+    if (!bufs || !LLVMIsALoadInst(root) || LLVMGetTypeKind(LLVMTypeOf(root)) != LLVMPointerTypeKind)
+        return false;
+    LLVMValueRef table = LLVMGetOperand(root, 0);
+    long long off = 0;
+    if (LLVMIsAGetElementPtrInst(table) && LLVMGetNumOperands(table) == 2 &&
+        LLVMIsAConstantInt(LLVMGetOperand(table, 1))) {
+        off = LLVMConstIntGetSExtValue(LLVMGetOperand(table, 1)) *
+              (long long)LLVMABISizeOfType(td, LLVMGetGEPSourceElementType(table));
+        table = LLVMGetOperand(table, 0);
+    }
+    return LLVMIsAArgument(table) && off >= 0 && off % 8 == 0 && in_list(bufs, lb, (unsigned)(off / 8));
+}
+
+static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn, LLVMBasicBlockRef bb,
+                          long long dist, long long row)
 {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
     LLVMTypeRef ptr_t = LLVMPointerTypeInContext(ctx, 0), i8 = LLVMInt8TypeInContext(ctx);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
     unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(mod, id, &ptr_t, 1);
-    LLVMTypeRef fn_t = LLVMIntrinsicGetType(ctx, id, &ptr_t, 1);
+    LLVMValueRef pf = LLVMGetIntrinsicDeclaration(mod, id, &ptr_t, 1);
+    LLVMTypeRef pf_t = LLVMIntrinsicGetType(ctx, id, &ptr_t, 1);
     line_t lines[MAX_LINES];
     int n = 0, added = 0;
     bool row_ahead = row > 0 && has_vector_store(bb);
@@ -97,7 +156,7 @@ static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMBasicBlockRef
         LLVMValueRef ptr = LLVMGetOperand(in, 0);
         long long off;
         LLVMValueRef root = split_ptr(td, ptr, &off);
-        if (have_line(lines, n, root, off))
+        if (have_line(lines, n, root, off) || small_buffer(td, fn, ptr))
             continue;
         lines[n++] = (line_t){ root, off };
         LLVMPositionBuilderBefore(b, in);
@@ -111,7 +170,7 @@ static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMBasicBlockRef
                                  LLVMConstInt(i32, 0, 0),   /* read */
                                  LLVMConstInt(i32, 3, 0),   /* keep in all levels (L1) */
                                  LLVMConstInt(i32, 1, 0) }; /* data */
-        LLVMBuildCall2(b, fn_t, fn, args, 4, "");
+        LLVMBuildCall2(b, pf_t, pf, args, 4, "");
         added++;
     }
     return added;
@@ -139,29 +198,6 @@ static long long fn_attr_int(LLVMValueRef fn, const char *name)
  * vectorizer will not widen stores marked so beforehand (the scalar store's alignment is
  * not a vector's), hence this after O3. Scalar tails and unproven stores stay plain: they
  * would become 8-byte movnti, or partial lines written around the cache. */
-static bool in_list(const char *list, unsigned len, unsigned param)
-{
-    char buf[256];
-    if (len >= sizeof buf)
-        return false;
-    memcpy(buf, list, len);
-    buf[len] = 0;
-    for (char *p = buf; *p;) {
-        char *end;
-        if (strtoul(p, &end, 10) == param && end != p)
-            return true;
-        p = *end ? end + 1 : end;
-    }
-    return false;
-}
-
-static LLVMValueRef ptr_root(LLVMValueRef p)
-{
-    while (LLVMIsAGetElementPtrInst(p))
-        p = LLVMGetOperand(p, 0);
-    return p;
-}
-
 static int mark_nontemporal(LLVMModuleRef mod, LLVMValueRef fn)
 {
     LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -206,7 +242,7 @@ int ic__after_o3(LLVMModuleRef mod)
             continue;
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
             if (is_loop_body(bb))
-                added += prefetch_block(mod, b, bb, dist, row);
+                added += prefetch_block(mod, b, fn, bb, dist, row);
     }
     LLVMDisposeBuilder(b);
     return added;

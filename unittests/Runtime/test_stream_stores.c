@@ -151,6 +151,45 @@ Test(stream, partial_lines_and_read_back_outputs_keep_plain_stores)
     ic_ctx_destroy(c);
 }
 
+/* Occurrences of what in the optimised IR of g. */
+static int count(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *what)
+{
+    char *ir = llvm_opt(c, g, o);
+    int n = 0;
+    for (const char *p = strstr(ir, what); p; p = strstr(p + 1, what))
+        n++;
+    free(ir);
+    return n;
+}
+
+/* y = x * m over x [512, 1024]: m "2" (a constant), "1024" (a row: 4 KB) or "512,1024". */
+static ic_graph *scale_graph(ic_ctx *c, const char *mshape)
+{
+    ic_graph *g = ict_graph(c, "scale");
+    ic_value x = ict_input(g, "x", IC_F32, "512,1024"), y;
+    ic_operand m = *mshape ? ic_val(ict_input(g, "m", IC_F32, mshape)) : ic_scalar_f(2.0);
+    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_MUL, ic_val(x), m, &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    return g;
+}
+
+/* A broadcast operand small enough to stay cached (a bias, a mask, a weight row) gets no
+ * prefetches; a streamed one of the same role does. */
+Test(stream, no_prefetches_for_cached_operands)
+{
+    ic_ctx *c = ict_ctx();
+    ic_compile_options o;
+    opts(&o, 0, 0);
+    const char *call = "call void @llvm.prefetch";
+    ic_graph *g0 = scale_graph(c, ""), *g1 = scale_graph(c, "1024"), *g2 = scale_graph(c, "512,1024");
+    int n0 = count(c, g0, &o, call), n1 = count(c, g1, &o, call), n2 = count(c, g2, &o, call);
+    cr_assert(n0 > 0, "x is not prefetched");
+    cr_assert_eq(n1, n0, "a 4 KB row operand is prefetched (%d prefetches, %d without it)", n1, n0);
+    cr_assert_gt(n2, n1, "a streamed operand is not prefetched (%d vs %d)", n2, n1);
+    ic_graph_destroy(g0), ic_graph_destroy(g1), ic_graph_destroy(g2);
+    ic_ctx_destroy(c);
+}
+
 Test(stream, prefetches_in_row_loops_not_in_column_walks)
 {
     ic_ctx *c = ict_ctx();
