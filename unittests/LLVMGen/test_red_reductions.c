@@ -362,6 +362,73 @@ Test(red, softmax_special_rows_short)
     ic_ctx_destroy(c);
 }
 
+/* The same forms on the other loop arrangements: softmax over dim 0 (a column walk) with a
+ * NaN and an all -inf column, and over one row of 1000003 (its max and sum split across the
+ * threads), with and without a NaN. */
+Test(red, softmax_special_columns_and_one_long_row)
+{
+    enum { R = 128, C = 11, L = 1000003 };
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "smcol");
+    ic_value x = ict_input(g, "x", IC_F32, "128,11");
+    ic_attrs at = lt_attrs(IC_OP_SOFTMAX);
+    at.dim = 0;
+    lt_out(g, lt_at(g, "y", IC_OP_SOFTMAX, x, &at));
+    ic_tensor in, out;
+    tensor(&in, IC_F32, 2, (int64_t[]){ R, C });
+    float *xv = in.data, *xt = malloc(sizeof(float) * R * C);
+    double *want = malloc(sizeof(double) * R * C), *wt = malloc(sizeof(double) * R * C);
+    uint64_t seed = 21;
+    for (int i = 0; i < R * C; i++)
+        xv[i] = (float)(uniform(&seed) * 20 - 10);
+    xv[5 * C + 2] = NAN;
+    for (int i = 0; i < R; i++)
+        xv[i * C + 7] = -INFINITY;
+    for (int i = 0; i < R; i++) /* columns as rows for softmax_ref */
+        for (int j = 0; j < C; j++)
+            xt[j * R + i] = xv[i * C + j];
+    softmax_ref(xt, C, R, 1.0, NULL, wt, false);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            want[i * C + j] = wt[j * R + i];
+    for (int threads = 1; threads <= 2; threads++) {
+        ic_compiled *cc = compile(c, g, threads);
+        tensor(&out, IC_F32, 2, (int64_t[]){ R, C });
+        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
+        expect_close(&out, want, 1e-5, 1e-7, "softmax dim 0");
+        ic_tensor_free(NULL, &out);
+        ic_compiled_destroy(cc);
+    }
+    free(xt), free(want), free(wt);
+    ic_tensor_free(NULL, &in);
+    ic_graph_destroy(g);
+    /* one long row */
+    g = ict_graph(c, "smlong");
+    x = ict_input(g, "x", IC_F32, "1,1000003");
+    at.dim = -1;
+    lt_out(g, lt_at(g, "y", IC_OP_SOFTMAX, x, &at));
+    tensor(&in, IC_F32, 2, (int64_t[]){ 1, L });
+    xv = in.data;
+    want = malloc(sizeof(double) * L);
+    for (int i = 0; i < L; i++)
+        xv[i] = (float)(uniform(&seed) * 20 - 10);
+    for (int nan = 0; nan < 2; nan++) {
+        if (nan)
+            xv[L - 2] = NAN;
+        softmax_ref(xv, 1, L, 1.0, NULL, want, false);
+        ic_compiled *cc = compile(c, g, 2);
+        tensor(&out, IC_F32, 2, (int64_t[]){ 1, L });
+        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
+        expect_close(&out, want, 1e-4, 1e-9, nan ? "long row with a NaN" : "long row");
+        ic_tensor_free(NULL, &out);
+        ic_compiled_destroy(cc);
+    }
+    free(want);
+    ic_tensor_free(NULL, &in);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 /* softmax into an intermediate that a later kernel reads (its exp is kept in that temp
  * between the kernel's passes), and a row holding NaN or +inf: all NaN, as torch. */
 Test(red, softmax_into_temp_and_special_rows)
