@@ -120,6 +120,7 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Smallest of v[0..n). */
 static double min_of(const double *v, int n)
 {
     double m = v[0];
@@ -442,18 +443,17 @@ static bool run_checked(ic_ctx *c, ic_compiled *cc, case_data *d, run_result *r)
     return true;
 }
 
-/* Compiles (ncompile times when fused, keeping the last), checks one run, then times
+/* Compiles (ncompile times, keeping the last), checks one run, then times
  * warmup + iterations. With cb, every run is preceded by a copy of cb, timed too: kernel and
  * copy take turns, a few milliseconds apart, so a change in what the machine's neighbours
  * do moves both (measured apart, seconds apart, the ratio swung by 2x on a shared VM). */
-static void bench_config(ic_ctx *c, const bench_opts *o, case_data *d, int fusion, bool slow,
-                         copy_buf *cb, run_result *r)
+static void bench_config(ic_ctx *c, const bench_opts *o, case_data *d, int fusion, int ncompile,
+                         bool slow, copy_buf *cb, run_result *r)
 {
     ic_compile_options co;
     ic_compile_options_init(&co);
     co.fusion = fusion;
     r->config = true;
-    int ncompile = fusion ? o->ncompile : 1;
     double cms[16];
     ic_compiled *cc = NULL;
     for (int k = 0; k < ncompile; k++) {
@@ -565,14 +565,14 @@ static void run_case(ic_ctx *c, const bench_opts *o, case_result *cr)
     copy_buf cb = { 0 };
     cr->copy_gbs = cr->copy_best_gbs = NAN;
     bool have_copy = !layer && copy_init(&cb, cr->bytes);
-    bench_config(c, o, &d, 1, layer, have_copy ? &cb : NULL, &cr->r[0]);
+    bench_config(c, o, &d, 1, o->ncompile, layer, have_copy ? &cb : NULL, &cr->r[0]);
     /* fused/unfused compares each configuration in its steady state, runs back to back, as
      * PyTorch's eager-vs-compiled harness and ic-run do: after a copy, a run also writes back
      * the copy's dirty lines, a fixed cost that shrinks the ratio of a fast kernel to a slow
      * one (the seed pattern: 2.4-3.3x that way, ~4.5x back to back) */
-    bench_config(c, o, &d, 0, layer, NULL, &cr->r[1]);
+    bench_config(c, o, &d, 0, 1, layer, NULL, &cr->r[1]);
     if (have_copy)
-        bench_config(c, o, &d, 1, layer, NULL, &cr->r[2]);
+        bench_config(c, o, &d, 1, 1, layer, NULL, &cr->r[2]);
     if (have_copy && cr->r[0].ok) {
         cr->copy_gbs = copy_bytes(&cb) / (cr->r[0].copy_med_ms * 1e6);
         cr->copy_best_gbs = copy_bytes(&cb) / (cr->r[0].copy_min_ms * 1e6);

@@ -416,6 +416,15 @@ static ic_status emit_column(ic__cg *g, LLVMValueRef lo, LLVMValueRef hi)
 
 static int64_t buf_bytes(const ic_buffer *b) { return b->numel * (int64_t)ic_dtype_size(b->dtype); }
 
+/* Index of buffer i among R's parameters. */
+static int buf_param(const ic__cg *g, int i)
+{
+    int a = 0;
+    for (int j = 0; j < i; j++)
+        a += g->used[j];
+    return a;
+}
+
 /* "ic-small-bufs" (indices in the buffer table) and "ic-small-params" (parameters of a range
  * function) of the used buffers that are broadcast operands: at most IC__CACHED_BYTES and an
  * eighth of the kernel's largest buffer, so read again and again (a bias, a mask, a
@@ -430,13 +439,14 @@ static void small_buf_attrs(ic__cg *g, LLVMValueRef fn)
     for (int i = 0; i < g->nbufs; i++)
         if (g->used[i] && buf_bytes(&g->bufs[i]) > big)
             big = buf_bytes(&g->bufs[i]);
-    for (int i = 0, p = 0; i < g->nbufs; p += g->used[i], i++) {
+    for (int i = 0; i < g->nbufs; i++) {
         int64_t n = buf_bytes(&g->bufs[i]);
         if (!g->used[i] || n > IC__CACHED_BYTES || 8 * n > big)
             continue;
         if (nb + 24 < sizeof bufs && np + 24 < sizeof params) {
             nb += (size_t)snprintf(bufs + nb, sizeof bufs - nb, "%s%d", nb ? "," : "", i);
-            np += (size_t)snprintf(params + np, sizeof params - np, "%s%d", np ? "," : "", p);
+            np += (size_t)snprintf(params + np, sizeof params - np, "%s%d", np ? "," : "",
+                                   buf_param(g, i));
         }
     }
     if (!nb)
@@ -1059,11 +1069,8 @@ static ic_status col_range(ic__cg *g, int s, range_t *R, const strip_t *sp_const
     LLVMValueRef lo = range_param(R, 2), hi = range_param(R, 3);
     int B = col_block_rows(g, s);
     ic_status r = IC_OK;
-    if (B > 1) {
-        LLVMValueRef n = LLVMBuildSub(g->b, hi, lo, "");
-        n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, n, ic__gen_i64(g, 0), ""), n,
-                            ic__gen_i64(g, 0), "");
-        LLVMValueRef nb = LLVMBuildSDiv(g->b, n, ic__gen_i64(g, B), "");
+    if (B > 1) { /* lo <= hi: omp_task calls a range only then */
+        LLVMValueRef nb = LLVMBuildSDiv(g->b, LLVMBuildSub(g->b, hi, lo, ""), ic__gen_i64(g, B), "");
         loop_t Q;
         loop_open(g, &Q, ic__gen_i64(g, 0), nb, "blk");
         r = col_block(g, s, &sp, LLVMBuildNSWAdd(g->b, lo, LLVMBuildNSWMul(g->b, Q.iv, ic__gen_i64(g, B), ""), ""), B);
@@ -1212,7 +1219,7 @@ static bool nt_plan(ic__cg *g)
         const ic_buffer *b = &g->bufs[i];
         int64_t sz = (int64_t)ic_dtype_size(b->dtype);
         if (!g->used[i] || b->kind != IC_BUF_OUTPUT || g->p->stream_bytes <= 0 ||
-            b->numel * sz < g->p->stream_bytes || (row * sz) % 64 || g->mode != IC_KMODE_ROW ||
+            buf_bytes(b) < g->p->stream_bytes || (row * sz) % 64 || g->mode != IC_KMODE_ROW ||
             g->p->vector_width == 1)
             continue;
         bool stored = false, loaded = false;
@@ -1226,15 +1233,6 @@ static bool nt_plan(ic__cg *g)
         any |= g->nt_out[i];
     }
     return any;
-}
-
-/* Index of buffer i among R's parameters. */
-static int buf_param(const ic__cg *g, int i)
-{
-    int a = 0;
-    for (int j = 0; j < i; j++)
-        a += g->used[j];
-    return a;
 }
 
 /* .range.sel(args..): .range.nt(args..) when every non-temporal output is 64-byte aligned,

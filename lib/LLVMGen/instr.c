@@ -431,7 +431,6 @@ static void emit_store(ic__cg *g, const ic_linstr *in, LLVMValueRef off, LLVMVal
         v = LLVMBuildZExt(g->b, v, g->t_i8, "");
     LLVMValueRef st = LLVMBuildStore(g->b, v, elem_ptr(g, in->buf, off));
     LLVMSetAlignment(st, (unsigned)ic_dtype_size(dt));
-
 }
 
 /* ---- arithmetic ---- */

@@ -43,14 +43,6 @@ static LLVMValueRef split_ptr(LLVMTargetDataRef td, LLVMValueRef ptr, long long 
     return ptr;
 }
 
-/* A row kernel's loops that store (its last pass: softmax's exp, layer_norm's output) read
- * a row that earlier passes brought into the cache; their prefetches reach a whole row
- * ahead instead, so the next row arrives while this one is computed (softmax of [8192,
- * 4096]: 74% of a copy with 512 B, 84% with the next row). Short rows run U at a time
- * (gen.c, row_group) and "ic-prefetch-row" is then two groups: BERT's attention softmax
- * (rows of 128, then 4 at a time) went from 73% to 81% of a copy with one group and to about 90%
- * with two. Write prefetches of the stored lines (prefetchw) lost 13 points there. */
-
 /* Whether a line of root within LINE bytes of off already has its prefetch. */
 static bool have_line(const line_t *lines, int n, LLVMValueRef root, long long off)
 {
@@ -77,6 +69,7 @@ static bool has_vector_store(LLVMBasicBlockRef bb)
     return false;
 }
 
+/* Whether the comma-separated list of len bytes holds the number param. */
 static bool in_list(const char *list, unsigned len, unsigned param)
 {
     char buf[256];
@@ -93,6 +86,7 @@ static bool in_list(const char *list, unsigned len, unsigned param)
     return false;
 }
 
+/* p with every GEP stripped: the pointer it indexes from. */
 static LLVMValueRef ptr_root(LLVMValueRef p)
 {
     while (LLVMIsAGetElementPtrInst(p))
@@ -108,21 +102,32 @@ static const char *fn_attr(LLVMValueRef fn, const char *name, unsigned *len)
     return a ? LLVMGetStringAttributeValue(a, len) : NULL;
 }
 
+/* Position of argument arg among fn's parameters. */
+static unsigned param_index(LLVMValueRef fn, LLVMValueRef arg)
+{
+    unsigned p = 0;
+    while (p < LLVMCountParams(fn) && LLVMGetParam(fn, p) != arg)
+        p++;
+    return p;
+}
+
+/* gen.c's lists of a function's broadcast operands (small_buf_attrs). */
+typedef struct {
+    const char *params, *bufs;
+    unsigned lp, lb;
+} small_lists;
+
 /* Whether ptr points into a buffer gen.c listed as small (cached: no prefetch): a parameter
  * in "ic-small-params" of a range function, or, once that is inlined into its OpenMP task,
  * a pointer loaded from entry i of the buffer table with i in "ic-small-bufs". */
-static bool small_buffer(LLVMTargetDataRef td, LLVMValueRef fn, LLVMValueRef ptr)
+static bool small_buffer(LLVMTargetDataRef td, LLVMValueRef fn, const small_lists *sl,
+                         LLVMValueRef ptr)
 {
-    unsigned lp = 0, lb = 0;
-    const char *params = fn_attr(fn, "ic-small-params", &lp), *bufs = fn_attr(fn, "ic-small-bufs", &lb);
     LLVMValueRef root = ptr_root(ptr);
-    if (params && LLVMIsAArgument(root)) {
-        unsigned p = 0;
-        while (p < LLVMCountParams(fn) && LLVMGetParam(fn, p) != root)
-            p++;
-        return in_list(params, lp, p);
-    }
-    if (!bufs || !LLVMIsALoadInst(root) || LLVMGetTypeKind(LLVMTypeOf(root)) != LLVMPointerTypeKind)
+    if (sl->params && LLVMIsAArgument(root))
+        return in_list(sl->params, sl->lp, param_index(fn, root));
+    if (!sl->bufs || !LLVMIsALoadInst(root) ||
+        LLVMGetTypeKind(LLVMTypeOf(root)) != LLVMPointerTypeKind)
         return false;
     LLVMValueRef table = LLVMGetOperand(root, 0);
     long long off = 0;
@@ -132,11 +137,21 @@ static bool small_buffer(LLVMTargetDataRef td, LLVMValueRef fn, LLVMValueRef ptr
               (long long)LLVMABISizeOfType(td, LLVMGetGEPSourceElementType(table));
         table = LLVMGetOperand(table, 0);
     }
-    return LLVMIsAArgument(table) && off >= 0 && off % 8 == 0 && in_list(bufs, lb, (unsigned)(off / 8));
+    return LLVMIsAArgument(table) && off >= 0 && off % 8 == 0 &&
+           in_list(sl->bufs, sl->lb, (unsigned)(off / 8));
 }
 
-static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn, LLVMBasicBlockRef bb,
-                          long long dist, long long row)
+/* The prefetches of loop body bb, dist bytes ahead. A row kernel's loops that store (its last
+ * pass: softmax's exp, layer_norm's output) read a row that earlier passes brought into the
+ * cache; their prefetches reach row elements ahead instead, so the next row arrives while
+ * this one is computed (softmax of [8192, 4096]: 74% of a copy with 512 B, 84% with the next
+ * row). Short rows run U at a time (gen.c, row_group) and "ic-prefetch-row" is then two
+ * groups: BERT's attention softmax (rows of 128, then 4 at a time) went from 73% to 81% of a
+ * copy with one group and to about 90% with two. Write prefetches of the stored lines
+ * (prefetchw) lost 13 points there. */
+static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn,
+                          const small_lists *sl, LLVMBasicBlockRef bb, long long dist,
+                          long long row)
 {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
@@ -156,13 +171,14 @@ static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn, 
         LLVMValueRef ptr = LLVMGetOperand(in, 0);
         long long off;
         LLVMValueRef root = split_ptr(td, ptr, &off);
-        if (have_line(lines, n, root, off) || small_buffer(td, fn, ptr))
+        if (have_line(lines, n, root, off) || small_buffer(td, fn, sl, ptr))
             continue;
         lines[n++] = (line_t){ root, off };
         LLVMPositionBuilderBefore(b, in);
         long long dl = dist;
         if (row_ahead) {
-            long long rb = row * (long long)LLVMABISizeOfType(td, LLVMGetElementType(LLVMTypeOf(in)));
+            LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(in));
+            long long rb = row * (long long)LLVMABISizeOfType(td, et);
             dl = rb > dl ? rb : dl;
         }
         LLVMValueRef d = LLVMConstInt(i64, (unsigned long long)dl, 1);
@@ -178,14 +194,10 @@ static int prefetch_block(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn, 
 
 static long long fn_attr_int(LLVMValueRef fn, const char *name)
 {
-    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, name,
-                                                       (unsigned)strlen(name));
-    if (!a)
-        return 0;
     unsigned len;
-    const char *v = LLVMGetStringAttributeValue(a, &len);
+    const char *v = fn_attr(fn, name, &len);
     char buf[32];
-    if (len >= sizeof buf)
+    if (!v || len >= sizeof buf)
         return 0;
     memcpy(buf, v, len);
     buf[len] = 0;
@@ -200,12 +212,10 @@ static long long fn_attr_int(LLVMValueRef fn, const char *name)
  * would become 8-byte movnti, or partial lines written around the cache. */
 static int mark_nontemporal(LLVMModuleRef mod, LLVMValueRef fn)
 {
-    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                                       "ic-nt-params", 12);
-    if (!a)
-        return 0;
     unsigned len;
-    const char *list = LLVMGetStringAttributeValue(a, &len);
+    const char *list = fn_attr(fn, "ic-nt-params", &len);
+    if (!list)
+        return 0;
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
     unsigned kind = LLVMGetMDKindIDInContext(ctx, "nontemporal", 11);
@@ -220,10 +230,8 @@ static int mark_nontemporal(LLVMModuleRef mod, LLVMValueRef fn)
             if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind || !LLVMIsAArgument(root))
                 continue;
             unsigned long long size = LLVMABISizeOfType(td, LLVMTypeOf(v));
-            unsigned param = 0;
-            while (param < LLVMCountParams(fn) && LLVMGetParam(fn, param) != root)
-                param++;
-            if (size >= 16 && LLVMGetAlignment(in) >= size && in_list(list, len, param)) {
+            if (size >= 16 && LLVMGetAlignment(in) >= size &&
+                in_list(list, len, param_index(fn, root))) {
                 LLVMSetMetadata(in, kind, md);
                 marked++;
             }
@@ -240,9 +248,12 @@ int ic__after_o3(LLVMModuleRef mod)
         long long dist = fn_attr_int(fn, "ic-prefetch"), row = fn_attr_int(fn, "ic-prefetch-row");
         if (dist <= 0)
             continue;
+        small_lists sl = { 0 };
+        sl.params = fn_attr(fn, "ic-small-params", &sl.lp);
+        sl.bufs = fn_attr(fn, "ic-small-bufs", &sl.lb);
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
             if (is_loop_body(bb))
-                added += prefetch_block(mod, b, fn, bb, dist, row);
+                added += prefetch_block(mod, b, fn, &sl, bb, dist, row);
     }
     LLVMDisposeBuilder(b);
     return added;

@@ -124,7 +124,7 @@ static const char *check_instr(const vcx *x, int i)
     case IC_L_EXP:
         if (in->pred != 0 && in->pred != IC_EXP_LE0)
             return "exp flag";
-        return fp(t) && ty(x, in->a) == t ? NULL : "needs a float operand of the result type";
+        /* fallthrough */
     default: /* float unary */
         return fp(t) && ty(x, in->a) == t ? NULL : "needs a float operand of the result type";
     }

@@ -110,19 +110,6 @@ static void output(ic_graph *g, ic_value v)
     cr_assert_eq(ic_graph_add_output(g, v), IC_OK);
 }
 
-/* Text of compile stage `stage` of g under o (malloc'd). */
-static char *dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *stage)
-{
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    cr_assert(f);
-    ic_status s = ic_compile_dump(c, g, o, NULL, stage, f);
-    fclose(f);
-    cr_assert_eq(s, IC_OK, "dump %s: %s", stage, ic_last_error(c));
-    return buf;
-}
-
 /* Lines of text that start with `prefix` and contain `needle`. */
 static int count_lines(const char *text, const char *prefix, const char *needle)
 {
@@ -145,7 +132,7 @@ static int count_lines(const char *text, const char *prefix, const char *needle)
 /* The generated IR defines a GEMM micro-kernel (the packed, register-blocked path). */
 static void assert_gemm_path(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, int want)
 {
-    char *ir = dump(c, g, o, "llvm");
+    char *ir = ict_compile_dump(c, g, o, "llvm");
     int n = count_lines(ir, "define", ".gemm.work(");
     cr_assert(strstr(ir, ".gemm.micro.") != NULL, "graph '%s': no GEMM micro-kernel in the IR",
               ic_graph_name(g));
@@ -539,9 +526,9 @@ Test(gemm, freezing_prepacks_weights_with_identical_results)
         ic_graph *g = linear_graph(c, 37, 65, 129, true, IC_OP_RELU, false, dts[d], true);
         ic_compile_options o;
         ic_compile_options_init(&o);
-        char *ir0 = dump(c, g, &o, "llvm");
+        char *ir0 = ict_compile_dump(c, g, &o, "llvm");
         o.freezing = 1;
-        char *ir1 = dump(c, g, &o, "llvm");
+        char *ir1 = ict_compile_dump(c, g, &o, "llvm");
         /* frozen: constant panels, no run-time packing of the weight */
         cr_assert(strstr(ir1, ".gemm.panels") != NULL, "no prepacked panels with freezing");
         cr_assert(strstr(ir1, ".gemm.packB") == NULL, "weight still packed at run time");
@@ -865,7 +852,7 @@ Test(gemm, scalar_code_keeps_the_loop_nest)
     ic_compile_options o;
     ic_compile_options_init(&o);
     o.vector_width = 1;
-    char *ir = dump(c, g, &o, "llvm");
+    char *ir = ict_compile_dump(c, g, &o, "llvm");
     cr_assert(strstr(ir, ".gemm.") == NULL, "GEMM path taken for scalar code");
     free(ir);
     ic_tensor *args = make_args(c, g, 5u);

@@ -43,6 +43,21 @@ static void expect_close(const ic_tensor *got, const double *want, double rtol, 
 
 static double uniform(uint64_t *s) { return (double)(lt_rand(s) >> 11) / 9007199254740992.0; }
 
+/* Compiles g on `threads` threads, runs it on in[0..nin) into its one f32 output of the
+ * given shape and checks that against want. */
+static void run_one(ic_ctx *c, const ic_graph *g, int threads, int nin, ic_tensor *in, int rank,
+                    const int64_t *shape, const double *want, double rtol, double atol,
+                    const char *what)
+{
+    ic_compiled *cc = compile(c, g, threads);
+    ic_tensor out;
+    tensor(&out, IC_F32, rank, shape);
+    cr_assert_eq(ic_run(cc, nin, in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
+    expect_close(&out, want, rtol, atol, what);
+    ic_tensor_free(NULL, &out);
+    ic_compiled_destroy(cc);
+}
+
 /* ---- column reductions: rows split across the threads ---- */
 
 /* sum, amax, argmax and mean over dim 0 of [R, C], with C not a multiple of the vector width
@@ -110,7 +125,7 @@ Test(red, column_max_propagates_nan)
     ic_value x = ict_input(g, "x", IC_F32, "600,40");
     ic_attrs d0 = lt_dims(IC_OP_AMAX, 1, (int64_t[]){ 0 }, false);
     lt_out(g, lt_at(g, "m", IC_OP_AMAX, x, &d0));
-    ic_tensor in, out;
+    ic_tensor in;
     tensor(&in, IC_F32, 2, (int64_t[]){ R, C });
     float *xv = in.data;
     for (int i = 0; i < R * C; i++)
@@ -124,14 +139,8 @@ Test(red, column_max_propagates_nan)
             want[j] = fmax(want[j], xv[i * C + j]);
     }
     want[5] = want[17] = NAN;
-    for (int threads = 1; threads <= 2; threads++) {
-        ic_compiled *cc = compile(c, g, threads);
-        tensor(&out, IC_F32, 1, (int64_t[]){ C });
-        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
-        expect_close(&out, want, 0, 0, "amax");
-        ic_tensor_free(NULL, &out);
-        ic_compiled_destroy(cc);
-    }
+    for (int threads = 1; threads <= 2; threads++)
+        run_one(c, g, threads, 1, &in, 1, (int64_t[]){ C }, want, 0, 0, "amax");
     ic_tensor_free(NULL, &in);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
@@ -139,10 +148,10 @@ Test(red, column_max_propagates_nan)
 
 /* Sums, minima and maxima over dim 0 fold blocks of rows in registers before each update of
  * a thread's accumulators: row counts that leave remainders on every thread (1003 over 1, 2
- * and 3 threads), a producer that is also an output, a variance whose second pass reads the
- * first's mean, an integer sum, and NaNs in the first and last rows of a block (one thread
- * walks strips of columns instead: the baseline). A kernel with
- * an argmax (first index of ties) keeps the row-by-row update. */
+ * and 3 threads; one thread walks strips of columns instead, the baseline), a producer that
+ * is also an output, a variance whose second pass reads the first's mean, an integer sum,
+ * and NaNs in the first and last rows of a block. A kernel with an argmax (first index of
+ * ties) keeps the row-by-row update. */
 Test(red, column_blocks_of_rows)
 {
     enum { R = 1003, C = 77 };
@@ -374,7 +383,7 @@ Test(red, softmax_special_columns_and_one_long_row)
     ic_attrs at = lt_attrs(IC_OP_SOFTMAX);
     at.dim = 0;
     lt_out(g, lt_at(g, "y", IC_OP_SOFTMAX, x, &at));
-    ic_tensor in, out;
+    ic_tensor in;
     tensor(&in, IC_F32, 2, (int64_t[]){ R, C });
     float *xv = in.data, *xt = malloc(sizeof(float) * R * C);
     double *want = malloc(sizeof(double) * R * C), *wt = malloc(sizeof(double) * R * C);
@@ -391,14 +400,8 @@ Test(red, softmax_special_columns_and_one_long_row)
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++)
             want[i * C + j] = wt[j * R + i];
-    for (int threads = 1; threads <= 2; threads++) {
-        ic_compiled *cc = compile(c, g, threads);
-        tensor(&out, IC_F32, 2, (int64_t[]){ R, C });
-        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
-        expect_close(&out, want, 1e-5, 1e-7, "softmax dim 0");
-        ic_tensor_free(NULL, &out);
-        ic_compiled_destroy(cc);
-    }
+    for (int threads = 1; threads <= 2; threads++)
+        run_one(c, g, threads, 1, &in, 2, (int64_t[]){ R, C }, want, 1e-5, 1e-7, "softmax dim 0");
     free(xt), free(want), free(wt);
     ic_tensor_free(NULL, &in);
     ic_graph_destroy(g);
@@ -416,12 +419,8 @@ Test(red, softmax_special_columns_and_one_long_row)
         if (nan)
             xv[L - 2] = NAN;
         softmax_ref(xv, 1, L, 1.0, NULL, want, false);
-        ic_compiled *cc = compile(c, g, 2);
-        tensor(&out, IC_F32, 2, (int64_t[]){ 1, L });
-        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
-        expect_close(&out, want, 1e-4, 1e-9, nan ? "long row with a NaN" : "long row");
-        ic_tensor_free(NULL, &out);
-        ic_compiled_destroy(cc);
+        run_one(c, g, 2, 1, &in, 2, (int64_t[]){ 1, L }, want, 1e-4, 1e-9,
+                nan ? "long row with a NaN" : "long row");
     }
     free(want);
     ic_tensor_free(NULL, &in);
@@ -443,7 +442,7 @@ Test(red, softmax_into_temp_and_special_rows)
     ic_attrs d1 = lt_dims(IC_OP_SUM, 1, (int64_t[]){ 1 }, false);
     ic_value t = lt_bin(g, "t", IC_OP_MUL, ic_val(y), ic_val(y));
     lt_out(g, lt_at(g, "s", IC_OP_SUM, t, &d1));
-    ic_tensor in, out;
+    ic_tensor in;
     tensor(&in, IC_F32, 2, (int64_t[]){ R, N });
     float *xv = in.data;
     uint64_t seed = 5;
@@ -459,14 +458,8 @@ Test(red, softmax_into_temp_and_special_rows)
             want[r] += sm[r * N + j] * sm[r * N + j];
     }
     want[2] = want[5] = NAN;
-    for (int threads = 1; threads <= 2; threads++) {
-        ic_compiled *cc = compile(c, g, threads);
-        tensor(&out, IC_F32, 1, (int64_t[]){ R });
-        cr_assert_eq(ic_run(cc, 1, &in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
-        expect_close(&out, want, 1e-4, 1e-6, "sum softmax^2");
-        ic_tensor_free(NULL, &out);
-        ic_compiled_destroy(cc);
-    }
+    for (int threads = 1; threads <= 2; threads++)
+        run_one(c, g, threads, 1, &in, 1, (int64_t[]){ R }, want, 1e-4, 1e-6, "sum softmax^2");
     free(sm);
     ic_tensor_free(NULL, &in);
     ic_graph_destroy(g);
@@ -488,7 +481,7 @@ Test(red, layer_norm_f32_two_pass_accuracy)
     ic_attrs ln = lt_shape(IC_OP_LAYER_NORM, "4096");
     ln.eps = 1e-12;
     lt_out(g, lt_at(g, "y", IC_OP_LAYER_NORM, h, &ln));
-    ic_tensor in[2], out;
+    ic_tensor in[2];
     tensor(&in[0], IC_F32, 2, (int64_t[]){ R, N });
     tensor(&in[1], IC_F32, 2, (int64_t[]){ R, N });
     float *xv = in[0].data, *rv = in[1].data;
@@ -511,16 +504,10 @@ Test(red, layer_norm_f32_two_pass_accuracy)
         for (int j = 0; j < N; j++)
             want[row * N + j] = ((double)(xv[row * N + j] + rv[row * N + j]) - m) / sqrt(v + 1e-12);
     }
-    for (int threads = 1; threads <= 2; threads++) {
-        ic_compiled *cc = compile(c, g, threads);
-        tensor(&out, IC_F32, 2, (int64_t[]){ R, N });
-        cr_assert_eq(ic_run(cc, 2, in, 1, &out), IC_OK, "ic_run: %s", ic_last_error(c));
-        /* h itself is rounded to f32 (1000 has ulp 6e-5, the spread 1e-2): the values are
-         * known to ~1e-2 of a standard deviation, whatever the statistics' precision */
-        expect_close(&out, want, 1e-2, 1e-2, "layer_norm");
-        ic_tensor_free(NULL, &out);
-        ic_compiled_destroy(cc);
-    }
+    /* h itself is rounded to f32 (1000 has ulp 6e-5, the spread 1e-2): the values are known
+     * to ~1e-2 of a standard deviation, whatever the statistics' precision */
+    for (int threads = 1; threads <= 2; threads++)
+        run_one(c, g, threads, 2, in, 2, (int64_t[]){ R, N }, want, 1e-2, 1e-2, "layer_norm");
     free(want);
     ic_tensor_free(NULL, &in[0]);
     ic_tensor_free(NULL, &in[1]);

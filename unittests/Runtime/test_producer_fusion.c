@@ -84,18 +84,6 @@ static const char *variant_json(char *buf, size_t n, int v, int64_t M, int64_t N
     return buf;
 }
 
-static char *dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *stage)
-{
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    cr_assert(f);
-    ic_status s = ic_compile_dump(c, g, o, NULL, stage, f);
-    fclose(f);
-    cr_assert_eq(s, IC_OK, "dump %s: %s", stage, ic_last_error(c));
-    return buf;
-}
-
 /* Compiles json, checks one kernel named after the producer (and, when gemm, the packed GEMM
  * path), runs it and compares with the reference executor. */
 static void check(const char *what, const char *json, const char *name_has, bool gemm)
@@ -115,7 +103,7 @@ static void check(const char *what, const char *json, const char *name_has, bool
     const char *kn = ic_compiled_kernel_name(cc, 0);
     cr_assert(strstr(kn, name_has) && !strncmp(kn, "cpu_fused_", 10), "%s: kernel '%s' lacks '%s'", what, kn, name_has);
     if (gemm) {
-        char *ir = dump(c, g, &o, "llvm");
+        char *ir = ict_compile_dump(c, g, &o, "llvm");
         cr_assert(strstr(ir, ".gemm.packA") || strstr(ir, ".gemm.packB"), "%s: no packed GEMM", what);
         free(ir);
     }
@@ -163,7 +151,7 @@ Test(producer, the_fused_stage_shows_one_kernel)
     ic_graph *g = graph_json(c, variant_json(json, sizeof json, V_CAST_A, 33, 40, 65));
     ic_compile_options o;
     ic_compile_options_init(&o);
-    char *text = dump(c, g, &o, "fused");
+    char *text = ict_compile_dump(c, g, &o, "fused");
     cr_assert(strstr(text, "kernel 0 cpu_fused_cast_matmul_0"), "fused stage:\n%s", text);
     cr_assert(!strstr(text, "kernel 1 "), "more than one kernel:\n%s", text);
     cr_assert(!strstr(text, "temp"), "the cast is materialised:\n%s", text);
