@@ -176,12 +176,6 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn, bool noinline)
     }
 }
 
-static void noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
-{
-    unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
-    LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
-}
-
 /* A new internal function sym + suffix, its entry block current. */
 static LLVMValueRef new_fn(ic__cg *g, const char *suffix, LLVMTypeRef ty, bool noinline_)
 {
@@ -193,43 +187,6 @@ static LLVMValueRef new_fn(ic__cg *g, const char *suffix, LLVMTypeRef ty, bool n
     g->fn = fn;
     LLVMPositionBuilderAtEnd(g->b, blk(g, "entry"));
     return fn;
-}
-
-static LLVMValueRef decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps, int n,
-                         bool vararg, LLVMTypeRef *fty)
-{
-    *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
-    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    return f ? f : LLVMAddFunction(g->mod, name, *fty);
-}
-
-static LLVMValueRef call0_i64(ic__cg *g, const char *name)
-{
-    LLVMTypeRef fty;
-    LLVMValueRef f = decl(g, name, g->t_i32, NULL, 0, false, &fty);
-    return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
-}
-
-/* The ident_t every __kmpc call takes (the same global as gen.c's, if it made one). */
-static LLVMValueRef omp_ident(ic__cg *g)
-{
-    LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
-    if (id)
-        return id;
-    const char *src = ";ic-llvm;kernel;0;0;;";
-    LLVMValueRef str = LLVMAddGlobal(g->mod, LLVMArrayType2(g->t_i8, strlen(src) + 1), "ic.omp.src");
-    LLVMSetInitializer(str, LLVMConstStringInContext2(g->ctx, src, strlen(src), 0));
-    LLVMSetGlobalConstant(str, 1);
-    LLVMSetLinkage(str, LLVMPrivateLinkage);
-    LLVMTypeRef fields[5] = { g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr };
-    LLVMTypeRef ty = LLVMStructTypeInContext(g->ctx, fields, 5, 0);
-    LLVMValueRef vals[5] = { LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0),
-                             LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 0, 0), str };
-    id = LLVMAddGlobal(g->mod, ty, "ic.omp.ident");
-    LLVMSetInitializer(id, LLVMConstNamedStruct(ty, vals, 5));
-    LLVMSetGlobalConstant(id, 1);
-    LLVMSetLinkage(id, LLVMPrivateLinkage);
-    return id;
 }
 
 /* An element of dtype dt at p, as f32. */
@@ -286,7 +243,7 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
     LLVMValueRef fn = new_fn(g, suffix, E->micro_ty, true);
     for (unsigned i = 0; i < 4; i++)
         if (i != 2)
-            noalias(g, fn, i);
+            ic__gen_noalias(g, fn, i);
     LLVMValueRef A = LLVMGetParam(fn, 0), B = LLVMGetParam(fn, 1), kc = LLVMGetParam(fn, 2);
     LLVMValueRef C = LLVMGetParam(fn, 3), first = LLVMGetParam(fn, 4);
     int64_t ars = m->pack_a ? 1 : m->x.s_i, aks = m->pack_a ? m->p.mr : m->x.s_k;
@@ -482,8 +439,8 @@ static LLVMValueRef emit_packa(em_t *E)
     ic__gemm *m = E->m;
     const ic__gemm_opnd *x = &m->x;
     LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 5);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 5);
     LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
     LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
     LLVMTypeRef et = ic__gen_mem_type(g, x->dt);
@@ -543,8 +500,8 @@ static LLVMValueRef emit_packb(em_t *E)
     ic__gemm *m = E->m;
     const ic__gemm_opnd *y = &m->y;
     LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 3);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 3);
     LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
     LLVMValueRef dst = LLVMGetParam(fn, 3);
     LLVMTypeRef et = ic__gen_mem_type(g, y->dt);
@@ -636,8 +593,8 @@ static LLVMValueRef emit_packa_bf16(em_t *E)
     ic__gemm *m = E->m;
     const ic__gemm_opnd *x = &m->x;
     LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 5);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 5);
     LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
     LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
     int64_t mr = m->p.mr;
@@ -678,8 +635,8 @@ static LLVMValueRef emit_packb_bf16(em_t *E)
     ic__gemm *m = E->m;
     const ic__gemm_opnd *y = &m->y;
     LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 3);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 3);
     LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
     LLVMValueRef dst = LLVMGetParam(fn, 3);
     int64_t nr = m->p.nr, K = m->K, Kp = m->kp;
@@ -935,10 +892,10 @@ static ic_status emit_block_fn(em_t *E)
     for (int i = 0, a = 0; i < g->nbufs; i++) {
         g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
         if (g->used[i])
-            noalias(g, fn, (unsigned)a++);
+            ic__gen_noalias(g, fn, (unsigned)a++);
     }
-    noalias(g, fn, (unsigned)nb);     /* Ap: this thread's panels */
-    noalias(g, fn, (unsigned)nb + 1); /* Ct: this thread's tiles */
+    ic__gen_noalias(g, fn, (unsigned)nb);     /* Ap: this thread's panels */
+    ic__gen_noalias(g, fn, (unsigned)nb + 1); /* Ct: this thread's tiles */
     wk_t W;
     memset(&W, 0, sizeof W);
     W.pe = m->bf16_dot ? g->t_i16 : g->t_f32;
@@ -989,8 +946,8 @@ static void barrier(em_t *E, LLVMValueRef gtid)
 {
     ic__cg *g = E->g;
     LLVMTypeRef fty, ps[2] = { g->t_ptr, g->t_i32 };
-    LLVMValueRef f = decl(g, "__kmpc_barrier", g->t_void, ps, 2, false, &fty);
-    LLVMValueRef a[2] = { omp_ident(g), gtid };
+    LLVMValueRef f = ic__gen_decl(g, "__kmpc_barrier", g->t_void, ps, 2, false, &fty);
+    LLVMValueRef a[2] = { ic__gen_omp_ident(g), gtid };
     LLVMBuildCall2(g->b, fty, f, a, 2, "");
 }
 
@@ -1083,9 +1040,9 @@ static ic_status emit_work(em_t *E)
     for (int i = 0; i < g->nbufs; i++) {
         g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
         if (g->used[i])
-            noalias(g, fn, (unsigned)a++);
+            ic__gen_noalias(g, fn, (unsigned)a++);
     }
-    noalias(g, fn, (unsigned)a);
+    ic__gen_noalias(g, fn, (unsigned)a);
     LLVMValueRef scratch = LLVMGetParam(fn, (unsigned)a), tid = LLVMGetParam(fn, (unsigned)a + 1);
     LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2), gtid = LLVMGetParam(fn, (unsigned)a + 3);
     wk_t W;
@@ -1144,13 +1101,13 @@ static LLVMValueRef emit_omp_task(em_t *E)
     ic__cg *g = E->g;
     LLVMTypeRef ps[4] = { g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr };
     LLVMValueRef fn = new_fn(g, ".gemm.omp", LLVMFunctionType(g->t_void, ps, 4, 0), false);
-    noalias(g, fn, 0);
-    noalias(g, fn, 1);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 1);
     LLVMValueRef args[IC__MAX_KBUFS + 4];
     int n = load_bufs(g, LLVMGetParam(fn, 2), args);
     args[n++] = LLVMGetParam(fn, 3);
-    args[n++] = call0_i64(g, "omp_get_thread_num");
-    args[n++] = call0_i64(g, "omp_get_num_threads");
+    args[n++] = ic__gen_omp_i64(g, "omp_get_thread_num");
+    args[n++] = ic__gen_omp_i64(g, "omp_get_num_threads");
     args[n++] = LLVMBuildLoad2(g->b, g->t_i32, LLVMGetParam(fn, 0), "gtid");
     LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
     LLVMBuildRetVoid(g->b);
@@ -1194,7 +1151,7 @@ static void scratch_acquire(em_t *E, scratch_t *S, int64_t bytes)
     LLVMBuildStore(g->b, LLVMConstNull(g->t_ptr), S->raw);
     LLVMBasicBlockRef join = if_open(g, LLVMBuildNot(g->b, got, ""), "busy");
     LLVMTypeRef fty;
-    LLVMValueRef f_malloc = decl(g, "malloc", g->t_ptr, &g->t_i64, 1, false, &fty);
+    LLVMValueRef f_malloc = ic__gen_decl(g, "malloc", g->t_ptr, &g->t_i64, 1, false, &fty);
     LLVMValueRef sz = I(g, bytes + 64);
     LLVMValueRef raw = LLVMBuildCall2(g->b, fty, f_malloc, &sz, 1, "");
     LLVMBuildStore(g->b, raw, S->raw);
@@ -1208,7 +1165,7 @@ static void scratch_acquire(em_t *E, scratch_t *S, int64_t bytes)
     LLVMBuildBr(g->b, after);
     /* out of memory: wait for the block */
     LLVMPositionBuilderAtEnd(g->b, spin);
-    LLVMValueRef f_yield = decl(g, "sched_yield", g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef f_yield = ic__gen_decl(g, "sched_yield", g->t_i32, NULL, 0, false, &fty);
     LLVMBuildCall2(g->b, fty, f_yield, NULL, 0, "");
     cx = LLVMBuildAtomicCmpXchg(g->b, S->lock, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
                                 LLVMAtomicOrderingAcquire, LLVMAtomicOrderingMonotonic, 0);
@@ -1235,7 +1192,7 @@ static void scratch_release(em_t *E, scratch_t *S)
     LLVMBuildBr(g->b, join);
     LLVMPositionBuilderAtEnd(g->b, fr);
     LLVMTypeRef fty;
-    LLVMValueRef f_free = decl(g, "free", g->t_void, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef f_free = ic__gen_decl(g, "free", g->t_void, &g->t_ptr, 1, false, &fty);
     LLVMValueRef raw = LLVMBuildLoad2(g->b, g->t_ptr, S->raw, "");
     LLVMBuildCall2(g->b, fty, f_free, &raw, 1, "");
     LLVMBuildBr(g->b, join);
@@ -1255,20 +1212,8 @@ static void emit_kernel(em_t *E, LLVMValueRef task)
     scratch_t S;
     scratch_acquire(E, &S, m->shared_bytes + (int64_t)m->tmax * m->slot_bytes);
     if (task) {
-        LLVMTypeRef fty;
-        LLVMValueRef ident = omp_ident(g);
-        LLVMValueRef T = smin(g, call0_i64(g, "omp_get_max_threads"), I(g, m->tmax));
-        T = smax(g, T, I(g, 1));
-        LLVMValueRef f_gt = decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
-        LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
-        LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-        LLVMValueRef f_push = decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-        LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, T, g->t_i32, "") };
-        LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
-        LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-        LLVMValueRef f_fork = decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
-        LLVMValueRef fa[5] = { ident, LLVMConstInt(g->t_i32, 2, 0), task, bufs, S.ptr };
-        LLVMBuildCall2(g->b, fty, f_fork, fa, 5, "");
+        LLVMValueRef T = smin(g, ic__gen_omp_i64(g, "omp_get_max_threads"), I(g, m->tmax));
+        ic__gen_omp_fork(g, task, smax(g, T, I(g, 1)), bufs, &S.ptr, 1);
     } else {
         LLVMValueRef args[IC__MAX_KBUFS + 4];
         int n = load_bufs(g, bufs, args);

@@ -489,29 +489,29 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
 }
 
-static void add_noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
+void ic__gen_noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
 {
     unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
     LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
 }
 
-static LLVMValueRef omp_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
-                             int n, bool vararg, LLVMTypeRef *fty)
+LLVMValueRef ic__gen_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps, int n,
+                          bool vararg, LLVMTypeRef *fty)
 {
     *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
     return f ? f : LLVMAddFunction(g->mod, name, *fty);
 }
 
-static LLVMValueRef omp_call_i64(ic__cg *g, const char *name)
+LLVMValueRef ic__gen_omp_i64(ic__cg *g, const char *name)
 {
     LLVMTypeRef fty;
-    LLVMValueRef f = omp_decl(g, name, g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef f = ic__gen_decl(g, name, g->t_i32, NULL, 0, false, &fty);
     return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
 }
 
 /* The ident_t every __kmpc call takes: {reserved, flags = KMP_IDENT_KMPC, reserved x2, psource}. */
-static LLVMValueRef omp_ident(ic__cg *g)
+LLVMValueRef ic__gen_omp_ident(ic__cg *g)
 {
     LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
     if (id)
@@ -559,7 +559,7 @@ static void range_begin(ic__cg *g, range_t *R, const char *suffix, int nextra)
     for (int i = 0, a = 0; i < g->nbufs; i++)
         g->bufptr[i] = g->used[i] ? LLVMGetParam(R->fn, (unsigned)a++) : NULL;
     for (int i = 0; i < R->nused + nextra; i++)
-        add_noalias(g, R->fn, (unsigned)i);
+        ic__gen_noalias(g, R->fn, (unsigned)i);
     g->fn = R->fn;
     g->entry = block(g, "entry");
     R->start = block(g, "start");
@@ -611,15 +611,15 @@ static LLVMValueRef omp_task(ic__cg *g, const char *suffix, const range_t *R, in
     LLVMValueRef mt = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(mt, LLVMInternalLinkage);
     fn_attrs(g, mt);
-    add_noalias(g, mt, 0);
-    add_noalias(g, mt, 1);
+    ic__gen_noalias(g, mt, 0);
+    ic__gen_noalias(g, mt, 1);
     LLVMBuilderRef saved = g->b;
     LLVMValueRef saved_fn = g->fn;
     g->b = LLVMCreateBuilderInContext(g->ctx);
     g->fn = mt;
     LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
-    LLVMValueRef tid = omp_call_i64(g, "omp_get_thread_num");
-    LLVMValueRef nth = omp_call_i64(g, "omp_get_num_threads");
+    LLVMValueRef tid = ic__gen_omp_i64(g, "omp_get_thread_num");
+    LLVMValueRef nth = ic__gen_omp_i64(g, "omp_get_num_threads");
     int64_t chunks = (items + grain - 1) / grain;
     LLVMValueRef per = LLVMBuildUDiv(g->b, LLVMBuildAdd(g->b, ic__gen_i64(g, chunks),
                                                         LLVMBuildSub(g->b, nth, ic__gen_i64(g, 1), ""), ""),
@@ -648,45 +648,32 @@ static LLVMValueRef omp_task(ic__cg *g, const char *suffix, const range_t *R, in
     return mt;
 }
 
-/* Forks a team on microtask mt(bufs, extra..) (team size from params, else libomp's). */
-static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra)
+void ic__gen_omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef team, LLVMValueRef bufs,
+                      LLVMValueRef *extra, int nextra)
 {
     LLVMTypeRef fty;
-    LLVMValueRef ident = omp_ident(g);
-    if (g->p->threads > 1) {
-        LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef ident = ic__gen_omp_ident(g);
+    if (team) {
+        LLVMValueRef f_gt = ic__gen_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
         LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
         LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-        LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-        LLVMValueRef pa[3] = { ident, gtid, LLVMConstInt(g->t_i32, (unsigned)g->p->threads, 0) };
+        LLVMValueRef f_push = ic__gen_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
+        LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, team, g->t_i32, "") };
         LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
     }
     LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
+    LLVMValueRef f_fork = ic__gen_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
     LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
     for (int i = 0; i < nextra; i++)
         fa[4 + i] = extra[i];
     LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
 }
 
-/* omp_fork with a team of at most n threads (an i64 known at run time). */
-static void omp_fork_n(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra,
-                       LLVMValueRef n)
+/* ic__gen_omp_fork with the team size of the params, if they fix one, else libomp's. */
+static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra)
 {
-    LLVMTypeRef fty;
-    LLVMValueRef ident = omp_ident(g);
-    LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
-    LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
-    LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-    LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-    LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, n, g->t_i32, "") };
-    LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
-    LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
-    LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
-    for (int i = 0; i < nextra; i++)
-        fa[4 + i] = extra[i];
-    LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
+    LLVMValueRef team = g->p->threads > 1 ? ic__gen_i64(g, g->p->threads) : NULL;
+    ic__gen_omp_fork(g, mt, team, bufs, extra, nextra);
 }
 
 /* Starts the exported kernel K(bufs); returns bufs. */
@@ -861,7 +848,7 @@ static ic_status gen_split(ic__cg *g, int64_t items)
         LLVMValueRef off = ic__gen_i64(g, i);
         g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
     }
-    LLVMValueRef nrec = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef nrec = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : ic__gen_omp_i64(g, "omp_get_max_threads");
     LLVMValueRef accblock = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
     LLVMValueRef partials = LLVMBuildArrayAlloca(g->b, g->t_i8, LLVMBuildMul(g->b, nrec, ic__gen_i64(g, recsize), ""), "partials");
     LLVMSetAlignment(partials, 64);
@@ -1147,7 +1134,7 @@ static ic_status gen_colsplit(ic__cg *g)
         g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
     }
     /* at most IC__COLSPLIT_TEAM threads, each with its record on K's stack */
-    LLVMValueRef want = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef want = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : ic__gen_omp_i64(g, "omp_get_max_threads");
     LLVMValueRef nrec = smin(g, want, ic__gen_i64(g, IC__COLSPLIT_TEAM));
     LLVMValueRef final = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
     LLVMValueRef parts = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize * IC__COLSPLIT_TEAM), "parts");
@@ -1165,7 +1152,7 @@ static ic_status gen_colsplit(ic__cg *g)
         LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
         col_init(g, s, LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, ""), &sp);
         loop_close(g, &L, false);
-        omp_fork_n(g, tasks[s], bufs, extra, 2, nrec);
+        ic__gen_omp_fork(g, tasks[s], nrec, bufs, extra, 2);
         col_combine(g, s, final, parts, nrec, recsize, &sp);
     }
     LLVMBuildRetVoid(g->b);
