@@ -159,15 +159,10 @@ static void if_close(ic__cg *g, LLVMBasicBlockRef join)
 
 static void fn_attrs(ic__cg *g, LLVMValueRef fn, bool noinline)
 {
-    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
-                                                   (unsigned)strlen(g->t->cpu));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
-    a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
-                                  (unsigned)strlen(g->t->features));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    ic__gen_target_attrs(g, fn);
     char w[16];
     snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits > 0 ? g->p->prefer_vector_bits : g->t->vector_bits);
-    a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
+    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
     const char *kinds[2] = { "nounwind", "noinline" };
     for (int i = 0; i < (noinline ? 2 : 1); i++) {

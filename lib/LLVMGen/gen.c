@@ -457,7 +457,7 @@ static void small_buf_attrs(ic__cg *g, LLVMValueRef fn)
                             LLVMCreateStringAttribute(g->ctx, "ic-small-params", 15, params, (unsigned)np));
 }
 
-static void fn_attrs(ic__cg *g, LLVMValueRef fn)
+void ic__gen_target_attrs(ic__cg *g, LLVMValueRef fn)
 {
     LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
                                                    (unsigned)strlen(g->t->cpu));
@@ -465,6 +465,12 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
     a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
                                   (unsigned)strlen(g->t->features));
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+}
+
+static void fn_attrs(ic__cg *g, LLVMValueRef fn)
+{
+    LLVMAttributeRef a;
+    ic__gen_target_attrs(g, fn);
     if (g->p->prefer_vector_bits > 0) {
         char w[16];
         snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits);

@@ -105,6 +105,9 @@ IC_HIDDEN LLVMValueRef ic__gen_math(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueR
                                     LLVMValueRef y);
 /* exp of an argument <= 0 or NaN (IC_LF_EXP_LE0). */
 IC_HIDDEN LLVMValueRef ic__gen_exp_le0(ic__cg *g, ic_dtype t, LLVMValueRef x);
+/* Gives fn the target's CPU and features (every function we generate has them, so that the
+ * backend may use the whole ISA inside it). */
+IC_HIDDEN void ic__gen_target_attrs(ic__cg *g, LLVMValueRef fn);
 /* Marks parameter param of fn noalias. */
 IC_HIDDEN void ic__gen_noalias(ic__cg *g, LLVMValueRef fn, unsigned param);
 /* The function name of the module (declared as ret(ps[n]) if it is not there yet); *fty its
