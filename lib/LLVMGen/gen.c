@@ -152,6 +152,16 @@ static ic_status stage_body(ic__cg *g, int s, const strip_t *sp)
     return r;
 }
 
+/* The first REDUCE of stage st after instruction i (-1: from the start), or -1: the loops
+ * over a stage's accumulators. */
+static int next_reduce(const ic_stage *st, int i)
+{
+    while (++i < st->ninstr)
+        if (st->instr[i].op == IC_L_REDUCE)
+            return i;
+    return -1;
+}
+
 static void init_accs(ic__cg *g, int s, const strip_t *sp)
 {
     const ic_stage *stg = &g->k->stages[s];
@@ -160,10 +170,8 @@ static void init_accs(ic__cg *g, int s, const strip_t *sp)
         loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "init");
         g->lane = L.iv;
     }
-    for (int i = 0; i < stg->ninstr; i++) {
+    for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
         const ic_linstr *in = &stg->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         ic_dtype vt = in->red == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
         LLVMTypeRef ty = ic__gen_type(g, vt);
         st(g, ic__gen_reduce_init(g, in->red, vt), ic__gen_acc_ptr(g, g->acc[s][i], ty));
@@ -705,12 +713,11 @@ static int acc_slot(const ic_kernel *k, int s, int i, int *nslots)
 {
     int n = 0, slot = -1;
     for (int a = 0; a < k->nstages; a++)
-        for (int b = 0; b < k->stages[a].ninstr; b++)
-            if (k->stages[a].instr[b].op == IC_L_REDUCE) {
-                if (a == s && b == i)
-                    slot = n;
-                n++;
-            }
+        for (int b = next_reduce(&k->stages[a], -1); b >= 0; b = next_reduce(&k->stages[a], b)) {
+            if (a == s && b == i)
+                slot = n;
+            n++;
+        }
     if (nslots)
         *nslots = n;
     return slot;
@@ -726,9 +733,7 @@ static void accs_in_block(ic__cg *g, LLVMValueRef block_, int upto)
 {
     const ic_kernel *k = g->k;
     for (int s = 0; s < upto; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            if (k->stages[s].instr[i].op != IC_L_REDUCE)
-                continue;
+        for (int i = next_reduce(&k->stages[s], -1); i >= 0; i = next_reduce(&k->stages[s], i)) {
             LLVMValueRef off = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL));
             g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, block_, &off, 1, "");
             LLVMValueRef off8 = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL) + 8);
@@ -740,10 +745,8 @@ static void accs_in_block(ic__cg *g, LLVMValueRef block_, int upto)
 static void init_slots(ic__cg *g, int s, LLVMValueRef rec)
 {
     const ic_stage *st = &g->k->stages[s];
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         int slot = acc_slot(g->k, s, i, NULL);
         LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
         ic_dtype vt = acc_vtype(st, in);
@@ -770,10 +773,8 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
         g->vars[d] = ic__gen_i64(g, 0);
     accs_in_block(g, range_param(R, 0), s);
     if (stg->kind == IC_STAGE_REDUCE)
-        for (int i = 0; i < stg->ninstr; i++) {
+        for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
             const ic_linstr *in = &stg->instr[i];
-            if (in->op != IC_L_REDUCE)
-                continue;
             g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(stg, in)), NULL, "acc");
             g->acc_idx[s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
             st(g, ic__gen_reduce_init(g, in->red, acc_vtype(stg, in)), g->acc[s][i]);
@@ -782,10 +783,8 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
     ic_status r = emit_segments(g, range_param(R, 2), range_param(R, 3), k->inner, k->ninner,
                                 k->nouter, split_stage_body, s);
     if (stg->kind == IC_STAGE_REDUCE) /* this thread's partials */
-        for (int i = 0; i < stg->ninstr; i++) {
+        for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
             const ic_linstr *in = &stg->instr[i];
-            if (in->op != IC_L_REDUCE)
-                continue;
             int slot = acc_slot(k, s, i, NULL);
             LLVMTypeRef vty = ic__gen_type(g, acc_vtype(stg, in));
             LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
@@ -809,10 +808,8 @@ static void split_combine(ic__cg *g, int s, LLVMValueRef accblock, LLVMValueRef 
     loop_open(g, &L, ic__gen_i64(g, 0), nrec, "part");
     LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
     LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, partials, &roff, 1, "");
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         int slot = acc_slot(g->k, s, i, NULL);
         ic_dtype vt = acc_vtype(st, in);
         LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
@@ -904,10 +901,8 @@ static int64_t col_slot(const ic_kernel *k, int64_t C, int s, int i, int64_t *id
 {
     int64_t off = 0;
     for (int a = 0; a < k->nstages; a++)
-        for (int b = 0; b < k->stages[a].ninstr; b++) {
+        for (int b = next_reduce(&k->stages[a], -1); b >= 0; b = next_reduce(&k->stages[a], b)) {
             const ic_linstr *in = &k->stages[a].instr[b];
-            if (in->op != IC_L_REDUCE)
-                continue;
             int64_t vsz = ic_dtype_size(acc_vtype(&k->stages[a], in));
             vsz = vsz < 1 ? 1 : vsz;
             int64_t v = off, ix = (off + vsz * C + 63) / 64 * 64;
@@ -945,9 +940,7 @@ static void col_accs(ic__cg *g, LLVMValueRef rec, int from, int upto)
 {
     const ic_kernel *k = g->k;
     for (int s = from; s < upto; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            if (k->stages[s].instr[i].op != IC_L_REDUCE)
-                continue;
+        for (int i = next_reduce(&k->stages[s], -1); i >= 0; i = next_reduce(&k->stages[s], i)) {
             int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
             LLVMValueRef ov = ic__gen_i64(g, v), oi = ic__gen_i64(g, ix);
             g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &ov, 1, "");
@@ -974,10 +967,8 @@ static int col_block_rows(const ic__cg *g, int s)
     const ic_stage *st = &g->k->stages[s];
     if (g->p->vector_width == 1)
         return 1;
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         if (in->red != IC_RED_SUM && in->red != IC_RED_MAX && in->red != IC_RED_MIN)
             return 1;
         for (int j = i + 1; j < st->ninstr; j++)
@@ -1017,10 +1008,8 @@ static ic_status col_block(ic__cg *g, int s, const strip_t *sp, LLVMValueRef row
         r = ic__gen_stage(g, s);
     }
     g->deferred = NULL;
-    for (int i = 0; i < st->ninstr && !r; i++) {
+    for (int i = next_reduce(st, -1); i >= 0 && !r; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         LLVMValueRef v[COL_BLOCK];
         for (int u = 0; u < B; u++)
             v[u] = dv[(size_t)u * (size_t)st->ninstr + i];
@@ -1093,10 +1082,8 @@ static void col_combine(ic__cg *g, int s, LLVMValueRef final, LLVMValueRef parts
     LLVMValueRef roff = LLVMBuildMul(g->b, T.iv, ic__gen_i64(g, recsize), "");
     LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, "");
     loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "lane");
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         ic_dtype vt = acc_vtype(st, in);
         LLVMTypeRef ty = ic__gen_type(g, vt);
         int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
