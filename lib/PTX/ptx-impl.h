@@ -99,7 +99,6 @@ typedef struct ic__pg {
     LLVMBuilderRef b;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64;
     LLVMTypeRef t_gptr;               /* pointer in the global address space (generic for emu) */
-    LLVMValueRef mathfn[256];         /* ic__pmath cache, by (op, dtype) */
     /* the kernel being generated */
     const ic_kernel *k;
     const ic_buffer *bufs;
@@ -186,9 +185,12 @@ IC_HIDDEN LLVMValueRef ic__pg_red_op(ic__pg *G, ic_red red, ic_dtype t, LLVMValu
 IC_HIDDEN LLVMValueRef ic__pg_argmax_pick(ic__pg *G, ic_dtype t, LLVMValueRef va,
                                           LLVMValueRef ia, LLVMValueRef vb, LLVMValueRef ib);
 
-/* math.c: f32/f64 exp log sin cos tanh erf sigmoid pow rsqrt, integer pow. */
+/* math.c: f32/f64 exp log sin cos tanh erf sigmoid pow rsqrt, integer pow (the shared math
+ * library with the GPU's settings). */
 IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x,
                                  LLVMValueRef y);
+/* exp of an argument <= 0 or NaN (IC_EXP_LE0), as the CPU's. */
+IC_HIDDEN LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x);
 
 /* module.c */
 IC_HIDDEN void ic__ptx_llvm_init(void);
