@@ -119,21 +119,31 @@ static LLVMValueRef expm1_parts(M *m, LLVMValueRef x, LLVMValueRef *s)
     return fma3(m, poly(m, r, EXP_P, 5), mul(m, r, r), r);
 }
 
-/* a / b to ~0.5 ulp without a divider: an x0 near 1 / b, then one correction of the
- * quotient with an exact fma residual. x0 is the target's reciprocal estimate (fdiv arcp
- * ninf; AVX-512: VRCP14PS and a Newton step, 3 instructions instead of a VDIVPS that blocks
- * the FMA port for 10 cycles per vector), or with exact_div the correctly rounded 1 / b (the
- * GPU's rcp.rn, which the emulator's scalar division reproduces). Either way the result is
- * a / b correctly rounded unless a / b lies within |x0 b - 1| / 2 ulp of a rounding midpoint.
- * Callers guarantee finite a, b and a / b (ninf). */
+/* a / b without a divider, correctly rounded, so the same on every target whatever its
+ * reciprocal. x0 near 1 / b: the target's estimate (fdiv arcp ninf; AVX-512: VRCP14PS and a
+ * Newton step, 3 instructions instead of a VDIVPS that blocks the FMA port for 10 cycles per
+ * vector), or with exact_div the correctly rounded 1 / b (the GPU's rcp.rn). One correction
+ * with an exact fma residual r makes the quotient q faithful; then q or its neighbour towards
+ * a / b, whichever leaves the smaller exact residual, is a / b correctly rounded (a quotient
+ * is never a midpoint). Without that choice the result depended on the estimate wherever
+ * a / b lies within ~2^-24 ulp of a midpoint: CPU and GPU differed on 0.15% of sigmoid's
+ * sweep (1 + e^-x = 2 - 2^-23 for x near 1e-7), and the CPU's vector and scalar loops could
+ * differ from each other. Callers guarantee finite a, b > 0 and a / b (ninf). */
 static LLVMValueRef fast_div(M *m, LLVMValueRef a, LLVMValueRef b)
 {
+    LLVMBuilderRef bl = m->b;
     LLVMValueRef x0 = fdiv(m, K(m, 1.0), b);
     if (!m->ml->exact_div && LLVMIsAInstruction(x0))
         LLVMSetFastMathFlags(x0, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs);
+    LLVMValueRef nb = LLVMBuildFNeg(bl, b, "");
     LLVMValueRef q0 = mul(m, a, x0);
-    LLVMValueRef res = fma3(m, LLVMBuildFNeg(m->b, b, ""), q0, a);
-    return fma3(m, res, x0, q0);
+    LLVMValueRef q = fma3(m, fma3(m, nb, q0, a), x0, q0);
+    LLVMValueRef r = fma3(m, nb, q, a);
+    /* the neighbour of q towards a / b: its bits + 1 when r and q have one sign, else - 1 */
+    LLVMValueRef sgn = LLVMBuildAShr(bl, LLVMBuildXor(bl, bits(m, r), bits(m, q), ""), KI(m, 31), "");
+    LLVMValueRef q1 = flt(m, LLVMBuildAdd(bl, bits(m, q), LLVMBuildOr(bl, LLVMBuildShl(bl, sgn, KI(m, 1), ""), KI(m, 1), ""), ""));
+    LLVMValueRef r1 = fma3(m, nb, q1, a);
+    return sel(m, fcmp(m, LLVMRealOLT, un(m, "llvm.fabs", r1), un(m, "llvm.fabs", r)), q1, q);
 }
 
 /* exp(x) ~0.9 ulp. Results below FLT_MIN (x < ln FLT_MIN = -87.3365) are flushed to 0 (an
