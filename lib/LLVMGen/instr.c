@@ -66,11 +66,7 @@ LLVMValueRef ic__gen_const(ic__cg *g, ic_dtype t, ic_scalar s)
 LLVMValueRef ic__gen_intrinsic(ic__cg *g, const char *name, LLVMTypeRef *over, int nover,
                                LLVMValueRef *args, int nargs)
 {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    IC_ASSERT(id != 0);
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, over, (size_t)nover);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, over, (size_t)nover);
-    return LLVMBuildCall2(g->b, fty, fn, args, (unsigned)nargs, "");
+    return ic__llvm_intrinsic(g->mod, g->b, name, over, nover, args, nargs);
 }
 
 static LLVMValueRef intr1(ic__cg *g, const char *name, LLVMValueRef x)

@@ -40,6 +40,10 @@ IC_HIDDEN LLVMValueRef ic__math_f64_fn(const ic__math *ml, ic_lop op);
 /* "ic.ipow.i<n>" (base, exponent) for integer type ty: x ** y by squaring; negative
  * exponents truncate to 0 except for bases 1 and -1. */
 IC_HIDDEN LLVMValueRef ic__math_ipow_fn(const ic__math *ml, LLVMTypeRef ty);
+/* A call at b of the LLVM intrinsic name overloaded on over[0..nover), declared in mod on
+ * first use (both backends' one way to call an intrinsic). */
+IC_HIDDEN LLVMValueRef ic__llvm_intrinsic(LLVMModuleRef mod, LLVMBuilderRef b, const char *name,
+                                          LLVMTypeRef *over, int nover, LLVMValueRef *args, int nargs);
 /* fn(x) or fn(x, y) (y non-NULL) at b. */
 IC_HIDDEN LLVMValueRef ic__math_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef x,
                                      LLVMValueRef y);

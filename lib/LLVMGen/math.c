@@ -36,16 +36,19 @@ static LLVMValueRef fcmp(M *m, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef
 static LLVMValueRef bits(M *m, LLVMValueRef f) { return LLVMBuildBitCast(m->b, f, m->ti, ""); }
 static LLVMValueRef flt(M *m, LLVMValueRef i) { return LLVMBuildBitCast(m->b, i, m->t, ""); }
 
-/* A call of the LLVM intrinsic name overloaded on over[0..nover). */
-static LLVMValueRef call(M *m, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args,
-                         int nargs)
+LLVMValueRef ic__llvm_intrinsic(LLVMModuleRef mod, LLVMBuilderRef b, const char *name, LLVMTypeRef *over,
+                                int nover, LLVMValueRef *args, int nargs)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     IC_ASSERT(id != 0);
-    LLVMModuleRef mod = m->ml->mod;
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(mod, id, over, (size_t)nover);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(m->ctx, id, over, (size_t)nover);
-    return LLVMBuildCall2(m->b, fty, fn, args, (unsigned)nargs, "");
+    LLVMTypeRef fty = LLVMIntrinsicGetType(LLVMGetModuleContext(mod), id, over, (size_t)nover);
+    return LLVMBuildCall2(b, fty, fn, args, (unsigned)nargs, "");
+}
+static LLVMValueRef call(M *m, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args,
+                         int nargs)
+{
+    return ic__llvm_intrinsic(m->ml->mod, m->b, name, over, nover, args, nargs);
 }
 static LLVMValueRef call_intr(M *m, const char *name, LLVMValueRef *args, int n)
 {
@@ -505,55 +508,41 @@ static LLVMValueRef new_fn(const ic__math *ml, const char *name, bool d, int nar
     return fn;
 }
 
-LLVMValueRef ic__math_f32_fn(const ic__math *ml, ic_lop op, bool le0)
+/* op of x (and y) in m's type: f32 (the reference polynomials) or f64 (d_*). */
+static LLVMValueRef emit(M *m, ic_lop op, bool le0, LLVMValueRef x, LLVMValueRef y)
 {
-    const char *name = le0 ? "exp_le0" : op_name(op);
+    bool d = m->d;
+    switch (op) {
+    case IC_L_EXP: return d ? d_exp(m, x) : le0 ? m_exp_le0(m, x) : m_exp(m, x);
+    case IC_L_LOG: return d ? d_log(m, x) : m_log(m, x);
+    case IC_L_SIN: return d ? d_sincos(m, x, false) : m_sincos(m, x, false);
+    case IC_L_COS: return d ? d_sincos(m, x, true) : m_sincos(m, x, true);
+    case IC_L_TANH: return d ? d_tanh(m, x) : m_tanh(m, x);
+    case IC_L_ERF: return d ? d_erf(m, x) : m_erf(m, x);
+    case IC_L_SIGMOID:
+        return d ? fdiv(m, K(m, 1.0), add(m, K(m, 1.0), d_exp(m, LLVMBuildFNeg(m->b, x, "")))) : m_sigmoid(m, x);
+    default: return m_pow(m, x, y);
+    }
+}
+
+/* The function of op in f32 or f64 (d), made on first use: f32 ones always inline. */
+static LLVMValueRef math_fn(const ic__math *ml, ic_lop op, bool le0, bool d)
+{
+    const char *name = le0 && op == IC_L_EXP && !d ? "exp_le0" : op_name(op);
     if (!name)
         return NULL;
     M m;
-    LLVMValueRef fn = new_fn(ml, name, false, op == IC_L_POW ? 2 : 1, true, &m);
+    LLVMValueRef fn = new_fn(ml, name, d, op == IC_L_POW ? 2 : 1, !d, &m);
     if (!m.b)
         return fn;
-    LLVMValueRef x = LLVMGetParam(fn, 0), r;
-    switch (op) {
-    case IC_L_EXP: r = le0 ? m_exp_le0(&m, x) : m_exp(&m, x); break;
-    case IC_L_LOG: r = m_log(&m, x); break;
-    case IC_L_SIN: r = m_sincos(&m, x, false); break;
-    case IC_L_COS: r = m_sincos(&m, x, true); break;
-    case IC_L_TANH: r = m_tanh(&m, x); break;
-    case IC_L_ERF: r = m_erf(&m, x); break;
-    case IC_L_SIGMOID: r = m_sigmoid(&m, x); break;
-    default: r = m_pow(&m, x, LLVMGetParam(fn, 1)); break;
-    }
+    LLVMValueRef r = emit(&m, op, le0, LLVMGetParam(fn, 0), op == IC_L_POW ? LLVMGetParam(fn, 1) : NULL);
     LLVMBuildRet(m.b, r);
     LLVMDisposeBuilder(m.b);
     return fn;
 }
 
-LLVMValueRef ic__math_f64_fn(const ic__math *ml, ic_lop op)
-{
-    const char *name = op_name(op);
-    if (!name)
-        return NULL;
-    M m;
-    LLVMValueRef fn = new_fn(ml, name, true, op == IC_L_POW ? 2 : 1, false, &m);
-    if (!m.b)
-        return fn;
-    LLVMValueRef x = LLVMGetParam(fn, 0), r;
-    switch (op) {
-    case IC_L_EXP: r = d_exp(&m, x); break;
-    case IC_L_LOG: r = d_log(&m, x); break;
-    case IC_L_SIN: r = d_sincos(&m, x, false); break;
-    case IC_L_COS: r = d_sincos(&m, x, true); break;
-    case IC_L_TANH: r = d_tanh(&m, x); break;
-    case IC_L_ERF: r = d_erf(&m, x); break;
-    case IC_L_SIGMOID: r = fdiv(&m, K(&m, 1.0), add(&m, K(&m, 1.0), d_exp(&m, LLVMBuildFNeg(m.b, x, "")))); break;
-    default: r = m_pow(&m, x, LLVMGetParam(fn, 1)); break;
-    }
-    LLVMBuildRet(m.b, r);
-    LLVMDisposeBuilder(m.b);
-    return fn;
-}
+LLVMValueRef ic__math_f32_fn(const ic__math *ml, ic_lop op, bool le0) { return math_fn(ml, op, le0, false); }
+LLVMValueRef ic__math_f64_fn(const ic__math *ml, ic_lop op) { return math_fn(ml, op, false, true); }
 
 LLVMValueRef ic__math_ipow_fn(const ic__math *ml, LLVMTypeRef ty)
 {
