@@ -218,8 +218,7 @@ static LLVMValueRef int_divmod(ic__cg *g, LLVMValueRef a, LLVMValueRef bb, bool 
 /* Integer power by squaring, as an internal function (a loop; not vectorised). */
 static LLVMValueRef int_pow(ic__cg *g, LLVMValueRef x, LLVMValueRef y)
 {
-    ic__math ml = { g->mod, false };
-    return ic__math_call(g->b, ic__math_ipow_fn(&ml, LLVMTypeOf(x)), x, y);
+    return ic__math_call(g->b, ic__math_ipow_fn(g->mod, LLVMTypeOf(x)), x, y);
 }
 
 /* ---- accumulators ---- */

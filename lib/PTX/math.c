@@ -1,6 +1,5 @@
 /* math.c - the GPU's entry to the math library (lib/LLVMGen/math.c, math-impl.h): f32 exp log
- * sin cos tanh erf sigmoid pow are the CPU's functions, bit for bit (the quotient in tanh and
- * sigmoid starts from the correctly rounded reciprocal, exact_div); f64 the library's
+ * sin cos tanh erf sigmoid pow are the CPU's functions, bit for bit; f64 the library's
  * polynomials for targets without libm (the CPU calls libm: f64 results agree to ~1e-15
  * relative, not bit for bit); integer pow the shared loop. rsqrt is the one GPU-specific
  * path: f64 by rsqrt.approx and Newton steps, f32 1 / sqrt (correctly rounded, as the CPU). */
@@ -47,19 +46,17 @@ static LLVMValueRef call(ic__pg *G, LLVMValueRef fn, LLVMValueRef x, LLVMValueRe
 
 LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x, LLVMValueRef y)
 {
-    ic__math ml = { G->mod, true };
     if (op == IC_L_RSQRT)
         return rsqrt(G, t, x);
     if (t == IC_I32 || t == IC_I64)
-        return call(G, ic__math_ipow_fn(&ml, ic__pg_type(G, t)), x, y);
-    LLVMValueRef fn = t == IC_F64 ? ic__math_f64_fn(&ml, op) : ic__math_f32_fn(&ml, op, false);
+        return call(G, ic__math_ipow_fn(G->mod, ic__pg_type(G, t)), x, y);
+    LLVMValueRef fn = t == IC_F64 ? ic__math_f64_fn(G->mod, op) : ic__math_f32_fn(G->mod, op, false);
     return call(G, fn, x, op == IC_L_POW ? y : NULL);
 }
 
 LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x)
 {
-    ic__math ml = { G->mod, true };
     if (t == IC_F64)
         return ic__pmath(G, IC_L_EXP, t, x, NULL);
-    return call(G, ic__math_f32_fn(&ml, IC_L_EXP, true), x, NULL);
+    return call(G, ic__math_f32_fn(G->mod, IC_L_EXP, true), x, NULL);
 }

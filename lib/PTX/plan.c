@@ -1,6 +1,6 @@
-/* plan.c - how a loop-IR kernel maps onto GPU threads: validation of the kernel, affine
- * analysis of its index arithmetic (which accesses are contiguous in which loop variable, so
- * they can be 16-byte vector accesses), value numbering across stages (so a row kept in
+/* plan.c - how a loop-IR kernel maps onto GPU threads: validation of the kernel, the affine
+ * forms of its index arithmetic (lib/Lower/affine.c: which accesses are contiguous in which
+ * loop variable, so they can be 16-byte vector accesses), value numbering across stages (so a row kept in
  * registers is not re-read), the choice of POINTWISE / ROW / COLUMN and the launch geometry. */
 #include <string.h>
 #include "analysis-impl.h"

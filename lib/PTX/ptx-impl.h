@@ -27,7 +27,8 @@ struct ic_ptx_module {
 
 /* What the plan knows about one loop-IR instruction. */
 typedef struct {
-    bool affine;                      /* I32/I64 value = c0 + sum coef[v] * var v */
+    bool affine;                      /* I32/I64 value = c0 + sum coef[v] * var v (the
+                                       * shared ic__affine of lib/Lower/affine.c) */
     int64_t c0;
     int64_t coef[IC__PTX_NVARS];
     uint32_t deps;                    /* loop variables it depends on, bit per var */
