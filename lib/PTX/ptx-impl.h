@@ -94,7 +94,7 @@ typedef struct ic__pg {
                                        * module's target becomes sm_90a */
     bool emu;                         /* for the host emulator: no NVVM intrinsics, one
                                        * address space; thread ids, shuffles, barriers and
-                                       * ex2 are calls to ic__emu_* */
+                                       * f16 conversions are calls to ic__emu_* */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
