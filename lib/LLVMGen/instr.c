@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "llvmgen-impl.h"
+#include "math-impl.h"
 
 LLVMTypeRef ic__gen_type(ic__cg *g, ic_dtype t)
 {
@@ -54,11 +55,7 @@ LLVMValueRef ic__gen_const(ic__cg *g, ic_dtype t, ic_scalar s)
 LLVMValueRef ic__gen_intrinsic(ic__cg *g, const char *name, LLVMTypeRef *over, int nover,
                                LLVMValueRef *args, int nargs)
 {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    IC_ASSERT(id != 0);
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, over, (size_t)nover);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, over, (size_t)nover);
-    return LLVMBuildCall2(g->b, fty, fn, args, (unsigned)nargs, "");
+    return ic__llvm_intrinsic(g->mod, g->b, name, over, nover, args, nargs);
 }
 
 static LLVMValueRef intr1(ic__cg *g, const char *name, LLVMValueRef x)
@@ -210,55 +207,7 @@ static LLVMValueRef int_divmod(ic__cg *g, LLVMValueRef a, LLVMValueRef bb, bool 
 /* Integer power by squaring, as an internal function (a loop; not vectorised). */
 static LLVMValueRef int_pow(ic__cg *g, LLVMValueRef x, LLVMValueRef y)
 {
-    LLVMTypeRef ty = LLVMTypeOf(x);
-    char name[32];
-    snprintf(name, sizeof name, "ic.ipow.i%u", LLVMGetIntTypeWidth(ty));
-    LLVMTypeRef params[2] = { ty, ty };
-    LLVMTypeRef fty = LLVMFunctionType(ty, params, 2, 0);
-    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
-    if (!fn) {
-        fn = LLVMAddFunction(g->mod, name, fty);
-        LLVMSetLinkage(fn, LLVMInternalLinkage);
-        LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
-        LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
-        LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(g->ctx, fn, "neg");
-        LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
-        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
-        LLVMValueRef base = LLVMGetParam(fn, 0), e = LLVMGetParam(fn, 1);
-        LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0);
-        LLVMPositionBuilderAtEnd(b, entry);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, e, zero, ""), neg, loop);
-        /* negative exponents: 1 ** e = 1, (-1) ** e = +-1, anything else truncates to 0 */
-        LLVMPositionBuilderAtEnd(b, neg);
-        LLVMValueRef odd = LLVMBuildTrunc(b, e, g->t_i1, "");
-        LLVMValueRef is1 = LLVMBuildICmp(b, LLVMIntEQ, base, one, "");
-        LLVMValueRef ism1 = LLVMBuildICmp(b, LLVMIntEQ, base, LLVMConstAllOnes(ty), "");
-        LLVMValueRef r = LLVMBuildSelect(b, ism1, LLVMBuildSelect(b, odd, base, one, ""), zero, "");
-        LLVMBuildRet(b, LLVMBuildSelect(b, is1, one, r, ""));
-        LLVMPositionBuilderAtEnd(b, loop);
-        LLVMValueRef acc = LLVMBuildPhi(b, ty, "acc");
-        LLVMValueRef bs = LLVMBuildPhi(b, ty, "b");
-        LLVMValueRef ee = LLVMBuildPhi(b, ty, "e");
-        LLVMValueRef bit = LLVMBuildTrunc(b, ee, g->t_i1, "");
-        LLVMValueRef acc2 = LLVMBuildSelect(b, bit, LLVMBuildMul(b, acc, bs, ""), acc, "");
-        LLVMValueRef bs2 = LLVMBuildMul(b, bs, bs, "");
-        LLVMValueRef ee2 = LLVMBuildLShr(b, ee, one, "");
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, ee2, zero, ""), done, loop);
-        LLVMValueRef iv[2];
-        LLVMBasicBlockRef ib[2] = { entry, loop };
-        iv[0] = one, iv[1] = acc2;
-        LLVMAddIncoming(acc, iv, ib, 2);
-        iv[0] = base, iv[1] = bs2;
-        LLVMAddIncoming(bs, iv, ib, 2);
-        iv[0] = e, iv[1] = ee2;
-        LLVMAddIncoming(ee, iv, ib, 2);
-        LLVMPositionBuilderAtEnd(b, done);
-        /* e == 0 enters the loop once with bit 0: acc stays 1 */
-        LLVMBuildRet(b, acc2);
-        LLVMDisposeBuilder(b);
-    }
-    LLVMValueRef a[2] = { x, y };
-    return LLVMBuildCall2(g->b, fty, fn, a, 2, "");
+    return ic__math_call(g->b, ic__math_ipow_fn(g->mod, LLVMTypeOf(x)), x, y);
 }
 
 /* ---- accumulators ---- */

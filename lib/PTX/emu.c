@@ -1,7 +1,8 @@
 /* emu.c - runs the GPU kernels on the CPU, for tests on machines without a GPU: the module
  * is generated exactly as for NVPTX (same plan, lanes, vector accesses, unrolling, shared
- * memory layout) except that thread ids, warp shuffles, barriers and ex2 are calls into this
- * file, and it is JIT-compiled for the host. Each block's threads are host threads (blocks
+ * memory layout) except that thread ids, warp shuffles, barriers, f16 conversions and the
+ * tensor-core instructions are calls into this file, and it is JIT-compiled for the host: the
+ * math library (lib/LLVMGen/math.c) is IEEE-exact IR, the same on both. Each block's threads are host threads (blocks
  * run one after another); a warp's shuffle is an exchange between two warp barriers. */
 #include <math.h>
 #include <pthread.h>
@@ -39,7 +40,6 @@ static __thread emu_thread *emu_cur;
 static int32_t emu_tid(void) { return emu_cur->tid; }
 static int32_t emu_ctaid(void) { return emu_cur->ctaid; }
 static void emu_barrier(void) { pthread_barrier_wait(&emu_cur->L->bar); }
-static float emu_ex2(float x) { return exp2f(x); }
 static float emu_h2f(uint16_t h) { return ic_f16_to_f32(h); }
 static uint16_t emu_f2h(float f) { return ic_f32_to_f16(f); }
 static uint16_t emu_d2h(double d) { return ic_f32_to_f16((float)d); }
@@ -249,7 +249,7 @@ static ic_status define_symbols(ic_ctx *c, LLVMOrcLLJITRef j)
     static const struct { const char *name; void *addr; } syms[] = {
         { "ic__emu_tid", (void *)emu_tid },     { "ic__emu_ctaid", (void *)emu_ctaid },
         { "ic__emu_barrier", (void *)emu_barrier }, { "ic__emu_shfl", (void *)emu_shfl },
-        { "ic__emu_ex2", (void *)emu_ex2 },     { "ic__emu_h2f", (void *)emu_h2f },
+        { "ic__emu_h2f", (void *)emu_h2f },
         { "ic__emu_f2h", (void *)emu_f2h },     { "ic__emu_d2h", (void *)emu_d2h },
         { "ic__emu_cpasync", (void *)emu_cpasync }, { "ic__emu_ldmatrix", (void *)emu_ldmatrix },
         { "ic__emu_mma", (void *)emu_mma }, { "ic__emu_cvt_tf32", (void *)emu_cvt_tf32 },

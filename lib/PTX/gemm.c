@@ -1,9 +1,10 @@
 /* gemm.c - contractions as tiled shared-memory GEMMs.
  *
- * Recognition: a kernel whose only inner stage is a REDUCE stage summing load(A) * load(B)
- * (each load optionally cast to f32, or run through a short chain of pointwise instructions
- * with constants: a producer Fuse left inline, such as a cast or a scale) over one inner dim
- * k, with offsets affine in the loop variables, followed by BODY stages only (the epilogue:
+ * Recognition: a contraction as lib/Lower/contract.c matches it (a REDUCE stage summing
+ * load(A) * load(B), each load optionally cast to f32, or run through a short chain of
+ * pointwise instructions with constants: a producer Fuse left inline, such as a cast or a
+ * scale) over one inner dim k, no other load, offsets affine in the loop variables
+ * (lib/Lower/affine.c, through the plan), followed by BODY stages only (the epilogue:
  * bias, activation, residual, casts, the store). Outer variables only A depends on are m (adjacent ones that merge linearly
  * become one m), those only B depends on are n, the rest are batch dims; strides are free.
  *
@@ -35,53 +36,25 @@
  * The emulator (G->emu) gets the same code with ldmatrix, mma and cp.async as calls into
  * emu.c that implement their warp-level semantics. */
 #include <string.h>
+#include "analysis-impl.h"
 #include "pgemm-impl.h"
 
 /* ---- recognition ---- */
 
 static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
-static bool isfloat(ic_dtype t) { return t == IC_F32 || t == IC_F64 || is16(t); }
-
-/* The value multiplied, instruction i of stage st: one float LOAD, through a short chain of
- * float pointwise instructions whose other operands are constants (a cast to f32, or a
- * producer Fuse left inline: a cast, a scale). Fills x->ld, val, ch (the chain and its
- * constants, ascending), xform and vt; false when i is no such value. */
-static bool operand_chain(const ic_stage *st, int i, ic__gop *x)
+/* The multiplicand o of the shared contraction as our operand x: at most
+ * IC__GEMM_MAXCHAIN chain entries (constants included). */
+static bool operand_chain(const ic__contract_opnd *o, ic__gop *x)
 {
-    x->val = i;
-    x->nch = 0;
-    while (st->instr[i].op != IC_L_LOAD) {
-        const ic_linstr *in = &st->instr[i];
-        bool epi = ic_lop_has_trait(in->op, IC_LT_EPILOGUE);
-        bool unary = epi && ic_lop_is_unary(in->op), binary = epi && ic_lop_is_binary(in->op);
-        if (x->nch + 2 > IC__GEMM_MAXCHAIN || !isfloat(in->type) || (!unary && !binary))
-            return false;
-        x->ch[x->nch++] = i;
-        if (binary) { /* a constant on one side */
-            bool ca = st->instr[in->a].op == IC_L_CONST, cb = st->instr[in->b].op == IC_L_CONST;
-            if (ca == cb)
-                return false;
-            x->ch[x->nch++] = ca ? in->a : in->b;
-            i = ca ? in->b : in->a;
-        } else {
-            i = in->a;
-        }
-    }
-    x->ld = i;
-    ic_dtype lt = st->instr[i].type;
-    if (!isfloat(lt))
+    if (o->nch > IC__GEMM_MAXCHAIN)
         return false;
-    for (int a = 1; a < x->nch; a++) /* ascending: operands before users */
-        for (int b = a; b > 0 && x->ch[b - 1] > x->ch[b]; b--) {
-            int t = x->ch[b];
-            x->ch[b] = x->ch[b - 1];
-            x->ch[b - 1] = t;
-        }
-    /* the plain conversions: nothing (f32), or one cast to f32 of a f16/bf16 load */
-    x->xform = !(x->nch == 0 || (x->nch == 1 && is16(lt)));
-    const ic_linstr *v = &st->instr[x->val];
-    x->vt = !x->xform ? lt : v->op == IC_L_CAST && is16(st->instr[v->a].type) ? st->instr[v->a].type : IC_F32;
+    x->val = o->val;
+    x->ld = o->ld;
+    x->nch = o->nch;
+    memcpy(x->ch, o->ch, sizeof(int) * (size_t)o->nch);
+    x->xform = o->xform;
+    x->vt = o->vt;
     return true;
 }
 
@@ -93,25 +66,16 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
         if (k->stages[s].kind != IC_STAGE_BODY)
             return false;
     const ic_stage *st = &k->stages[0];
-    int red = -1;
-    for (int i = 0; i < st->ninstr; i++) {
-        const ic_linstr *in = &st->instr[i];
-        if (in->op == IC_L_STORE || in->op == IC_L_ACC)
+    for (int i = 0; i < st->ninstr; i++)
+        if (st->instr[i].op == IC_L_ACC)
             return false;
-        if (in->op == IC_L_REDUCE) {
-            if (red >= 0 || in->red != IC_RED_SUM || in->type != IC_F32)
-                return false;
-            red = i;
-        }
-    }
-    if (red < 0)
-        return false;
-    const ic_linstr *mul = &st->instr[st->instr[red].a];
-    if (mul->op != IC_L_MUL || mul->type != IC_F32)
-        return false;
+    ic__contract c;
     ic__gop ca, cb;
-    if (!operand_chain(st, mul->a, &ca) || !operand_chain(st, mul->b, &cb))
+    memset(&ca, 0, sizeof ca);
+    memset(&cb, 0, sizeof cb);
+    if (!ic__contract_match(k, &c) || !operand_chain(&c.op[0], &ca) || !operand_chain(&c.op[1], &cb))
         return false;
+    int red = c.red;
     int la = ca.ld, lb = cb.ld;
     /* every other load of the stage would be dead weight: refuse rather than guess */
     for (int i = 0; i < st->ninstr; i++)

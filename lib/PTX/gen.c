@@ -11,6 +11,7 @@
  * are unrolled and values are reused across stages (the row stays in registers). */
 #include <string.h>
 #include "ptx-impl.h"
+#include "math-impl.h"
 
 LLVMValueRef ic__pg_i32(ic__pg *G, int64_t v) { return LLVMConstInt(G->t_i32, (unsigned long long)v, 1); }
 LLVMValueRef ic__pg_i64(ic__pg *G, int64_t v) { return LLVMConstInt(G->t_i64, (unsigned long long)v, 1); }
@@ -18,11 +19,7 @@ LLVMValueRef ic__pg_i64(ic__pg *G, int64_t v) { return LLVMConstInt(G->t_i64, (u
 LLVMValueRef ic__pg_call(ic__pg *G, const char *name, LLVMTypeRef *over, int nover,
                          LLVMValueRef *args, int nargs)
 {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    IC_ASSERT(id != 0);
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(G->mod, id, over, (size_t)nover);
-    LLVMTypeRef ft = LLVMIntrinsicGetType(G->ctx, id, over, (size_t)nover);
-    return LLVMBuildCall2(G->b, ft, fn, args, (unsigned)nargs, "");
+    return ic__llvm_intrinsic(G->mod, G->b, name, over, nover, args, nargs);
 }
 
 LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t)

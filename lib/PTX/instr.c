@@ -265,6 +265,8 @@ static LLVMValueRef unop(ic__pg *G, const ic_linstr *in, LLVMValueRef x, ic_dtyp
         if (!f)
             return ic__pg_convert(G, ic__pmath(G, in->op, IC_F64, ic__pg_convert(G, x, t, IC_F64), NULL),
                                   IC_F64, t);
+        if (in->flags & IC_LF_EXP_LE0)
+            return ic__pmath_exp_le0(G, t, x);
         return ic__pmath(G, in->op, t, x, NULL);
     }
 }

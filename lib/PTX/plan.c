@@ -1,8 +1,9 @@
-/* plan.c - how a loop-IR kernel maps onto GPU threads: validation of the kernel, affine
- * analysis of its index arithmetic (which accesses are contiguous in which loop variable, so
- * they can be 16-byte vector accesses), value numbering across stages (so a row kept in
+/* plan.c - how a loop-IR kernel maps onto GPU threads: validation of the kernel, the affine
+ * forms of its index arithmetic (lib/Lower/affine.c: which accesses are contiguous in which
+ * loop variable, so they can be 16-byte vector accesses), value numbering across stages (so a row kept in
  * registers is not re-read), the choice of POINTWISE / ROW / COLUMN and the launch geometry. */
 #include <string.h>
+#include "analysis-impl.h"
 #include "ptx-impl.h"
 
 static bool is_int(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
@@ -41,58 +42,11 @@ static void analyse_instr(const ic_kernel *k, int s, int i, ic__pinfo *inf)
     if (A) { o->deps |= A->deps; o->acc |= A->acc; }
     if (B) { o->deps |= B->deps; o->acc |= B->acc; }
     if (C) { o->deps |= C->deps; o->acc |= C->acc; }
-    switch (in->op) {
-    case IC_L_VAR:
+    if (in->op == IC_L_VAR)
         o->deps = 1u << in->a;
-        o->affine = true;
-        o->coef[in->a] = 1;
-        break;
-    case IC_L_CONST:
-        if (is_int(in->type) && in->imm.is_int) {
-            o->affine = true;
-            o->c0 = in->imm.i;
-        } else if (is_int(in->type)) {
-            o->affine = true;
-            o->c0 = (int64_t)in->imm.f;
-        }
-        break;
-    case IC_L_ACC:
+    if (in->op == IC_L_ACC) {
         o->acc = true;
         o->deps = k->nouter >= 32 ? 0 : (1u << k->nouter) - 1; /* per outer point */
-        break;
-    case IC_L_ADD:
-    case IC_L_SUB:
-        if (is_int(in->type) && A->affine && B->affine) {
-            int64_t sg = in->op == IC_L_ADD ? 1 : -1;
-            o->affine = true;
-            o->c0 = A->c0 + sg * B->c0;
-            for (int v = 0; v < IC__PTX_NVARS; v++)
-                o->coef[v] = A->coef[v] + sg * B->coef[v];
-        }
-        break;
-    case IC_L_MUL:
-        if (is_int(in->type) && A->affine && B->affine && (!A->deps || !B->deps)) {
-            const ic__pinfo *x = A->deps ? A : B, *kk = A->deps ? B : A;
-            o->affine = true;
-            o->c0 = x->c0 * kk->c0;
-            for (int v = 0; v < IC__PTX_NVARS; v++)
-                o->coef[v] = x->coef[v] * kk->c0;
-        }
-        break;
-    case IC_L_NEG:
-        if (is_int(in->type) && A->affine) {
-            o->affine = true;
-            o->c0 = -A->c0;
-            for (int v = 0; v < IC__PTX_NVARS; v++)
-                o->coef[v] = -A->coef[v];
-        }
-        break;
-    case IC_L_CAST:
-        if (is_int(in->type) && A->affine)
-            *o = *A, o->vn = -1;
-        break;
-    default:
-        break;
     }
 }
 
@@ -118,8 +72,10 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
     pl->stored = ic__calloc(c, (size_t)nbufs + 1, sizeof *pl->stored);
     pl->used = ic__calloc(c, (size_t)nbufs + 1, sizeof *pl->used);
     vkey *keys = ic__calloc(c, (size_t)total + 1, sizeof *keys);
-    if (!pl->info || !pl->smem_off || !pl->stored || !pl->used || !keys) {
+    ic__affine *forms = ic__calloc(c, (size_t)total + 1, sizeof *forms); /* of one stage */
+    if (!pl->info || !pl->smem_off || !pl->stored || !pl->used || !keys || !forms) {
         ic__free(c, keys);
+        ic__free(c, forms);
         return ic__error(c, IC_ENOMEM, "ptx: out of memory planning kernel '%s'", k->name);
     }
     for (int s = 0; s < k->nstages; s++) {
@@ -127,6 +83,7 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
         pl->smem_off[s] = ic__calloc(c, (size_t)k->stages[s].ninstr + 1, sizeof **pl->smem_off);
         if (!pl->info[s] || !pl->smem_off[s]) {
             ic__free(c, keys);
+            ic__free(c, forms);
             return ic__error(c, IC_ENOMEM, "ptx: out of memory planning kernel '%s'", k->name);
         }
         for (int i = 0; i < k->stages[s].ninstr; i++) {
@@ -147,6 +104,11 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
         for (int i = 0; i < k->stages[s].ninstr; i++) {
             const ic_linstr *in = &k->stages[s].instr[i];
             analyse_instr(k, s, i, inf);
+            _Static_assert(IC__PTX_NVARS == IC__NVARS, "ic__pinfo.coef holds an ic__affine's");
+            ic__affine_instr(in, i, k->nouter + k->ninner, forms, &forms[i]);
+            inf[i].affine = forms[i].ok;
+            inf[i].c0 = forms[i].c0;
+            memcpy(inf[i].coef, forms[i].coef, sizeof inf[i].coef);
             if (in->op == IC_L_REDUCE || in->op == IC_L_STORE ||
                 (in->op == IC_L_LOAD && pl->stored[in->buf]))
                 continue;
@@ -184,6 +146,7 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
     }
     pl->nvn = nkeys;
     ic__free(c, keys);
+    ic__free(c, forms);
     return IC_OK;
 }
 

@@ -27,7 +27,8 @@ struct ic_ptx_module {
 
 /* What the plan knows about one loop-IR instruction. */
 typedef struct {
-    bool affine;                      /* I32/I64 value = c0 + sum coef[v] * var v */
+    bool affine;                      /* I32/I64 value = c0 + sum coef[v] * var v (the
+                                       * shared ic__affine of lib/Lower/affine.c) */
     int64_t c0;
     int64_t coef[IC__PTX_NVARS];
     uint32_t deps;                    /* loop variables it depends on, bit per var */
@@ -93,13 +94,12 @@ typedef struct ic__pg {
                                        * module's target becomes sm_90a */
     bool emu;                         /* for the host emulator: no NVVM intrinsics, one
                                        * address space; thread ids, shuffles, barriers and
-                                       * ex2 are calls to ic__emu_* */
+                                       * f16 conversions are calls to ic__emu_* */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64;
     LLVMTypeRef t_gptr;               /* pointer in the global address space (generic for emu) */
-    LLVMValueRef mathfn[256];         /* ic__pmath cache, by (op, dtype) */
     /* the kernel being generated */
     const ic_kernel *k;
     const ic_buffer *bufs;
@@ -186,9 +186,12 @@ IC_HIDDEN LLVMValueRef ic__pg_red_op(ic__pg *G, ic_red red, ic_dtype t, LLVMValu
 IC_HIDDEN LLVMValueRef ic__pg_argmax_pick(ic__pg *G, ic_dtype t, LLVMValueRef va,
                                           LLVMValueRef ia, LLVMValueRef vb, LLVMValueRef ib);
 
-/* math.c: f32/f64 exp log sin cos tanh erf sigmoid pow rsqrt, integer pow. */
+/* math.c: f32/f64 exp log sin cos tanh erf sigmoid pow rsqrt, integer pow (the shared math
+ * library with the GPU's settings). */
 IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x,
                                  LLVMValueRef y);
+/* exp of an argument <= 0 or NaN (IC_EXP_LE0), as the CPU's. */
+IC_HIDDEN LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x);
 
 /* module.c */
 IC_HIDDEN void ic__ptx_llvm_init(void);

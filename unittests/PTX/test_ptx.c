@@ -1,7 +1,7 @@
 /* test_ptx.c - the GPU backend without a GPU: every op of the spec (lowered, and fused) is
  * emitted as PTX, assembled with `ptxas -arch=sm_90` when ptxas exists, and run through the
  * host emulator of the generated kernels (same code as on the GPU except thread ids,
- * shuffles, barriers and ex2), whose results must match the reference executor within the
+ * shuffles, barriers and f16 conversions), whose results must match the reference executor within the
  * spec's tolerances. Also: launch-geometry variants (every mapping and combine path),
  * special values and accuracy sweeps of the math functions against libm, hand-built
  * kernels (integer floor division), malformed kernels and bad params. */
