@@ -274,12 +274,18 @@ static int softplus_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
  * (exact) and adds b when the signs differ; here a - floor(a / b) * b, then corrected where
  * the rounded quotient is one off (r of the wrong sign, or |r| >= |b|), a zero given a's
  * sign (fmod's), and a finite a over an infinite b left alone (or b, when the signs
- * differ). Exact while the quotient is below 2^24 (f32); beyond it only close. */
+ * differ). f32 operands are taken in f64, which makes the result exact while the quotient
+ * is below 2^29 (and rounds once, as PyTorch's fmod + b does); f64 results are exact while
+ * q * b is (an fma makes it so), else within an ulp of a. */
 static int remainder_of(ic__gen *G, int x, int y, ic_dtype t)
 {
     ic__kb *b = &G->kb;
     if (!ic__is_fp(t))
         return BIN(MOD, x, y);
+    if (t == IC_F32) {
+        int r = remainder_of(G, ic__kb_cast(b, IC_F64, x), ic__kb_cast(b, IC_F64, y), IC_F64);
+        return ic__kb_cast(b, IC_F32, r);
+    }
     int zero = cf(G, t, 0.0), inf = cf(G, t, INFINITY);
     int r = BIN(SUB, x, BIN(MUL, UN(FLOOR, BIN(DIV, x, y)), y));
     int yneg = CMP(LT, y, zero);

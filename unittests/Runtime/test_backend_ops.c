@@ -143,7 +143,8 @@ static int parse_inputs(const char *text, const char *T, in_spec *in)
             if (p)
                 *p++ = 0;
         }
-        snprintf(s->dtype, sizeof s->dtype, "%s", !strcmp(f[0], "T") && T ? T : f[0]);
+        const char *dt = f[0] && strcmp(f[0], "T") ? f[0] : T ? T : "f32";
+        snprintf(s->dtype, sizeof s->dtype, "%s", dt);
         for (char *p = nf > 1 ? f[1] : ""; *p;) {
             s->shape[s->rank++] = strtoll(p, &p, 10);
             if (*p == ',')
