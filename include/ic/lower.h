@@ -47,26 +47,54 @@ typedef struct ic_buffer {
                            * whose lifetimes are disjoint may share bytes. -1 otherwise. */
 } ic_buffer;
 
+/* Hints an instruction may carry (ic_linstr.flags); lops.def says which op allows which. */
+enum {
+    /* EXP: its argument is <= 0 or NaN by construction (softmax's x - max of the row), so
+     * codegen may leave out the overflow path. */
+    IC_LF_EXP_LE0 = 1u << 0,
+    /* REDUCE MAX: its reader makes a row with a NaN all NaN anyway (softmax: exp(x - max) is
+     * NaN at the NaN, and so is the sum), so a NaN operand may be dropped instead of
+     * propagated: codegen may use the plain compare. */
+    IC_LF_NAN_FREE = 1u << 1,
+};
+
+/* Op traits (ic_lop_info.traits). */
+enum {
+    IC_LT_EPILOGUE = 1u << 0, /* a GEMM epilogue or operand transform may apply it per element */
+    IC_LT_MATH = 1u << 1,     /* an approximation from the shared math library */
+};
+
+/* The type rule of an op (lops.def explains each). */
 typedef enum {
-    IC_L_VAR,       /* a = loop var: 0..nouter-1 outer, nouter.. inner (I64) */
-    IC_L_CONST,     /* imm, of type */
-    IC_L_LOAD,      /* buf, a = offset (I64) -> buffer's dtype */
-    IC_L_STORE,     /* buf, a = offset, b = value (buffer's dtype); no result */
-    IC_L_ACC,       /* a = stage, b = instr index of a REDUCE in that stage */
-    IC_L_REDUCE,    /* red, a = value, b = index (ARGMAX only, I64) -> accumulator */
-    /* unary, a: */
-    IC_L_NEG, IC_L_ABS, IC_L_EXP, IC_L_LOG, IC_L_SQRT, IC_L_RSQRT, IC_L_SIN, IC_L_COS,
-    IC_L_TANH, IC_L_SIGMOID, IC_L_ERF, IC_L_RECIP, IC_L_FLOOR, IC_L_CEIL, IC_L_NOT,
-    IC_L_CAST,      /* a converted to type (float->int truncates, x->bool is x != 0) */
-    /* binary, a b: */
-    IC_L_ADD, IC_L_SUB, IC_L_MUL, IC_L_DIV, IC_L_POW,
-    IC_L_MAX, IC_L_MIN,          /* NaN-propagating for floats (torch.maximum) */
-    IC_L_IDIV, IC_L_MOD,         /* integers: floor division and its remainder (index math) */
-    IC_L_AND, IC_L_OR,           /* bool */
-    IC_L_CMP,                    /* pred; -> BOOL */
-    IC_L_SELECT,                 /* a ? b : c */
+    IC_LR_SPECIAL, IC_LR_ARITH, IC_LR_FLOAT, IC_LR_INT, IC_LR_BOOL, IC_LR_CAST, IC_LR_CMP,
+    IC_LR_SELECT,
+} ic_lrule;
+
+/* The loop-IR ops: one row each in lops.def. */
+typedef enum {
+#define IC_LOP(ID, name, arity, rule, flags, traits) IC_L_##ID,
+#include "ic/lops.def"
+#undef IC_LOP
     IC_L_OP_COUNT
 } ic_lop;
+
+typedef struct ic_lop_info {
+    const char *name;
+    int arity;         /* value operands (REDUCE: 1; ic_linstr_arity gives ARGMAX's 2) */
+    ic_lrule rule;
+    unsigned flags;    /* IC_LF_* allowed */
+    unsigned traits;   /* IC_LT_* */
+} ic_lop_info;
+
+/* The row of op in lops.def; NULL for a value that is no op. */
+IC_API const ic_lop_info *ic_lop_get(ic_lop op);
+/* Its name, "?" for no op. */
+IC_API const char *ic_lop_name(ic_lop op);
+/* Computing ops of one and two operands: lops.def rows of arity 1 or 2 whose rule is not
+ * SPECIAL (CAST and NOT are unary; CMP is binary). */
+IC_API bool ic_lop_is_unary(ic_lop op);
+IC_API bool ic_lop_is_binary(ic_lop op);
+IC_API bool ic_lop_has_trait(ic_lop op, unsigned trait);
 
 typedef enum { IC_CMP_EQ, IC_CMP_NE, IC_CMP_LT, IC_CMP_LE, IC_CMP_GT, IC_CMP_GE } ic_cmp;
 typedef enum {
@@ -74,22 +102,20 @@ typedef enum {
     IC_RED_ARGMAX,                                   /* first index of the max; NaN is max */
 } ic_red;
 
-/* EXP's pred: its argument is <= 0 or NaN by construction (softmax's x - max of the row),
- * so codegen may leave out the overflow path. */
-#define IC_EXP_LE0 1
-/* REDUCE's c: IC_RED_NAN_FREE on a MAX whose reader makes a row with a NaN all NaN anyway
- * (softmax: exp(x - max) is NaN at the NaN, and so is the sum), so a NaN operand may be
- * dropped instead of propagated: codegen may use the plain compare. -1 otherwise. */
-#define IC_RED_NAN_FREE 1
-
 typedef struct ic_linstr {
     ic_lop op;
     ic_dtype type;      /* result type (arithmetic in F32, F64, I32, I64 or BOOL) */
-    int a, b, c;        /* operand instr indices in the same stage (or as documented) */
+    int a, b, c;        /* value operands: instr indices in the same stage (ic_linstr_arity);
+                         * VAR's a is a loop variable, ACC's a and b a stage and an instr */
     int buf;            /* LOAD / STORE */
-    int pred;           /* CMP: ic_cmp; REDUCE: ic_red; EXP: IC_EXP_LE0 or 0 */
+    ic_cmp cmp;         /* CMP */
+    ic_red red;         /* REDUCE */
+    unsigned flags;     /* IC_LF_* hints, only those the op's lops.def row allows */
     ic_scalar imm;      /* CONST */
 } ic_linstr;
+
+/* How many of a, b, c the instruction reads as values. */
+IC_API int ic_linstr_arity(const ic_linstr *in);
 
 typedef enum { IC_STAGE_BODY, IC_STAGE_REDUCE, IC_STAGE_INNER } ic_stage_kind;
 
@@ -128,6 +154,11 @@ IC_API const ic_kernel *ic_program_kernel(const ic_program *p, int i);
 IC_API void ic_program_print(FILE *f, const ic_program *p);
 /* Checks operand order, types and buffer use; run after each stage in debug builds. */
 IC_API ic_status ic_program_verify(const ic_program *p);
+/* The same checks for one kernel over a buffer table (what each backend calls before its
+ * codegen, adding only its own target limits). The message, set on c, names the kernel,
+ * stage, instruction and op, after `who` ("codegen", "ptx"). */
+IC_API ic_status ic_kernel_verify(ic_ctx *c, const char *who, const ic_kernel *k, int nbufs,
+                                  const ic_buffer *bufs);
 
 /* Bytes of arena the TEMP buffers need (see ic_buffer.arena_offset). */
 IC_API int64_t ic_program_arena_size(const ic_program *p);

@@ -99,8 +99,8 @@ static int operand_load(const ic_stage *st, int i, const ic_buffer *bufs, int nb
     int n = 0;
     while (st->instr[i].op != IC_L_LOAD) {
         const ic_linstr *in = &st->instr[i];
-        bool unary = (in->op >= IC_L_NEG && in->op <= IC_L_CEIL) || in->op == IC_L_CAST;
-        bool binary = in->op >= IC_L_ADD && in->op <= IC_L_MIN;
+        bool epi = ic_lop_has_trait(in->op, IC_LT_EPILOGUE);
+        bool unary = epi && ic_lop_is_unary(in->op), binary = epi && ic_lop_is_binary(in->op);
         if (++n > MAX_CHAIN || !is_float(in->type) || (!unary && !binary) || in->a < 0 || in->a >= i)
             return -1;
         if (binary) { /* one side a constant, the chain continues on the other */
@@ -130,7 +130,7 @@ void ic__gemm_chain_mark(const ic_stage *st, const ic__gemm_opnd *o, bool *need)
     for (int i = o->val; i != o->ld;) {
         const ic_linstr *in = &st->instr[i];
         need[i] = true;
-        if (in->op >= IC_L_ADD && in->op <= IC_L_MIN) {
+        if (ic_lop_is_binary(in->op)) {
             bool ca = st->instr[in->a].op == IC_L_CONST;
             need[ca ? in->a : in->b] = true;
             i = ca ? in->b : in->a;
@@ -181,13 +181,9 @@ bool ic__gemm_expr_mark(const ic_stage *st, int root, bool *need)
         if (!need[i])
             continue;
         const ic_linstr *in = &st->instr[i];
-        int ops[3] = { in->a, in->b, in->c }, n;
-        switch (in->op) {
-        case IC_L_VAR: case IC_L_CONST: n = 0; break;
-        case IC_L_ACC: case IC_L_REDUCE: case IC_L_STORE: return false;
-        case IC_L_SELECT: n = 3; break;
-        default: n = in->op >= IC_L_LOAD && in->op <= IC_L_CAST ? 1 : 2; break;
-        }
+        int ops[3] = { in->a, in->b, in->c }, n = ic_linstr_arity(in);
+        if (in->op == IC_L_ACC || in->op == IC_L_REDUCE || in->op == IC_L_STORE)
+            return false;
         for (int j = 0; j < n; j++) {
             if (ops[j] < 0 || ops[j] >= i)
                 return false;
@@ -245,7 +241,7 @@ bool ic__gemm_recognise(const ic_kernel *k, const ic_buffer *bufs, int nbufs, ic
     if (red < 0)
         return false;
     const ic_linstr *rin = &st->instr[red];
-    if (rin->pred != IC_RED_SUM || rin->type != IC_F32 || rin->a < 0 || rin->a >= red)
+    if (rin->red != IC_RED_SUM || rin->type != IC_F32 || rin->a < 0 || rin->a >= red)
         return false;
     const ic_linstr *mul = &st->instr[rin->a];
     if (mul->op != IC_L_MUL || mul->type != IC_F32 || mul->a < 0 || mul->b < 0 ||

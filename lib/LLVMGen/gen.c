@@ -164,10 +164,10 @@ static void init_accs(ic__cg *g, int s, const strip_t *sp)
         const ic_linstr *in = &stg->instr[i];
         if (in->op != IC_L_REDUCE)
             continue;
-        ic_dtype vt = in->pred == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
+        ic_dtype vt = in->red == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
         LLVMTypeRef ty = ic__gen_type(g, vt);
-        st(g, ic__gen_reduce_init(g, (ic_red)in->pred, vt), ic__gen_acc_ptr(g, g->acc[s][i], ty));
-        if (in->pred == IC_RED_ARGMAX)
+        st(g, ic__gen_reduce_init(g, in->red, vt), ic__gen_acc_ptr(g, g->acc[s][i], ty));
+        if (in->red == IC_RED_ARGMAX)
             st(g, ic__gen_i64(g, -1), ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64));
     }
     if (sp)
@@ -302,9 +302,9 @@ static void row_accs(ic__cg *g, int U, LLVMValueRef ***acc, LLVMValueRef ***acci
                 acc[u][s][i] = acci[u][s][i] = NULL;
                 if (in->op != IC_L_REDUCE)
                     continue;
-                ic_dtype vt = in->pred == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
+                ic_dtype vt = in->red == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
                 acc[u][s][i] = entry_alloca(g, ic__gen_type(g, vt), NULL, "acc");
-                if (in->pred == IC_RED_ARGMAX)
+                if (in->red == IC_RED_ARGMAX)
                     acci[u][s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
             }
         }
@@ -725,7 +725,7 @@ static int acc_slot(const ic_kernel *k, int s, int i, int *nslots)
 
 static ic_dtype acc_vtype(const ic_stage *st, const ic_linstr *in)
 {
-    return in->pred == IC_RED_ARGMAX ? st->instr[in->a].type : in->type;
+    return in->red == IC_RED_ARGMAX ? st->instr[in->a].type : in->type;
 }
 
 /* Points the accumulators of stages [0, upto) at their slots in block. */
@@ -754,7 +754,7 @@ static void init_slots(ic__cg *g, int s, LLVMValueRef rec)
         int slot = acc_slot(g->k, s, i, NULL);
         LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
         ic_dtype vt = acc_vtype(st, in);
-        LLVMBuildStore(g->b, ic__gen_reduce_init(g, (ic_red)in->pred, vt),
+        LLVMBuildStore(g->b, ic__gen_reduce_init(g, in->red, vt),
                                LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off, 1, ""));
         LLVMBuildStore(g->b, ic__gen_i64(g, -1), LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off8, 1, ""));
     }
@@ -783,7 +783,7 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
                 continue;
             g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(stg, in)), NULL, "acc");
             g->acc_idx[s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
-            st(g, ic__gen_reduce_init(g, (ic_red)in->pred, acc_vtype(stg, in)), g->acc[s][i]);
+            st(g, ic__gen_reduce_init(g, in->red, acc_vtype(stg, in)), g->acc[s][i]);
             st(g, ic__gen_i64(g, -1), g->acc_idx[s][i]);
         }
     ic_status r = emit_segments(g, range_param(R, 2), range_param(R, 3), k->inner, k->ninner,
@@ -826,8 +826,8 @@ static void split_combine(ic__cg *g, int s, LLVMValueRef accblock, LLVMValueRef 
         LLVMValueRef v = LLVMBuildLoad2(g->b, ic__gen_type(g, vt),
                                         LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off, 1, ""), "");
         LLVMValueRef ix = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &off8, 1, ""), "");
-        ic__gen_combine(g, (ic_red)in->pred, vt, g->acc[s][i],
-                        in->pred == IC_RED_ARGMAX ? g->acc_idx[s][i] : NULL, v, ix);
+        ic__gen_combine(g, in->red, vt, g->acc[s][i],
+                        in->red == IC_RED_ARGMAX ? g->acc_idx[s][i] : NULL, v, ix);
     }
     loop_close(g, &L, false);
 }
@@ -918,7 +918,7 @@ static int64_t col_slot(const ic_kernel *k, int64_t C, int s, int i, int64_t *id
             int64_t vsz = ic_dtype_size(acc_vtype(&k->stages[a], in));
             vsz = vsz < 1 ? 1 : vsz;
             int64_t v = off, ix = (off + vsz * C + 63) / 64 * 64;
-            off = in->pred == IC_RED_ARGMAX ? ix + 8 * C : ix;
+            off = in->red == IC_RED_ARGMAX ? ix + 8 * C : ix;
             off = (off + 63) / 64 * 64;
             if (a == s && b == i) {
                 if (idx_off)
@@ -972,14 +972,8 @@ static void col_accs(ic__cg *g, LLVMValueRef rec, int from, int upto)
 
 static bool reads_instr(const ic_linstr *in, int j)
 {
-    switch (in->op) {
-    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: return false;
-    case IC_L_SELECT: return in->a == j || in->b == j || in->c == j;
-    case IC_L_STORE: case IC_L_ADD: case IC_L_SUB: case IC_L_MUL: case IC_L_DIV:
-    case IC_L_POW: case IC_L_MAX: case IC_L_MIN: case IC_L_IDIV: case IC_L_MOD:
-    case IC_L_AND: case IC_L_OR: case IC_L_CMP: return in->a == j || in->b == j;
-    default: return in->a == j;
-    }
+    int n = ic_linstr_arity(in);
+    return (n > 0 && in->a == j) || (n > 1 && in->b == j) || (n > 2 && in->c == j);
 }
 
 static int col_block_rows(const ic__cg *g, int s)
@@ -991,7 +985,7 @@ static int col_block_rows(const ic__cg *g, int s)
         const ic_linstr *in = &st->instr[i];
         if (in->op != IC_L_REDUCE)
             continue;
-        if (in->pred != IC_RED_SUM && in->pred != IC_RED_MAX && in->pred != IC_RED_MIN)
+        if (in->red != IC_RED_SUM && in->red != IC_RED_MAX && in->red != IC_RED_MIN)
             return 1;
         for (int j = i + 1; j < st->ninstr; j++)
             if (reads_instr(&st->instr[j], i))
@@ -1040,13 +1034,13 @@ static ic_status col_block(ic__cg *g, int s, const strip_t *sp, LLVMValueRef row
         for (int n = B; n > 1;) { /* a tree: independent folds */
             int h = n / 2;
             for (int u = 0; u < h; u++)
-                v[u] = ic__gen_fold(g, (ic_red)in->pred, in->type, v[2 * u], v[2 * u + 1]);
+                v[u] = ic__gen_fold(g, in->red, in->type, v[2 * u], v[2 * u + 1]);
             if (n & 1)
                 v[h] = v[n - 1];
             n = h + (n & 1);
         }
         LLVMTypeRef ty = ic__gen_type(g, in->type);
-        ic__gen_combine(g, (ic_red)in->pred, in->type, ic__gen_acc_ptr(g, g->acc[s][i], ty), NULL,
+        ic__gen_combine(g, in->red, in->type, ic__gen_acc_ptr(g, g->acc[s][i], ty), NULL,
                         v[0], NULL);
     }
     loop_close(g, &L, true);
@@ -1120,7 +1114,7 @@ static void col_combine(ic__cg *g, int s, LLVMValueRef final, LLVMValueRef parts
         LLVMValueRef xi = LLVMBuildLoad2(g->b, g->t_i64, LLVMBuildInBoundsGEP2(g->b, g->t_i64, pi, &L.iv, 1, ""), "");
         LLVMValueRef fv = LLVMBuildInBoundsGEP2(g->b, ty, g->acc[s][i], &L.iv, 1, "");
         LLVMValueRef fi = LLVMBuildInBoundsGEP2(g->b, g->t_i64, g->acc_idx[s][i], &L.iv, 1, "");
-        ic__gen_combine(g, (ic_red)in->pred, vt, fv, in->pred == IC_RED_ARGMAX ? fi : NULL, x, xi);
+        ic__gen_combine(g, in->red, vt, fv, in->red == IC_RED_ARGMAX ? fi : NULL, x, xi);
     }
     loop_close(g, &L, true);
     loop_close(g, &T, false);
@@ -1316,7 +1310,7 @@ static ic_status emit_range(ic__cg *g, range_t *R, const char *suffix)
                 continue;
             LLVMValueRef cnt = g->mode == IC_KMODE_COLUMN ? ic__gen_i64(g, g->strip) : NULL;
             g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(&k->stages[s], in)), cnt, "acc");
-            if (in->pred == IC_RED_ARGMAX)
+            if (in->red == IC_RED_ARGMAX)
                 g->acc_idx[s][i] = entry_alloca(g, g->t_i64, cnt, "acci");
         }
     LLVMValueRef lo = range_param(R, 0), hi = range_param(R, 1);
@@ -1484,7 +1478,8 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
     if (!t || nkernels < 0 || nbufs < 0 || (nkernels && !kernels) || (nbufs && !bufs))
         return ic__error(c, IC_EINVAL, "codegen: bad arguments");
     for (int i = 0; i < nkernels; i++) {
-        ic_status r = ic__gen_check_kernel(c, &kernels[i], nbufs, bufs);
+        /* the loop IR's own checks; the CPU adds no target limits */
+        ic_status r = ic_kernel_verify(c, "codegen", &kernels[i], nbufs, bufs);
         if (r)
             return r;
     }

@@ -4,17 +4,6 @@
 #include <string.h>
 #include "llvmgen-impl.h"
 
-static const char *const lop_names[IC_L_OP_COUNT] = {
-    "var", "const", "load", "store", "acc", "reduce", "neg", "abs", "exp", "log", "sqrt",
-    "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "recip", "floor", "ceil", "not", "cast",
-    "add", "sub", "mul", "div", "pow", "max", "min", "idiv", "mod", "and", "or", "cmp", "select",
-};
-
-const char *ic__lop_name(ic_lop op)
-{
-    return (unsigned)op < IC_L_OP_COUNT ? lop_names[op] : "?";
-}
-
 LLVMTypeRef ic__gen_type(ic__cg *g, ic_dtype t)
 {
     switch (t) {
@@ -350,7 +339,7 @@ LLVMValueRef ic__gen_combine(ic__cg *g, ic_red red, ic_dtype vt, LLVMValueRef pv
     return r;
 }
 
-/* The running max for IC_RED_NAN_FREE: a NaN operand may be dropped (x86: one MAXPS instead
+/* The running max for IC_LF_NAN_FREE: a NaN operand may be dropped (x86: one MAXPS instead
  * of three instructions). The flags let the loop vectorizer keep vector accumulators; a NaN
  * operand is then poison, which only reaches values that are NaN anyway, and nothing
  * branches on them. */
@@ -373,23 +362,23 @@ static LLVMValueRef emit_reduce(ic__cg *g, int s, int i)
         g->deferred[i] = g->vals[in->a];
         return NULL;
     }
-    ic_dtype vt = in->pred == IC_RED_ARGMAX ? vin->type : in->type;
+    ic_dtype vt = in->red == IC_RED_ARGMAX ? vin->type : in->type;
     LLVMValueRef pv = ic__gen_acc_ptr(g, g->acc[s][i], ic__gen_type(g, vt));
-    if (in->c == IC_RED_NAN_FREE && in->pred == IC_RED_MAX && is_fp(vt))
+    if ((in->flags & IC_LF_NAN_FREE) && in->red == IC_RED_MAX && is_fp(vt))
         return nan_free_max(g, vt, pv, g->vals[in->a]);
     LLVMValueRef pi = NULL, idx = NULL;
-    if (in->pred == IC_RED_ARGMAX) {
+    if (in->red == IC_RED_ARGMAX) {
         pi = ic__gen_acc_ptr(g, g->acc_idx[s][i], g->t_i64);
         idx = build_cast(g, g->vals[in->b], g->k->stages[s].instr[in->b].type, IC_I64);
     }
-    LLVMValueRef r = ic__gen_combine(g, (ic_red)in->pred, vt, pv, pi, g->vals[in->a], idx);
-    return in->pred == IC_RED_ARGMAX ? build_cast(g, r, IC_I64, in->type) : r;
+    LLVMValueRef r = ic__gen_combine(g, in->red, vt, pv, pi, g->vals[in->a], idx);
+    return in->red == IC_RED_ARGMAX ? build_cast(g, r, IC_I64, in->type) : r;
 }
 
 static LLVMValueRef emit_acc(ic__cg *g, const ic_linstr *in)
 {
     const ic_linstr *red = &g->k->stages[in->a].instr[in->b];
-    if (red->pred == IC_RED_ARGMAX) {
+    if (red->red == IC_RED_ARGMAX) {
         LLVMValueRef p = ic__gen_acc_ptr(g, g->acc_idx[in->a][in->b], g->t_i64);
         LLVMValueRef idx = LLVMBuildLoad2(g->b, g->t_i64, p, "");
         /* an empty reduction never set the index */
@@ -530,7 +519,7 @@ static LLVMValueRef emit_binary(ic__cg *g, const ic_linstr *in, LLVMValueRef x, 
         return bl ? LLVMConstInt(g->t_i1, 0, 0) : int_divmod(g, x, y, true, true);
     case IC_L_AND: return LLVMBuildAnd(b, x, y, "");
     case IC_L_OR: return LLVMBuildOr(b, x, y, "");
-    case IC_L_CMP: return emit_cmp(g, (ic_cmp)in->pred, xt, x, y);
+    case IC_L_CMP: return emit_cmp(g, in->cmp, xt, x, y);
     default: return NULL;
     }
 }
@@ -549,13 +538,10 @@ ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need)
             continue;
         LLVMValueRef a = NULL, bv = NULL, c = NULL, v = NULL;
         ic_dtype at = IC_F32;
-        switch (in->op) {
-        case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: break;
-        case IC_L_SELECT: c = g->vals[in->c]; /* fallthrough */
-        case IC_L_STORE: case IC_L_ADD: case IC_L_SUB: case IC_L_MUL: case IC_L_DIV:
-        case IC_L_POW: case IC_L_MAX: case IC_L_MIN: case IC_L_IDIV: case IC_L_MOD:
-        case IC_L_AND: case IC_L_OR: case IC_L_CMP:
-            bv = g->vals[in->b]; /* fallthrough */
+        switch (in->op == IC_L_REDUCE ? 1 : ic_linstr_arity(in)) { /* emit_reduce reads argmax's b */
+        case 0: break;
+        case 3: c = g->vals[in->c]; /* fallthrough */
+        case 2: bv = g->vals[in->b]; /* fallthrough */
         default:
             a = g->vals[in->a];
             at = st->instr[in->a].type;
@@ -571,157 +557,17 @@ ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need)
         case IC_L_CAST: v = build_cast(g, a, at, in->type); break;
         case IC_L_SELECT: v = LLVMBuildSelect(g->b, a, bv, c, ""); break;
         case IC_L_EXP:
-            v = in->pred == IC_EXP_LE0 ? ic__gen_exp_le0(g, in->type, a)
+            v = (in->flags & IC_LF_EXP_LE0) ? ic__gen_exp_le0(g, in->type, a)
                                        : emit_unary(g, in->op, in->type, a, at);
             break;
         default:
-            if (in->op >= IC_L_NEG && in->op <= IC_L_NOT)
+            if (ic_lop_is_unary(in->op))
                 v = emit_unary(g, in->op, in->type, a, at);
             else
                 v = emit_binary(g, in, a, bv, at);
             break;
         }
         g->vals[i] = v;
-    }
-    return IC_OK;
-}
-
-/* ---- validation ---- */
-
-static ic_status bad(ic_ctx *c, const ic_kernel *k, int s, int i, const char *what)
-{
-    const ic_linstr *in = &k->stages[s].instr[i];
-    return ic__error(c, IC_EINVAL, "codegen: kernel '%s' stage %d instr %d (%s %s): %s",
-                     k->name ? k->name : "?", s, i, ic__lop_name(in->op),
-                     (unsigned)in->type < IC_DTYPE_COUNT ? ic_dtype_name(in->type) : "?", what);
-}
-
-static bool operand_ok(const ic_stage *st, int i, int opnd)
-{
-    return opnd >= 0 && opnd < i && st->instr[opnd].op != IC_L_STORE;
-}
-
-static ic_status check_instr(ic_ctx *c, const ic_kernel *k, int s, int i, int nbufs,
-                             const ic_buffer *bufs)
-{
-    const ic_stage *st = &k->stages[s];
-    const ic_linstr *in = &st->instr[i];
-    const ic_linstr *ins = st->instr;
-    if ((unsigned)in->op >= IC_L_OP_COUNT)
-        return bad(c, k, s, i, "unknown op");
-    if ((unsigned)in->type >= IC_DTYPE_COUNT)
-        return bad(c, k, s, i, "unknown type");
-    int n = 0;
-    switch (in->op) {
-    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: n = 0; break;
-    case IC_L_LOAD: n = 1; break;
-    case IC_L_SELECT: n = 3; break;
-    case IC_L_REDUCE: n = in->pred == IC_RED_ARGMAX ? 2 : 1; break;
-    default: n = in->op >= IC_L_NEG && in->op <= IC_L_CAST ? 1 : 2; break;
-    }
-    int ops[3] = { in->a, in->b, in->c };
-    for (int j = 0; j < n; j++)
-        if (!operand_ok(st, i, ops[j]))
-            return bad(c, k, s, i, "operand is not an earlier value of the stage");
-    bool narrow = in->type == IC_F16 || in->type == IC_BF16;
-    if (narrow && in->op != IC_L_LOAD && in->op != IC_L_CAST && in->op != IC_L_STORE)
-        return bad(c, k, s, i, "f16/bf16 exist only in memory: arithmetic must be in f32");
-    for (int j = 0; j < n; j++) {
-        ic_dtype ot = ins[ops[j]].type;
-        if ((ot == IC_F16 || ot == IC_BF16) && in->op != IC_L_CAST && in->op != IC_L_STORE)
-            return bad(c, k, s, i, "f16/bf16 operand must be cast to f32 first");
-    }
-    switch (in->op) {
-    case IC_L_VAR:
-        if (in->a < 0 || in->a >= k->nouter + k->ninner)
-            return bad(c, k, s, i, "loop variable out of range");
-        if (in->a >= k->nouter && st->kind == IC_STAGE_BODY)
-            return bad(c, k, s, i, "inner loop variable in a BODY stage");
-        break;
-    case IC_L_LOAD:
-    case IC_L_STORE:
-        if (in->buf < 0 || in->buf >= nbufs)
-            return bad(c, k, s, i, "buffer index out of range");
-        if (!is_int(ins[in->a].type))
-            return bad(c, k, s, i, "offset must be an integer");
-        if (in->op == IC_L_STORE && bufs[in->buf].kind != IC_BUF_OUTPUT &&
-            bufs[in->buf].kind != IC_BUF_TEMP)
-            return bad(c, k, s, i, "store into an argument or a parameter");
-        break;
-    case IC_L_ACC: {
-        if (in->a < 0 || in->a >= s || k->stages[in->a].kind != IC_STAGE_REDUCE)
-            return bad(c, k, s, i, "ACC must name an earlier REDUCE stage");
-        const ic_stage *rs = &k->stages[in->a];
-        if (in->b < 0 || in->b >= rs->ninstr || rs->instr[in->b].op != IC_L_REDUCE)
-            return bad(c, k, s, i, "ACC must name a REDUCE instruction");
-        break;
-    }
-    case IC_L_REDUCE:
-        if (st->kind != IC_STAGE_REDUCE)
-            return bad(c, k, s, i, "REDUCE outside a REDUCE stage");
-        if ((unsigned)in->pred > IC_RED_ARGMAX)
-            return bad(c, k, s, i, "unknown reduction");
-        if (in->pred != IC_RED_ARGMAX && ins[in->a].type != in->type)
-            return bad(c, k, s, i, "reduced value and accumulator types differ");
-        if (in->pred == IC_RED_ARGMAX && !is_int(ins[in->b].type))
-            return bad(c, k, s, i, "ARGMAX index must be an integer");
-        break;
-    case IC_L_CMP:
-        if ((unsigned)in->pred > IC_CMP_GE)
-            return bad(c, k, s, i, "unknown comparison");
-        if (ins[in->a].type != ins[in->b].type || in->type != IC_BOOL)
-            return bad(c, k, s, i, "comparison operands differ or result is not bool");
-        break;
-    case IC_L_SELECT:
-        if (ins[in->a].type != IC_BOOL || ins[in->b].type != in->type || ins[in->c].type != in->type)
-            return bad(c, k, s, i, "select needs a bool condition and operands of its type");
-        break;
-    case IC_L_AND: case IC_L_OR:
-        if (in->type != IC_BOOL || ins[in->a].type != IC_BOOL || ins[in->b].type != IC_BOOL)
-            return bad(c, k, s, i, "logical op on non-bool values");
-        break;
-    case IC_L_NOT:
-        if (in->type != IC_BOOL)
-            return bad(c, k, s, i, "not must produce bool");
-        break;
-    case IC_L_CAST: case IC_L_CONST:
-        break;
-    default:
-        if (ins[in->a].type != in->type || (n == 2 && ins[in->b].type != in->type))
-            return bad(c, k, s, i, "operand types differ from the result type");
-        if (in->op >= IC_L_EXP && in->op <= IC_L_ERF && in->op != IC_L_SQRT && in->op != IC_L_RSQRT
-            && !is_fp(in->type))
-            return bad(c, k, s, i, "transcendental op on a non-float type");
-        if ((in->op == IC_L_SQRT || in->op == IC_L_RSQRT || in->op == IC_L_RECIP) && !is_fp(in->type))
-            return bad(c, k, s, i, "float op on a non-float type");
-        break;
-    }
-    return IC_OK;
-}
-
-ic_status ic__gen_check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs)
-{
-    const char *name = k->name ? k->name : "?";
-    if (k->nouter < 0 || k->nouter > IC_MAX_RANK || k->ninner < 0 || k->ninner > IC_MAX_RANK)
-        return ic__error(c, IC_EINVAL, "codegen: kernel '%s': bad loop depth (%d outer, %d inner)",
-                         name, k->nouter, k->ninner);
-    for (int d = 0; d < k->nouter; d++)
-        if (k->outer[d] < 0)
-            return ic__error(c, IC_EINVAL, "codegen: kernel '%s': negative outer size", name);
-    for (int d = 0; d < k->ninner; d++)
-        if (k->inner[d] < 0)
-            return ic__error(c, IC_EINVAL, "codegen: kernel '%s': negative inner size", name);
-    if (k->nstages < 0 || (k->nstages > 0 && !k->stages))
-        return ic__error(c, IC_EINVAL, "codegen: kernel '%s': bad stage list", name);
-    for (int s = 0; s < k->nstages; s++) {
-        const ic_stage *st = &k->stages[s];
-        if ((unsigned)st->kind > IC_STAGE_INNER || st->ninstr < 0 || (st->ninstr && !st->instr))
-            return ic__error(c, IC_EINVAL, "codegen: kernel '%s' stage %d: malformed", name, s);
-        for (int i = 0; i < st->ninstr; i++) {
-            ic_status r = check_instr(c, k, s, i, nbufs, bufs);
-            if (r)
-                return r;
-        }
     }
     return IC_OK;
 }

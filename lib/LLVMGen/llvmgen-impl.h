@@ -87,7 +87,6 @@ IC_HIDDEN LLVMValueRef ic__gen_f32(ic__cg *g, double v);
 IC_HIDDEN LLVMValueRef ic__gen_intrinsic(ic__cg *g, const char *name, LLVMTypeRef *over,
                                          int nover, LLVMValueRef *args, int nargs);
 IC_HIDDEN LLVMValueRef ic__gen_reduce_init(ic__cg *g, ic_red red, ic_dtype t);
-IC_HIDDEN const char *ic__lop_name(ic_lop op);
 /* Storage for the accumulators of REDUCE instr i of stage s (row: scalar, column: array). */
 IC_HIDDEN LLVMValueRef ic__gen_acc_ptr(ic__cg *g, LLVMValueRef slot, LLVMTypeRef ty);
 /* cur (+) v for reduction red (not ARGMAX), as a value. */
@@ -101,13 +100,10 @@ IC_HIDDEN ic_status ic__gen_stage(ic__cg *g, int s);
 /* Only the instructions i with need[i] (their operands must be needed too): e.g. the index
  * expression of one load (gemm_emit.c packs an operand whose index is not affine). */
 IC_HIDDEN ic_status ic__gen_stage_subset(ic__cg *g, int s, const bool *need);
-/* Static validation of a kernel (operand order and types) before any IR is built. */
-IC_HIDDEN ic_status ic__gen_check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs,
-                                         const ic_buffer *bufs);
 /* f32/f64 math: exp log sin cos tanh erf sigmoid pow for type t. */
 IC_HIDDEN LLVMValueRef ic__gen_math(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueRef x,
                                     LLVMValueRef y);
-/* exp of an argument <= 0 or NaN (IC_EXP_LE0). */
+/* exp of an argument <= 0 or NaN (IC_LF_EXP_LE0). */
 IC_HIDDEN LLVMValueRef ic__gen_exp_le0(ic__cg *g, ic_dtype t, LLVMValueRef x);
 /* A loop attribute node: vectorize width/interleave per params (innermost loops). */
 IC_HIDDEN LLVMValueRef ic__gen_loop_md(ic__cg *g);

@@ -130,7 +130,7 @@ static LLVMValueRef m_exp(M *m, LLVMValueRef x)
     return sel(m, fcmp(m, LLVMRealOLT, x, K(m, EXP_LO)), K(m, 0.0), y);
 }
 
-/* exp(x) for x <= 0 or NaN (IC_EXP_LE0: softmax's x - max): m_exp without the overflow
+/* exp(x) for x <= 0 or NaN (IC_LF_EXP_LE0: softmax's x - max): m_exp without the overflow
  * side, and one f32 ln2: 4 vector instructions fewer. With n = round(x log2 e) in [-126, 0]
  * that costs up to |n| (LN2_F32 - ln2) = 2.4e-7 relative (2 ulp) for results near FLT_MIN,
  * under half an ulp above e^-20: softmax over rows (x, 0) is within 2.67 ulp of the truth

@@ -215,9 +215,7 @@ static void stage_strides(const ic_kernel *k, int s, int var, int64_t *stride, b
         case IC_L_VAR: known[i] = true; stride[i] = in->a == var; continue;
         case IC_L_CONST: known[i] = true; continue;
         case IC_L_ACC: case IC_L_REDUCE: case IC_L_STORE: continue;
-        case IC_L_LOAD: n = 1; break;
-        case IC_L_SELECT: n = 3; break;
-        default: n = in->op >= IC_L_NEG && in->op <= IC_L_CAST ? 1 : 2; break;
+        default: n = ic_linstr_arity(in); break;
         }
         for (int j = 0; j < n; j++)
             ok &= ops[j] >= 0 && ops[j] < i && known[ops[j]];

@@ -110,7 +110,8 @@ typedef struct {
 static bool same_instr(const ic_linstr *x, const ic_linstr *y)
 {
     return x->op == y->op && x->type == y->type && x->a == y->a && x->b == y->b && x->c == y->c &&
-           x->buf == y->buf && x->pred == y->pred && x->imm.i == y->imm.i &&
+           x->buf == y->buf && x->cmp == y->cmp && x->red == y->red && x->flags == y->flags &&
+           x->imm.i == y->imm.i &&
            x->imm.is_int == y->imm.is_int && memcmp(&x->imm.f, &y->imm.f, sizeof(double)) == 0;
 }
 
@@ -128,7 +129,8 @@ static uint64_t instr_hash(const ic_linstr *in)
     h = ic__mix(h, (uint64_t)(uint32_t)in->b);
     h = ic__mix(h, (uint64_t)(uint32_t)in->c);
     h = ic__mix(h, (uint64_t)(uint32_t)in->buf);
-    h = ic__mix(h, (uint64_t)in->pred);
+    h = ic__mix(h, (uint64_t)in->cmp * 8 + (uint64_t)in->red);
+    h = ic__mix(h, (uint64_t)in->flags);
     uint64_t fb;
     memcpy(&fb, &in->imm.f, sizeof fb);
     return ic__mix(ic__mix(h, (uint64_t)in->imm.i), fb);
@@ -276,18 +278,18 @@ int ic__kb_exp_le0(ic__kb *b, ic_dtype t, int a)
         return -1;
     ic_linstr in = mk(IC_L_EXP, t);
     in.a = a;
-    in.pred = IC_EXP_LE0;
+    in.flags = IC_LF_EXP_LE0;
     return ic__kb_emit(b, in);
 }
 
-int ic__kb_cmp(ic__kb *b, ic_cmp pred, int a, int c)
+int ic__kb_cmp(ic__kb *b, ic_cmp cmp, int a, int c)
 {
     if (a < 0 || c < 0)
         return -1;
     ic_linstr in = mk(IC_L_CMP, IC_BOOL);
     in.a = a;
     in.b = c;
-    in.pred = (int)pred;
+    in.cmp = cmp;
     return ic__kb_emit(b, in);
 }
 
@@ -337,9 +339,9 @@ int ic__kb_max_nan_free(ic__kb *b, ic_dtype t, int val)
     if (val < 0)
         return -1;
     ic_linstr in = mk(IC_L_REDUCE, t);
-    in.pred = IC_RED_MAX;
+    in.red = IC_RED_MAX;
     in.a = val;
-    in.c = IC_RED_NAN_FREE;
+    in.flags = IC_LF_NAN_FREE;
     return ic__kb_emit(b, in);
 }
 
@@ -348,7 +350,7 @@ int ic__kb_reduce(ic__kb *b, ic_red red, ic_dtype t, int val, int index)
     if (val < 0 || (red == IC_RED_ARGMAX && index < 0))
         return -1;
     ic_linstr in = mk(IC_L_REDUCE, red == IC_RED_ARGMAX ? IC_I64 : t);
-    in.pred = (int)red;
+    in.red = red;
     in.a = val;
     in.b = red == IC_RED_ARGMAX ? index : -1;
     return ic__kb_emit(b, in);
@@ -366,18 +368,6 @@ int ic__kb_acc(ic__kb *b, int stage, int instr)
 
 /* ---- dead code ---- */
 
-static int nops(const ic_linstr *in)
-{
-    switch (in->op) {
-    case IC_L_VAR: case IC_L_CONST: case IC_L_ACC: return 0;
-    case IC_L_LOAD: return 1;
-    case IC_L_STORE: return 2;
-    case IC_L_REDUCE: return in->pred == IC_RED_ARGMAX ? 2 : 1;
-    case IC_L_SELECT: return 3;
-    default: return in->op >= IC_L_ADD ? 2 : 1;
-    }
-}
-
 static int *operand_ptr(ic_linstr *in, int j) { return j == 0 ? &in->a : j == 1 ? &in->b : &in->c; }
 
 /* keep[s][i] = 1 for what a store (or a reduce an ACC reads) needs, walking backwards. */
@@ -393,7 +383,7 @@ static void mark_live(ic__kb *b, int **keep)
                 continue;
             if (in->op == IC_L_ACC)
                 keep[in->a][in->b] = 1;
-            for (int j = 0; j < nops(in); j++)
+            for (int j = 0; j < ic_linstr_arity(in); j++)
                 keep[s][*operand_ptr(in, j)] = 1;
         }
     }
@@ -421,7 +411,7 @@ void ic__kb_dce(ic__kb *b)
             if (!keep[s][i])
                 continue;
             ic_linstr in = st->ins[i];
-            for (int j = 0; j < nops(&in); j++)
+            for (int j = 0; j < ic_linstr_arity(&in); j++)
                 *operand_ptr(&in, j) = keep[s][*operand_ptr(&in, j)] - 1;
             if (in.op == IC_L_ACC)
                 in.b = keep[in.a][in.b] - 1;

@@ -127,15 +127,15 @@ IC_HIDDEN int ic__kb_const_i(ic__kb *b, ic_dtype t, int64_t i);
 IC_HIDDEN int ic__kb_un(ic__kb *b, ic_lop op, ic_dtype t, int a);
 IC_HIDDEN int ic__kb_bin(ic__kb *b, ic_lop op, ic_dtype t, int a, int c);
 IC_HIDDEN int ic__kb_cast(ic__kb *b, ic_dtype t, int a);
-IC_HIDDEN int ic__kb_cmp(ic__kb *b, ic_cmp pred, int a, int c);
-/* exp(a) for an a that is <= 0 or NaN by construction (IC_EXP_LE0). */
+IC_HIDDEN int ic__kb_cmp(ic__kb *b, ic_cmp cmp, int a, int c);
+/* exp(a) for an a that is <= 0 or NaN by construction (IC_LF_EXP_LE0). */
 IC_HIDDEN int ic__kb_exp_le0(ic__kb *b, ic_dtype t, int a);
 IC_HIDDEN int ic__kb_select(ic__kb *b, int cond, int a, int c);
 IC_HIDDEN int ic__kb_var(ic__kb *b, int var);
 IC_HIDDEN int ic__kb_load(ic__kb *b, int buf, ic_dtype t, int off);
 IC_HIDDEN void ic__kb_store(ic__kb *b, int buf, int off, int val);
 IC_HIDDEN int ic__kb_reduce(ic__kb *b, ic_red red, ic_dtype t, int val, int index);
-/* REDUCE MAX that may drop NaN operands (IC_RED_NAN_FREE): softmax's row max. */
+/* REDUCE MAX that may drop NaN operands (IC_LF_NAN_FREE): softmax's row max. */
 IC_HIDDEN int ic__kb_max_nan_free(ic__kb *b, ic_dtype t, int val);
 IC_HIDDEN int ic__kb_acc(ic__kb *b, int stage, int instr);
 /* Removes instructions no store or read reduction needs (run once, at the end). */

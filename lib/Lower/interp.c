@@ -241,30 +241,30 @@ static ic_status step(icx *x, int i)
 {
     const ic_linstr *in = &x->k->stages[x->stage].instr[i];
     ic__val *v = x->vals, r = { 0 };
-    ic_dtype t = in->type, ta = in->a >= 0 && in->op > IC_L_ACC ? x->k->stages[x->stage].instr[in->a].type : t;
+    ic_dtype t = in->type, ta = ic_linstr_arity(in) > 0 ? x->k->stages[x->stage].instr[in->a].type : t;
     switch (in->op) {
     case IC_L_VAR: r.i = x->var[in->a]; break;
     case IC_L_CONST: if (ic__is_fp(t)) r.f = in->imm.f; else r.i = in->imm.i; break;
     case IC_L_LOAD: case IC_L_STORE: return step_mem(x, i, in);
     case IC_L_ACC: {
         const accum *a = &x->acc[in->a][in->b];
-        r = x->k->stages[in->a].instr[in->b].pred == IC_RED_ARGMAX ? (ic__val){ .i = a->idx } : a->v;
+        r = x->k->stages[in->a].instr[in->b].red == IC_RED_ARGMAX ? (ic__val){ .i = a->idx } : a->v;
         break;
     }
     case IC_L_REDUCE:
-        if (in->pred == IC_RED_ARGMAX)
+        if (in->red == IC_RED_ARGMAX)
             argmax_step(&x->acc[x->stage][i], ta, v[in->a], v[in->b].i);
         else
-            acc_step(&x->acc[x->stage][i], in->pred, t, v[in->a]);
+            acc_step(&x->acc[x->stage][i], in->red, t, v[in->a]);
         return IC_OK;
     case IC_L_CAST: r = ic__convert(v[in->a], ta, t); break;
     case IC_L_NOT: r.i = !v[in->a].i; break;
-    case IC_L_CMP: r.i = compare(in->pred, ta, v[in->a], v[in->b]); break;
+    case IC_L_CMP: r.i = compare(in->cmp, ta, v[in->a], v[in->b]); break;
     case IC_L_SELECT: r = v[in->a].i ? v[in->b] : v[in->c]; break;
     default:
-        if (in->op < IC_L_ADD && ic__is_fp(t)) {
+        if (ic_lop_is_unary(in->op) && ic__is_fp(t)) {
             r.f = rnd(t, funary(in->op, v[in->a].f));
-        } else if (in->op < IC_L_ADD) { /* integer neg / abs */
+        } else if (ic_lop_is_unary(in->op)) { /* integer neg / abs */
             int64_t a = v[in->a].i;
             r.i = in->op == IC_L_NEG || a < 0 ? wrap(t, 0 - (uint64_t)a) : a;
         } else if (ic__is_fp(t)) {
@@ -298,7 +298,7 @@ static ic_status run_stage(icx *x)
     if (s->kind == IC_STAGE_REDUCE)
         for (int i = 0; i < s->ninstr; i++)
             if (s->instr[i].op == IC_L_REDUCE)
-                acc_init(&x->acc[x->stage][i], s->instr[i].pred, s->instr[i].type);
+                acc_init(&x->acc[x->stage][i], s->instr[i].red, s->instr[i].type);
     if (s->kind == IC_STAGE_BODY)
         return run_stage_once(x);
     int64_t total = 1;

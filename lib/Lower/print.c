@@ -3,18 +3,6 @@
 #include <stdio.h>
 #include "lower-impl.h"
 
-static const char *lop_name(ic_lop op)
-{
-    static const char *const names[IC_L_OP_COUNT] = {
-        "var", "const", "load", "store", "acc", "reduce",
-        "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf",
-        "recip", "floor", "ceil", "not", "cast",
-        "add", "sub", "mul", "div", "pow", "max", "min", "idiv", "mod", "and", "or", "cmp",
-        "select",
-    };
-    return (unsigned)op < IC_L_OP_COUNT ? names[op] : "?";
-}
-
 static const char *buf_kind(ic_buf_kind k)
 {
     switch (k) {
@@ -74,22 +62,22 @@ static void print_instr(FILE *f, const ic_program *p, int i, const ic_linstr *in
         fprintf(f, "    %%%d = acc %s stage%d.%%%d\n", i, tn, in->a, in->b);
         return;
     case IC_L_REDUCE:
-        fprintf(f, "    %%%d = reduce %s%s %s %%%d", i, red_name(in->pred),
-                in->c == IC_RED_NAN_FREE ? ".nan_free" : "", tn, in->a);
-        if (in->pred == IC_RED_ARGMAX)
+        fprintf(f, "    %%%d = reduce %s%s %s %%%d", i, red_name(in->red),
+                (in->flags & IC_LF_NAN_FREE) ? ".nan_free" : "", tn, in->a);
+        if (in->red == IC_RED_ARGMAX)
             fprintf(f, ", %%%d", in->b);
         fputc('\n', f);
         return;
     case IC_L_CMP:
-        fprintf(f, "    %%%d = cmp %s %s %%%d, %%%d\n", i, cmp_name(in->pred), tn, in->a, in->b);
+        fprintf(f, "    %%%d = cmp %s %s %%%d, %%%d\n", i, cmp_name(in->cmp), tn, in->a, in->b);
         return;
     case IC_L_SELECT:
         fprintf(f, "    %%%d = select %s %%%d, %%%d, %%%d\n", i, tn, in->a, in->b, in->c);
         return;
     default:
-        fprintf(f, "    %%%d = %s%s %s %%%d", i, lop_name(in->op),
-                in->op == IC_L_EXP && in->pred == IC_EXP_LE0 ? ".le0" : "", tn, in->a);
-        if (in->op >= IC_L_ADD)
+        fprintf(f, "    %%%d = %s%s %s %%%d", i, ic_lop_name(in->op),
+                (in->flags & IC_LF_EXP_LE0) ? ".le0" : "", tn, in->a);
+        if (ic_linstr_arity(in) > 1)
             fprintf(f, ", %%%d", in->b);
         fputc('\n', f);
     }

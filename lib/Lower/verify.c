@@ -7,8 +7,9 @@
 #include "lower-impl.h"
 
 typedef struct {
-    const ic_program *p;
     const ic_kernel *k;
+    int nbufs;
+    const ic_buffer *bufs;
     const ic_stage *st;
     int si, nvars;
 } vcx;
@@ -16,125 +17,157 @@ typedef struct {
 static ic_dtype ty(const vcx *x, int i) { return x->st->instr[i].type; }
 static bool arith(ic_dtype t) { return t == IC_F32 || t == IC_F64 || t == IC_I32 || t == IC_I64; }
 static bool fp(ic_dtype t) { return t == IC_F32 || t == IC_F64; }
+static bool integer(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
+/* A type values are computed in: f16/bf16 exist only in memory (loads cast them to f32). */
+static bool computed(ic_dtype t) { return arith(t) || t == IC_BOOL; }
 
-static const char *operands(const vcx *x, int i, const ic_linstr *in, int n)
+static const char *operands(const vcx *x, int i, const ic_linstr *in)
 {
     int ops[3] = { in->a, in->b, in->c };
-    for (int j = 0; j < n; j++)
-        if (ops[j] < 0 || ops[j] >= i)
-            return "operand is not an earlier instruction of the stage";
+    for (int j = 0; j < ic_linstr_arity(in); j++)
+        if (ops[j] < 0 || ops[j] >= i || x->st->instr[ops[j]].op == IC_L_STORE)
+            return "operand is not an earlier value of the stage";
     return NULL;
-}
-
-static int arity(ic_lop op)
-{
-    if (op == IC_L_SELECT)
-        return 3;
-    if (op >= IC_L_ADD)
-        return 2;
-    if (op >= IC_L_NEG)
-        return 1;
-    return 0;
 }
 
 static const char *check_mem(const vcx *x, const ic_linstr *in)
 {
-    const ic_program *p = x->p;
-    if (in->buf < 0 || in->buf >= p->nbufs)
+    if (in->buf < 0 || in->buf >= x->nbufs)
         return "no such buffer";
     if (ty(x, in->a) != IC_I64)
         return "offset is not i64";
-    ic_dtype bt = p->bufs[in->buf].dtype;
+    const ic_buffer *b = &x->bufs[in->buf];
+    if ((unsigned)b->dtype >= IC_DTYPE_COUNT)
+        return "buffer of unknown dtype";
     if (in->op == IC_L_LOAD)
-        return in->type == bt ? NULL : "load type differs from the buffer's dtype";
-    if (p->bufs[in->buf].kind == IC_BUF_ARG || p->bufs[in->buf].kind == IC_BUF_PARAM)
-        return "stores into an argument or param";
-    return ty(x, in->b) == bt ? NULL : "stored value's type differs from the buffer's dtype";
+        return in->type == b->dtype ? NULL : "load type differs from the buffer's dtype";
+    if (b->kind == IC_BUF_ARG || b->kind == IC_BUF_PARAM)
+        return "store into an argument or a parameter";
+    return ty(x, in->b) == b->dtype ? NULL : "stored value's type differs from the buffer's dtype";
 }
 
-static const char *check_special(const vcx *x, int i, const ic_linstr *in)
+static const char *check_acc(const vcx *x, const ic_linstr *in)
+{
+    if (in->a < 0 || in->a >= x->si || x->k->stages[in->a].kind != IC_STAGE_REDUCE)
+        return "acc does not name an earlier reduce stage";
+    const ic_stage *s = &x->k->stages[in->a];
+    if (in->b < 0 || in->b >= s->ninstr || s->instr[in->b].op != IC_L_REDUCE)
+        return "acc does not name a reduce";
+    return s->instr[in->b].type == in->type ? NULL : "acc type differs from its reduce";
+}
+
+static const char *check_reduce(const vcx *x, const ic_linstr *in)
+{
+    if (x->st->kind != IC_STAGE_REDUCE)
+        return "reduce outside a reduce stage";
+    if ((unsigned)in->red > IC_RED_ARGMAX)
+        return "bad reduction kind";
+    if ((in->flags & IC_LF_NAN_FREE) && in->red != IC_RED_MAX)
+        return "nan_free on a reduction other than max";
+    if (in->red == IC_RED_ARGMAX)
+        return in->type == IC_I64 && ty(x, in->b) == IC_I64 && arith(ty(x, in->a)) ? NULL
+                                                                               : "argmax types";
+    /* bool max/min are any/all */
+    bool bl = in->type == IC_BOOL && (in->red == IC_RED_MAX || in->red == IC_RED_MIN);
+    return (arith(in->type) || bl) && ty(x, in->a) == in->type ? NULL : "reduce type differs from its value";
+}
+
+/* VAR CONST LOAD STORE ACC REDUCE: each its own rule. */
+static const char *check_special(const vcx *x, const ic_linstr *in)
 {
     switch (in->op) {
     case IC_L_VAR:
         return in->a >= 0 && in->a < x->nvars && in->type == IC_I64 ? NULL : "loop variable out of range";
     case IC_L_CONST:
-        return arith(in->type) || in->type == IC_BOOL ? NULL : "constant of a memory-only type";
-    case IC_L_LOAD: case IC_L_STORE: {
-        const char *e = operands(x, i, in, in->op == IC_L_STORE ? 2 : 1);
-        return e ? e : check_mem(x, in);
+        return computed(in->type) ? NULL : "constant of a memory-only type";
+    case IC_L_LOAD: case IC_L_STORE:
+        return check_mem(x, in);
+    case IC_L_ACC:
+        return check_acc(x, in);
+    default:
+        return check_reduce(x, in);
     }
-    case IC_L_ACC: {
-        if (in->a < 0 || in->a >= x->si || x->k->stages[in->a].kind != IC_STAGE_REDUCE)
-            return "acc does not name an earlier reduce stage";
-        const ic_stage *s = &x->k->stages[in->a];
-        if (in->b < 0 || in->b >= s->ninstr || s->instr[in->b].op != IC_L_REDUCE)
-            return "acc does not name a reduce";
-        return s->instr[in->b].type == in->type ? NULL : "acc type differs from its reduce";
-    }
-    default: { /* REDUCE */
-        if (x->st->kind != IC_STAGE_REDUCE)
-            return "reduce outside a reduce stage";
-        const char *e = operands(x, i, in, in->pred == IC_RED_ARGMAX ? 2 : 1);
-        if (e)
-            return e;
-        if (in->pred < IC_RED_SUM || in->pred > IC_RED_ARGMAX)
-            return "bad reduction kind";
-        if (in->c == IC_RED_NAN_FREE && in->pred != IC_RED_MAX)
-            return "nan_free on a reduction other than max";
-        if (in->pred == IC_RED_ARGMAX)
-            return in->type == IC_I64 && ty(x, in->b) == IC_I64 && arith(ty(x, in->a)) ? NULL
-                                                                                   : "argmax types";
-        return arith(in->type) && ty(x, in->a) == in->type ? NULL : "reduce type differs from its value";
-    }
+}
+
+/* The op's type rule (lops.def) on the result type t and the operand types. */
+static const char *check_rule(const vcx *x, const ic_linstr *in, ic_lrule rule)
+{
+    ic_dtype t = in->type;
+    int n = ic_linstr_arity(in);
+    bool same = ty(x, in->a) == t && (n < 2 || ty(x, in->b) == t);
+    switch (rule) {
+    case IC_LR_ARITH: return arith(t) && same ? NULL : "operand types: one arithmetic type";
+    case IC_LR_FLOAT: return fp(t) && same ? NULL : "operand types: one float type";
+    case IC_LR_INT: return integer(t) && same ? NULL : "operand types: one integer type";
+    case IC_LR_BOOL: return t == IC_BOOL && same ? NULL : "operand types: bools";
+    case IC_LR_CAST: return computed(t) || ty(x, in->a) != t ? NULL : "cast to its own memory type";
+    case IC_LR_CMP:
+        return t == IC_BOOL && ty(x, in->a) == ty(x, in->b) && (unsigned)in->cmp <= IC_CMP_GE &&
+                       computed(ty(x, in->a)) ? NULL : "cmp operands";
+    case IC_LR_SELECT:
+        return computed(t) && ty(x, in->a) == IC_BOOL && ty(x, in->b) == t && ty(x, in->c) == t
+                   ? NULL : "select types";
+    default:
+        return check_special(x, in);
     }
 }
 
 static const char *check_instr(const vcx *x, int i)
 {
     const ic_linstr *in = &x->st->instr[i];
-    if ((unsigned)in->op >= IC_L_OP_COUNT || (unsigned)in->type >= IC_DTYPE_COUNT)
+    const ic_lop_info *op = ic_lop_get(in->op);
+    if (!op || (unsigned)in->type >= IC_DTYPE_COUNT)
         return "bad opcode or type";
-    if (in->op <= IC_L_REDUCE)
-        return check_special(x, i, in);
-    const char *e = operands(x, i, in, arity(in->op));
+    if (in->flags & ~op->flags)
+        return "a flag its op does not take";
+    const char *e = operands(x, i, in);
     if (e)
         return e;
-    ic_dtype t = in->type;
-    switch (in->op) {
-    case IC_L_CAST:
-        return NULL;
-    case IC_L_NEG: case IC_L_ABS:
-        return arith(t) && ty(x, in->a) == t ? NULL : "operand type";
-    case IC_L_NOT:
-        return t == IC_BOOL && ty(x, in->a) == IC_BOOL ? NULL : "not needs bool";
-    case IC_L_ADD: case IC_L_SUB: case IC_L_MUL: case IC_L_POW: case IC_L_MAX: case IC_L_MIN:
-        return arith(t) && ty(x, in->a) == t && ty(x, in->b) == t ? NULL : "operand types";
-    case IC_L_DIV:
-        return fp(t) && ty(x, in->a) == t && ty(x, in->b) == t ? NULL : "div needs floats";
-    case IC_L_IDIV: case IC_L_MOD:
-        return (t == IC_I64 || t == IC_I32) && ty(x, in->a) == t && ty(x, in->b) == t ? NULL
-                                                                                     : "idiv/mod need integers";
-    case IC_L_AND: case IC_L_OR:
-        return t == IC_BOOL && ty(x, in->a) == t && ty(x, in->b) == t ? NULL : "and/or need bools";
-    case IC_L_CMP:
-        return t == IC_BOOL && ty(x, in->a) == ty(x, in->b) && in->pred >= 0 && in->pred <= IC_CMP_GE &&
-                       (arith(ty(x, in->a)) || ty(x, in->a) == IC_BOOL) ? NULL : "cmp operands";
-    case IC_L_SELECT:
-        return ty(x, in->a) == IC_BOOL && ty(x, in->b) == t && ty(x, in->c) == t ? NULL : "select types";
-    case IC_L_EXP:
-        if (in->pred != 0 && in->pred != IC_EXP_LE0)
-            return "exp flag";
-        /* fallthrough */
-    default: /* float unary */
-        return fp(t) && ty(x, in->a) == t ? NULL : "needs a float operand of the result type";
-    }
+    bool narrow = in->type == IC_F16 || in->type == IC_BF16;
+    if (narrow && in->op != IC_L_LOAD && in->op != IC_L_STORE && in->op != IC_L_CAST)
+        return "f16/bf16 exist only in memory: arithmetic must be in f32";
+    return check_rule(x, in, op->rule);
 }
 
-static ic_status fail(const vcx *x, int k, int i, const char *what)
+/* Runs check_instr on every instruction of k; on a failure, *si / *ii locate it. */
+static const char *check_stages(vcx *x, int *ii)
 {
-    ic_ctx *c = x->p->c;
-    return ic__error(c, IC_EINVAL, "program '%s' kernel %d '%s' stage %d %%%d: %s (internal error)",
-                     ic_graph_name(x->p->g), k, x->k->name, x->si, i, what);
+    const ic_kernel *k = x->k;
+    if (k->nouter < 0 || k->nouter > IC_MAX_RANK || k->ninner < 0 || k->ninner > IC_MAX_RANK)
+        return "bad loop count";
+    for (int d = 0; d < k->nouter + k->ninner; d++)
+        if ((d < k->nouter ? k->outer[d] : k->inner[d - k->nouter]) < 0)
+            return "negative loop size";
+    if (k->nstages < 0 || (k->nstages > 0 && !k->stages))
+        return "bad stage list";
+    for (x->si = 0; x->si < k->nstages; x->si++) {
+        x->st = &k->stages[x->si];
+        if ((unsigned)x->st->kind > IC_STAGE_INNER || x->st->ninstr < 0 || (x->st->ninstr && !x->st->instr))
+            return "malformed stage";
+        x->nvars = k->nouter + (x->st->kind == IC_STAGE_BODY ? 0 : k->ninner);
+        for (*ii = 0; *ii < x->st->ninstr; (*ii)++) {
+            const char *e = check_instr(x, *ii);
+            if (e)
+                return e;
+        }
+    }
+    return NULL;
+}
+
+ic_status ic_kernel_verify(ic_ctx *c, const char *who, const ic_kernel *k, int nbufs,
+                           const ic_buffer *bufs)
+{
+    vcx x = { k, nbufs, bufs, NULL, 0, 0 };
+    int i = -1;
+    const char *e = check_stages(&x, &i);
+    if (!e)
+        return IC_OK;
+    if (x.si >= k->nstages || i < 0 || i >= x.st->ninstr)
+        return ic__error(c, IC_EINVAL, "%s: kernel '%s': %s", who, k->name ? k->name : "?", e);
+    const ic_linstr *in = &x.st->instr[i];
+    return ic__error(c, IC_EINVAL, "%s: kernel '%s' stage %d instr %d (%s %s): %s", who,
+                     k->name ? k->name : "?", x.si, i, ic_lop_name(in->op),
+                     (unsigned)in->type < IC_DTYPE_COUNT ? ic_dtype_name(in->type) : "?", e);
 }
 
 /* Whether a stage of kn before s stores into buf: a later stage of the kernel may read it
@@ -148,33 +181,36 @@ static bool stored_earlier(const ic_kernel *kn, int s, int buf)
     return false;
 }
 
-static ic_status check_kernel(const ic_program *p, int k, int *first_store, int *last_use)
+/* The temps k reads were written by an earlier kernel (or an earlier stage of k); records
+ * the first kernel to store and the last to touch each buffer for check_arena. */
+static ic_status check_order(const ic_program *p, int k, int *first_store, int *last_use)
 {
-    vcx x = { p, &p->kernels[k], NULL, 0, 0 };
-    const ic_kernel *kn = x.k;
-    if (kn->nouter < 1 || kn->nouter > IC_MAX_RANK || kn->ninner < 0 || kn->ninner > IC_MAX_RANK)
-        return fail(&x, k, -1, "bad loop count");
-    for (int s = 0; s < kn->nstages; s++) {
-        x.st = &kn->stages[s];
-        x.si = s;
-        x.nvars = kn->nouter + (x.st->kind == IC_STAGE_BODY ? 0 : kn->ninner);
-        if (x.st->kind != IC_STAGE_BODY && kn->ninner < 1)
-            return fail(&x, k, -1, "reduce/inner stage without inner loops");
-        for (int i = 0; i < x.st->ninstr; i++) {
-            const char *e = check_instr(&x, i);
-            if (e)
-                return fail(&x, k, i, e);
-            const ic_linstr *in = &x.st->instr[i];
+    const ic_kernel *kn = &p->kernels[k];
+    for (int s = 0; s < kn->nstages; s++)
+        for (int i = 0; i < kn->stages[s].ninstr; i++) {
+            const ic_linstr *in = &kn->stages[s].instr[i];
             if (in->op == IC_L_STORE && first_store[in->buf] == INT_MAX)
                 first_store[in->buf] = k;
             if (in->op == IC_L_LOAD && p->bufs[in->buf].kind == IC_BUF_TEMP && first_store[in->buf] >= k &&
                 !(first_store[in->buf] == k && stored_earlier(kn, s, in->buf)))
-                return fail(&x, k, i, "temp read before an earlier kernel wrote it");
+                return ic__error(p->c, IC_EINVAL, "program '%s' kernel %d '%s' stage %d %%%d: temp "
+                                 "read before an earlier kernel wrote it (internal error)",
+                                 ic_graph_name(p->g), k, kn->name, s, i);
             if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
                 last_use[in->buf] = k;
         }
-    }
     return IC_OK;
+}
+
+static ic_status check_kernel(const ic_program *p, int k, int *first_store, int *last_use)
+{
+    const ic_kernel *kn = &p->kernels[k];
+    char who[300];
+    snprintf(who, sizeof who, "program '%s' kernel %d", ic_graph_name(p->g), k);
+    if (kn->nouter < 1)
+        return ic__error(p->c, IC_EINVAL, "%s '%s': no outer loop (internal error)", who, kn->name);
+    ic_status st = ic_kernel_verify(p->c, who, kn, p->nbufs, p->bufs);
+    return st ? st : check_order(p, k, first_store, last_use);
 }
 
 static ic_status check_arena(const ic_program *p, const int *first, const int *last)

@@ -53,8 +53,8 @@ static bool operand_chain(const ic_stage *st, int i, ic__gop *x)
     x->nch = 0;
     while (st->instr[i].op != IC_L_LOAD) {
         const ic_linstr *in = &st->instr[i];
-        bool unary = (in->op >= IC_L_NEG && in->op <= IC_L_CEIL) || in->op == IC_L_CAST;
-        bool binary = in->op >= IC_L_ADD && in->op <= IC_L_MIN;
+        bool epi = ic_lop_has_trait(in->op, IC_LT_EPILOGUE);
+        bool unary = epi && ic_lop_is_unary(in->op), binary = epi && ic_lop_is_binary(in->op);
         if (x->nch + 2 > IC__GEMM_MAXCHAIN || !isfloat(in->type) || (!unary && !binary))
             return false;
         x->ch[x->nch++] = i;
@@ -99,7 +99,7 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
         if (in->op == IC_L_STORE || in->op == IC_L_ACC)
             return false;
         if (in->op == IC_L_REDUCE) {
-            if (red >= 0 || in->pred != IC_RED_SUM || in->type != IC_F32)
+            if (red >= 0 || in->red != IC_RED_SUM || in->type != IC_F32)
                 return false;
             red = i;
         }

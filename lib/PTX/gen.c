@@ -205,8 +205,8 @@ static void init_accs(ic__pg *G, int s, int nl)
             LLVMValueRef *pv = &G->acc[s][i * IC__PTX_MAXV + l];
             if (!*pv)
                 *pv = ic__pg_alloca(G, ic__pg_type(G, vt));
-            LLVMBuildStore(G->b, ic__pg_red_init(G, (ic_red)in->pred, vt), *pv);
-            if (in->pred == IC_RED_ARGMAX) {
+            LLVMBuildStore(G->b, ic__pg_red_init(G, in->red, vt), *pv);
+            if (in->red == IC_RED_ARGMAX) {
                 LLVMValueRef *pi = &G->acci[s][i * IC__PTX_MAXV + l];
                 if (!*pi)
                     *pi = ic__pg_alloca(G, G->t_i64);
@@ -298,8 +298,8 @@ typedef struct { LLVMValueRef v, i; } pair;
 
 static pair combine(ic__pg *G, const ic_linstr *in, ic_dtype vt, pair a, pair c)
 {
-    if (in->pred != IC_RED_ARGMAX)
-        return (pair){ ic__pg_red_op(G, (ic_red)in->pred, vt, a.v, c.v), NULL };
+    if (in->red != IC_RED_ARGMAX)
+        return (pair){ ic__pg_red_op(G, in->red, vt, a.v, c.v), NULL };
     LLVMValueRef take = ic__pg_argmax_pick(G, vt, a.v, a.i, c.v, c.i);
     return (pair){ LLVMBuildSelect(G->b, take, c.v, a.v, ""), LLVMBuildSelect(G->b, take, c.i, a.i, "") };
 }
@@ -309,7 +309,7 @@ static LLVMValueRef smem_slot(ic__pg *G, int s, int i, LLVMValueRef idx, bool in
 {
     const ic_linstr *in = &G->k->stages[s].instr[i];
     ic_dtype vt = red_val_type(G, s, i);
-    int64_t sz = in->pred == IC_RED_ARGMAX ? 16 : (vt == IC_BOOL || ic_dtype_size(vt) < 4) ? 4 : (int64_t)ic_dtype_size(vt);
+    int64_t sz = in->red == IC_RED_ARGMAX ? 16 : (vt == IC_BOOL || ic_dtype_size(vt) < 4) ? 4 : (int64_t)ic_dtype_size(vt);
     LLVMValueRef byte = LLVMBuildAdd(G->b, ic__pg_i32(G, G->pl->smem_off[s][i] + (index_part ? 8 : 0)),
                                      LLVMBuildMul(G->b, idx, ic__pg_i32(G, sz), ""), "");
     return LLVMBuildGEP2(G->b, G->t_i8, G->smem, &byte, 1, "");
@@ -332,7 +332,7 @@ static pair smem_get(ic__pg *G, int s, int i, LLVMValueRef idx)
     pair p = { LLVMBuildLoad2(G->b, t, smem_slot(G, s, i, idx, false), ""), NULL };
     if (vt == IC_BOOL)
         p.v = LLVMBuildTrunc(G->b, p.v, G->t_i1, "");
-    if (in->pred == IC_RED_ARGMAX)
+    if (in->red == IC_RED_ARGMAX)
         p.i = LLVMBuildLoad2(G->b, G->t_i64, smem_slot(G, s, i, idx, true), "");
     return p;
 }
@@ -342,7 +342,7 @@ static pair acc_get(ic__pg *G, int s, int i, int l)
     const ic_linstr *in = &G->k->stages[s].instr[i];
     ic_dtype vt = red_val_type(G, s, i);
     pair p = { LLVMBuildLoad2(G->b, ic__pg_type(G, vt), G->acc[s][i * IC__PTX_MAXV + l], ""), NULL };
-    if (in->pred == IC_RED_ARGMAX)
+    if (in->red == IC_RED_ARGMAX)
         p.i = LLVMBuildLoad2(G->b, G->t_i64, G->acci[s][i * IC__PTX_MAXV + l], "");
     return p;
 }
@@ -403,7 +403,7 @@ static void combine_row(ic__pg *G, int s)
             continue;
         ic__lv *r = &G->accres[s][i];
         memset(r, 0, sizeof *r);
-        r->v[0] = st->instr[i].pred == IC_RED_ARGMAX ? part[i].i : part[i].v;
+        r->v[0] = st->instr[i].red == IC_RED_ARGMAX ? part[i].i : part[i].v;
         r->uni = true;
         if (G->split_part) {
             G->split_part[i].v = part[i].v;
@@ -444,7 +444,7 @@ static void combine_column(ic__pg *G, int s)
                 for (int t = 1; t < pl->T; t++)
                     p = combine(G, in, vt, p, smem_get(G, s, i, LLVMBuildAdd(b, base, ic__pg_i32(G, (int64_t)t * pl->R * pl->V), "")));
             }
-            r->v[l] = in->pred == IC_RED_ARGMAX ? p.i : p.v;
+            r->v[l] = in->red == IC_RED_ARGMAX ? p.i : p.v;
         }
         r->uni = pl->V == 1;
     }
@@ -554,7 +554,7 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
         if (vt == IC_BOOL)
             v = LLVMBuildTrunc(b, v, G->t_i1, "");
         pair other = { v, NULL };
-        if (in->pred == IC_RED_ARGMAX) {
+        if (in->red == IC_RED_ARGMAX) {
             LLVMValueRef e8 = ic__pg_i64(G, 8);
             other.i = LLVMBuildLoad2(b, G->t_i64, LLVMBuildGEP2(b, G->t_i8, p, &e8, 1, ""), "");
             LLVMSetVolatile(other.i, 1);

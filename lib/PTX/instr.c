@@ -224,8 +224,8 @@ static LLVMValueRef binop(ic__pg *G, const ic_linstr *in, LLVMValueRef a, LLVMVa
         static const LLVMIntPredicate up[] = { LLVMIntEQ, LLVMIntNE, LLVMIntULT,
                                                LLVMIntULE, LLVMIntUGT, LLVMIntUGE };
         if (isf(ot))
-            return LLVMBuildFCmp(b, fp[in->pred], a, c, "");
-        return LLVMBuildICmp(b, ot == IC_BOOL ? up[in->pred] : sp[in->pred], a, c, "");
+            return LLVMBuildFCmp(b, fp[in->cmp], a, c, "");
+        return LLVMBuildICmp(b, ot == IC_BOOL ? up[in->cmp] : sp[in->cmp], a, c, "");
     }
     default:
         return NULL;
@@ -476,7 +476,7 @@ static void emit_reduce(ic__pg *G, int s, int i)
         LLVMTypeRef ty = ic__pg_type(G, vt);
         LLVMValueRef old = LLVMBuildLoad2(b, ty, pv, "");
         LLVMValueRef x = lane(val, l);
-        if (in->pred == IC_RED_ARGMAX) {
+        if (in->red == IC_RED_ARGMAX) {
             LLVMValueRef pi = G->acci[s][i * IC__PTX_MAXV + l];
             LLVMValueRef oldi = LLVMBuildLoad2(b, G->t_i64, pi, "");
             LLVMValueRef idx = ic__pg_convert(G, lane(&G->vals[in->b], l),
@@ -488,7 +488,7 @@ static void emit_reduce(ic__pg *G, int s, int i)
             LLVMBuildStore(b, LLVMBuildSelect(b, take, idx, oldi, ""), pi);
             continue;
         }
-        LLVMValueRef nv = ic__pg_red_op(G, (ic_red)in->pred, vt, old, x);
+        LLVMValueRef nv = ic__pg_red_op(G, in->red, vt, old, x);
         if (G->valid)
             nv = LLVMBuildSelect(b, G->valid, nv, old, "");
         LLVMBuildStore(b, nv, pv);
@@ -532,7 +532,7 @@ void ic__pg_instr(ic__pg *G, int s, int i)
     default:
         break;
     }
-    int n = in->op == IC_L_SELECT ? 3 : (in->op >= IC_L_ADD && in->op <= IC_L_CMP) ? 2 : 1;
+    int n = ic_linstr_arity(in);
     const ic__lv *A = &G->vals[in->a];
     const ic__lv *B = n > 1 ? &G->vals[in->b] : NULL;
     const ic__lv *C = n > 2 ? &G->vals[in->c] : NULL;

@@ -26,149 +26,15 @@ static int64_t pow2_ceil(int64_t x)
 
 static bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/* ---- validation: nothing malformed reaches LLVM (which would assert) ---- */
-
-static ic_status bad(ic_ctx *c, const ic_kernel *k, int s, int i, const char *what)
-{
-    return ic__error(c, IC_EINVAL, "ptx: kernel '%s' stage %d instr %%%d: %s",
-                     k->name ? k->name : "?", s, i, what);
-}
-
-static int nops(ic_lop op)
-{
-    if (op == IC_L_SELECT)
-        return 3;
-    if (op >= IC_L_ADD && op <= IC_L_CMP)
-        return 2;
-    if (op >= IC_L_NEG && op <= IC_L_CAST)
-        return 1;
-    return 0;
-}
-
-static ic_status check_instr(ic_ctx *c, const ic_kernel *k, int s, int i, int nbufs,
-                             const ic_buffer *bufs)
-{
-    const ic_stage *st = &k->stages[s];
-    const ic_linstr *in = &st->instr[i];
-    if ((unsigned)in->op >= IC_L_OP_COUNT)
-        return bad(c, k, s, i, "unknown op");
-    if ((unsigned)in->type >= IC_DTYPE_COUNT)
-        return bad(c, k, s, i, "unknown type");
-    int opnd[3] = { in->a, in->b, in->c };
-    int n = nops(in->op);
-    if (in->op == IC_L_LOAD)
-        n = 1;
-    if (in->op == IC_L_STORE)
-        n = 2;
-    if (in->op == IC_L_REDUCE)
-        n = in->pred == IC_RED_ARGMAX ? 2 : 1;
-    for (int o = 0; o < n; o++)
-        if (opnd[o] < 0 || opnd[o] >= i)
-            return bad(c, k, s, i, "operand is not an earlier instruction of the stage");
-    ic_dtype ta = n > 0 ? st->instr[in->a].type : in->type;
-    ic_dtype tb = n > 1 ? st->instr[in->b].type : in->type;
-    switch (in->op) {
-    case IC_L_VAR:
-        if (in->a < 0 || in->a >= k->nouter + k->ninner)
-            return bad(c, k, s, i, "loop variable out of range");
-        if (!is_int(in->type))
-            return bad(c, k, s, i, "a loop variable must be i32 or i64");
-        return IC_OK;
-    case IC_L_CONST:
-        return IC_OK;
-    case IC_L_LOAD:
-    case IC_L_STORE:
-        if (in->buf < 0 || in->buf >= nbufs)
-            return bad(c, k, s, i, "buffer index out of range");
-        if (!is_int(ta))
-            return bad(c, k, s, i, "the offset must be an integer");
-        if (bufs[in->buf].dtype >= IC_DTYPE_COUNT)
-            return bad(c, k, s, i, "buffer of unknown dtype");
-        if (in->op == IC_L_STORE && bufs[in->buf].kind == IC_BUF_PARAM)
-            return bad(c, k, s, i, "store into a constant (param) buffer");
-        return IC_OK;
-    case IC_L_ACC: {
-        if (in->a < 0 || in->a >= s || in->b < 0 || in->b >= k->stages[in->a].ninstr ||
-            k->stages[in->a].instr[in->b].op != IC_L_REDUCE)
-            return bad(c, k, s, i, "acc does not name a REDUCE of an earlier stage");
-        if (k->stages[in->a].instr[in->b].type != in->type)
-            return bad(c, k, s, i, "acc type differs from its REDUCE");
-        return IC_OK;
-    }
-    case IC_L_REDUCE:
-        if (st->kind != IC_STAGE_REDUCE)
-            return bad(c, k, s, i, "reduce outside a REDUCE stage");
-        if ((unsigned)in->pred > IC_RED_ARGMAX)
-            return bad(c, k, s, i, "unknown reduction");
-        if (in->pred == IC_RED_ARGMAX) {
-            if (in->type != IC_I64 || !is_int(tb) || is_16(ta))
-                return bad(c, k, s, i, "argmax takes a value and an integer index, gives i64");
-        } else if (ta != in->type || is_16(ta)) {
-            return bad(c, k, s, i, "reduce value type differs from its result");
-        }
-        return IC_OK;
-    case IC_L_CAST:
-        return IC_OK;
-    case IC_L_CMP:
-        if (ta != tb || in->type != IC_BOOL || (unsigned)in->pred > IC_CMP_GE || is_16(ta))
-            return bad(c, k, s, i, "cmp needs two operands of one arithmetic type, gives bool");
-        return IC_OK;
-    case IC_L_SELECT:
-        if (ta != IC_BOOL || st->instr[in->b].type != in->type ||
-            st->instr[in->c].type != in->type)
-            return bad(c, k, s, i, "select needs a bool and two values of its type");
-        return IC_OK;
-    default:
-        break;
-    }
-    if (is_16(in->type))
-        return bad(c, k, s, i, "f16/bf16 arithmetic (compute in f32)");
-    if (ta != in->type || tb != in->type)
-        return bad(c, k, s, i, "operand types differ from the result type");
-    if ((in->op == IC_L_AND || in->op == IC_L_OR || in->op == IC_L_NOT) && in->type != IC_BOOL)
-        return bad(c, k, s, i, "and/or/not take bools");
-    if ((in->op == IC_L_IDIV || in->op == IC_L_MOD) && !is_int(in->type))
-        return bad(c, k, s, i, "idiv/mod take integers");
-    return IC_OK;
-}
-
-static ic_status check_kernel(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs)
-{
-    const char *name = k->name ? k->name : "?";
-    if (k->nouter < 0 || k->nouter > IC_MAX_RANK || k->ninner < 0 || k->ninner > IC_MAX_RANK)
-        return ic__error(c, IC_EINVAL, "ptx: kernel '%s': %d outer and %d inner dims", name,
-                         k->nouter, k->ninner);
-    for (int d = 0; d < k->nouter; d++)
-        if (k->outer[d] < 0)
-            return ic__error(c, IC_EINVAL, "ptx: kernel '%s': outer dim %d is negative", name, d);
-    for (int d = 0; d < k->ninner; d++)
-        if (k->inner[d] < 0)
-            return ic__error(c, IC_EINVAL, "ptx: kernel '%s': inner dim %d is negative", name, d);
-    if (k->nstages < 0 || (k->nstages && !k->stages))
-        return ic__error(c, IC_EINVAL, "ptx: kernel '%s' has no stages array", name);
-    for (int s = 0; s < k->nstages; s++) {
-        const ic_stage *st = &k->stages[s];
-        if ((unsigned)st->kind > IC_STAGE_INNER || st->ninstr < 0 || (st->ninstr && !st->instr))
-            return ic__error(c, IC_EINVAL, "ptx: kernel '%s' stage %d is malformed", name, s);
-        for (int i = 0; i < st->ninstr; i++) {
-            ic_status e = check_instr(c, k, s, i, nbufs, bufs);
-            if (e)
-                return e;
-        }
-    }
-    return IC_OK;
-}
-
 /* ---- analysis ---- */
 
 static void analyse_instr(const ic_kernel *k, int s, int i, ic__pinfo *inf)
 {
     const ic_linstr *in = &k->stages[s].instr[i];
-    const ic__pinfo *A = nops(in->op) > 0 || in->op == IC_L_LOAD || in->op == IC_L_STORE ||
-                                 in->op == IC_L_REDUCE ? &inf[in->a] : NULL;
-    const ic__pinfo *B = (nops(in->op) > 1 || in->op == IC_L_STORE ||
-                          (in->op == IC_L_REDUCE && in->pred == IC_RED_ARGMAX)) ? &inf[in->b] : NULL;
-    const ic__pinfo *C = in->op == IC_L_SELECT ? &inf[in->c] : NULL;
+    int n = ic_linstr_arity(in);
+    const ic__pinfo *A = n > 0 ? &inf[in->a] : NULL;
+    const ic__pinfo *B = n > 1 ? &inf[in->b] : NULL;
+    const ic__pinfo *C = n > 2 ? &inf[in->c] : NULL;
     ic__pinfo *o = &inf[i];
     memset(o, 0, sizeof *o);
     o->vn = -1;
@@ -231,7 +97,7 @@ static void analyse_instr(const ic_kernel *k, int s, int i, ic__pinfo *inf)
 }
 
 /* Value numbers: equal (op, type, operand numbers, attributes) across stages share one. */
-typedef struct { int op, type, a, b, c, buf, pred; int64_t imm; double f; bool isint; } vkey;
+typedef struct { int op, type, a, b, c, buf, cmp; int64_t imm; double f; bool isint; } vkey;
 
 static int value_number(vkey *keys, int *nkeys, const vkey *k)
 {
@@ -292,8 +158,8 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
             memset(&key, 0, sizeof key);
             key.op = in->op;
             key.type = in->type;
-            key.a = key.b = key.c = key.buf = key.pred = -1;
-            int n = nops(in->op) + (in->op == IC_L_LOAD);
+            key.a = key.b = key.c = key.buf = key.cmp = -1;
+            int n = ic_linstr_arity(in);
             if (in->op == IC_L_VAR || in->op == IC_L_ACC) {
                 key.a = in->a;
                 key.b = in->op == IC_L_ACC ? in->b : -1;
@@ -307,7 +173,7 @@ static ic_status analyse(ic_ctx *c, const ic_kernel *k, int nbufs, ic__pplan *pl
             if (in->op == IC_L_LOAD)
                 key.buf = in->buf;
             if (in->op == IC_L_CMP)
-                key.pred = in->pred;
+                key.cmp = in->cmp;
             if (in->op == IC_L_CONST) {
                 key.imm = in->imm.i;
                 key.f = in->imm.f;
@@ -436,7 +302,7 @@ static int red_bytes(const ic_linstr *in, ic_dtype acc_t)
     int sz = acc_t == IC_BOOL ? 4 : (int)ic_dtype_size(acc_t);
     if (sz < 4)
         sz = 4;
-    return in->pred == IC_RED_ARGMAX ? 16 : sz;
+    return in->red == IC_RED_ARGMAX ? 16 : sz;
 }
 
 /* Shared memory: one region per REDUCE of `per` partials each. */
@@ -667,7 +533,8 @@ ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buff
     pl->S = 1;
     pl->split_stage = -1;
     pl->allow_tf32 = o && o->allow_tf32;
-    ic_status s = check_kernel(c, k, nbufs, bufs);
+    /* the loop IR's own checks; the GPU adds no target limits of its own */
+    ic_status s = ic_kernel_verify(c, "ptx", k, nbufs, bufs);
     if (s)
         return s;
     if ((s = analyse(c, k, nbufs, pl)))

@@ -350,7 +350,7 @@ static int same_code(const ic_kernel *a, const ic_kernel *b, const ic_codegen_pa
         for (int i = 0; i < sa->ninstr; i++) {
             const ic_linstr *x = &sa->instr[i], *y = &sb->instr[i];
             if (x->op != y->op || x->type != y->type || x->a != y->a || x->b != y->b || x->c != y->c ||
-                x->pred != y->pred || x->imm.is_int != y->imm.is_int || x->imm.i != y->imm.i ||
+                x->cmp != y->cmp || x->red != y->red || x->flags != y->flags || x->imm.is_int != y->imm.is_int || x->imm.i != y->imm.i ||
                 memcmp(&x->imm.f, &y->imm.f, sizeof x->imm.f))
                 return -1;
             if (x->op != IC_L_LOAD && x->op != IC_L_STORE)

@@ -60,55 +60,64 @@ static inline ic_dtype kb_type(kb_t *kb, int i) { return kb->st[kb->k.nstages - 
 
 static inline int kb_var(kb_t *kb, int v)
 {
-    ic_linstr in = { IC_L_VAR, IC_I64, v, -1, -1, -1, 0, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_VAR, .type = IC_I64, .a = v, .b = -1, .c = -1, .buf = -1,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_consti(kb_t *kb, ic_dtype t, int64_t v)
 {
-    ic_linstr in = { IC_L_CONST, t, -1, -1, -1, -1, 0, { (double)v, v, true } };
+    ic_linstr in = { .op = IC_L_CONST, .type = t, .a = -1, .b = -1, .c = -1, .buf = -1,
+                      .imm = { (double)v, v, true } };
     return kb_add(kb, in);
 }
 
 static inline int kb_constf(kb_t *kb, ic_dtype t, double v)
 {
-    ic_linstr in = { IC_L_CONST, t, -1, -1, -1, -1, 0, { v, (int64_t)v, false } };
+    ic_linstr in = { .op = IC_L_CONST, .type = t, .a = -1, .b = -1, .c = -1, .buf = -1,
+                      .imm = { v, (int64_t)v, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_load(kb_t *kb, int buf, ic_dtype t, int off)
 {
-    ic_linstr in = { IC_L_LOAD, t, off, -1, -1, buf, 0, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_LOAD, .type = t, .a = off, .b = -1, .c = -1, .buf = buf,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_store(kb_t *kb, int buf, int off, int val)
 {
-    ic_linstr in = { IC_L_STORE, kb_type(kb, val), off, val, -1, buf, 0, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_STORE, .type = kb_type(kb, val), .a = off, .b = val, .c = -1, .buf = buf,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_un(kb_t *kb, ic_lop op, ic_dtype t, int a)
 {
-    ic_linstr in = { op, t, a, -1, -1, -1, 0, { 0, 0, false } };
+    ic_linstr in = { .op = op, .type = t, .a = a, .b = -1, .c = -1, .buf = -1,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_bin(kb_t *kb, ic_lop op, ic_dtype t, int a, int b)
 {
-    ic_linstr in = { op, t, a, b, -1, -1, 0, { 0, 0, false } };
+    ic_linstr in = { .op = op, .type = t, .a = a, .b = b, .c = -1, .buf = -1,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_cmp(kb_t *kb, ic_cmp pred, int a, int b)
 {
-    ic_linstr in = { IC_L_CMP, IC_BOOL, a, b, -1, -1, (int)pred, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_CMP, .type = IC_BOOL, .a = a, .b = b, .c = -1, .buf = -1, .cmp = pred,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_select(kb_t *kb, int c, int a, int b)
 {
-    ic_linstr in = { IC_L_SELECT, kb_type(kb, a), c, a, b, -1, 0, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_SELECT, .type = kb_type(kb, a), .a = c, .b = a, .c = b, .buf = -1,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
@@ -119,13 +128,15 @@ static inline int kb_cast(kb_t *kb, ic_dtype t, int a)
 
 static inline int kb_reduce(kb_t *kb, ic_red red, ic_dtype t, int val, int idx)
 {
-    ic_linstr in = { IC_L_REDUCE, t, val, idx, -1, -1, (int)red, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_REDUCE, .type = t, .a = val, .b = idx, .c = -1, .buf = -1, .red = red,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 
 static inline int kb_acc(kb_t *kb, ic_dtype t, int stage, int instr)
 {
-    ic_linstr in = { IC_L_ACC, t, stage, instr, -1, -1, 0, { 0, 0, false } };
+    ic_linstr in = { .op = IC_L_ACC, .type = t, .a = stage, .b = instr, .c = -1, .buf = -1,
+                      .imm = { 0, 0, false } };
     return kb_add(kb, in);
 }
 

@@ -610,7 +610,7 @@ Test(gemm, recogniser)
     free(kb);
     /* a product reduced with max is no GEMM */
     kb = kb_matmul(5, 6, 7, 0);
-    kb->ins[0][kb->st[0].ninstr - 1].pred = IC_RED_MAX;
+    kb->ins[0][kb->st[0].ninstr - 1].red = IC_RED_MAX;
     cr_assert(!ic_kernel_is_gemm(&kb->k, bufs), "max-reduction recognised");
     free(kb);
     /* an empty sum (K = 0) is left to the loop nests */

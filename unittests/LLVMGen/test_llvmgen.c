@@ -189,13 +189,13 @@ Test(llvmgen, row_reductions_use_vector_accumulators)
     }
 }
 
-/* Softmax's forms: a max that may drop NaNs (IC_RED_NAN_FREE) keeps vector accumulators as
+/* Softmax's forms: a max that may drop NaNs (IC_LF_NAN_FREE) keeps vector accumulators as
  * a plain compare and select (on x86 one MAXPS, no NaN fixup); exp.le0 stays vector code
  * without libm and without the overflow compare; a * b + c is contractible into an fma. */
 Test(llvmgen, softmax_forms)
 {
     kb_t *kb = row_sum_kernel(16384, 128, IC_RED_MAX);
-    kb->k.stages[0].instr[kb->k.stages[0].ninstr - 1].c = IC_RED_NAN_FREE;
+    kb->k.stages[0].instr[kb->k.stages[0].ninstr - 1].flags = IC_LF_NAN_FREE;
     ic_buffer bufs[2] = { kb_buf(IC_BUF_ARG, IC_F32, 16384 * 128, 0), kb_buf(IC_BUF_OUTPUT, IC_F32, 16384, 0) };
     gen_t G;
     gen(&G, kb, 2, bufs, NULL);
@@ -213,7 +213,7 @@ Test(llvmgen, softmax_forms)
     int i = kb_var(kb, 0), j = kb_var(kb, 1), off = kb_off2(kb, i, 4096, j);
     int a = kb_load(kb, 0, IC_F32, off), b = kb_load(kb, 1, IC_F32, j);
     int e = kb_un(kb, IC_L_EXP, IC_F32, kb_bin(kb, IC_L_SUB, IC_F32, a, kb_constf(kb, IC_F32, 3)));
-    kb->k.stages[0].instr[e].pred = IC_EXP_LE0;
+    kb->k.stages[0].instr[e].flags = IC_LF_EXP_LE0;
     int f = kb_bin(kb, IC_L_ADD, IC_F32, kb_bin(kb, IC_L_MUL, IC_F32, a, kb_constf(kb, IC_F32, 0.125)), b);
     kb_store(kb, 2, off, kb_bin(kb, IC_L_ADD, IC_F32, e, f));
     ic_buffer b3[3] = { kb_buf(IC_BUF_ARG, IC_F32, 64 * 4096, 0), kb_buf(IC_BUF_ARG, IC_F32, 4096, 1),

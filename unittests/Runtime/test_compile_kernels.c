@@ -283,7 +283,7 @@ Test(compile_kernels, casts_and_integer_semantics)
     kb_store(kb, 1, i, kb_cast(kb, IC_I32, x));
     kb_store(kb, 2, i, kb_cast(kb, IC_I64, x));
     kb_store(kb, 3, i, kb_cast(kb, IC_BOOL, x));
-    kb_store(kb, 4, i, kb_un(kb, IC_L_NOT, IC_BOOL, x));
+    kb_store(kb, 4, i, kb_un(kb, IC_L_NOT, IC_BOOL, kb_cast(kb, IC_BOOL, x))); /* not takes bools */
     ic_buffer bufs[5] = { kb_buf(IC_BUF_ARG, IC_F32, n, 0), kb_buf(IC_BUF_OUTPUT, IC_I32, n, 0),
                           kb_buf(IC_BUF_OUTPUT, IC_I64, n, 1), kb_buf(IC_BUF_OUTPUT, IC_BOOL, n, 2),
                           kb_buf(IC_BUF_OUTPUT, IC_BOOL, n, 3) };
