@@ -339,8 +339,8 @@ static int eval_unary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
         return expm1_of(G, x, t);
     case IC_OP_SIGN:
         return sign_of(G, x, t);
-    case IC_OP_ROUND:
-        return x; /* TODO(lops.def): the ROUND primitive for floats */
+    case IC_OP_ROUND: /* integers are already round */
+        return ic__is_fp(t) ? ic__kb_un(b, IC_L_ROUND, t, x) : x;
     case IC_OP_HARDSIGMOID:
         return hardsigmoid_of(G, x, t);
     case IC_OP_HARDSWISH:

@@ -381,3 +381,28 @@ Test(backend_ops, interpreter, .timeout = 600) { check_backend(BK_INTERP); }
 Test(backend_ops, cpu_jit, .timeout = 600) { check_backend(BK_JIT); }
 Test(backend_ops, cpu_jit_unfused, .timeout = 600) { check_backend(BK_JIT_UNFUSED); }
 Test(backend_ops, ptx_emulator, .timeout = 600) { check_backend(BK_PTX_EMU); }
+
+/* round is a loop-IR primitive (lops.def ROUND), one instruction on each target:
+ * llvm.roundeven on the CPU (roundps/vrndscale), cvt.rni in the PTX. */
+Test(backend_ops, round_is_one_instruction_per_target)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "round");
+    ic_value x = ict_input(g, "x", IC_F32, "4,33"), y;
+    cr_assert_eq(ic_graph_unary(g, "y", IC_OP_ROUND, ic_val(x), &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    char *ir = ict_compile_dump(c, g, NULL, "llvm");
+    cr_assert(strstr(ir, "llvm.roundeven"), "no llvm.roundeven in the CPU IR:\n%s", ir);
+    free(ir);
+    ic_program *p = NULL;
+    cr_assert_eq(ic_lower(c, g, &p), IC_OK, "%s", ic_last_error(c));
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert(strstr(ic_ptx_module_text(m), "cvt.rni.f32.f32"), "no cvt.rni in the PTX:\n%s",
+              ic_ptx_module_text(m));
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
