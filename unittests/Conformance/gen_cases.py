@@ -40,6 +40,16 @@ logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax 
 rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
 embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
 softplus""".split())
+
+def defined_ops():
+    """The op names include/ic/ops.def defines (the library's list): each must also be in
+    SPEC_OPS, so that an op added to the library without conformance cases fails here."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include",
+                        "ic", "ops.def")
+    with open(path) as f:
+        return set(re.findall(r'^IC_OP\(\s*\w+\s*,\s*"(\w+)"', f.read(), re.M))
+
+
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i32", "i64"]
 ALL = FLOATS + INTS + ["bool"]
@@ -1041,6 +1051,11 @@ def main(argv):
                   integer_attr_cases, new_pointwise_cases):
         group(c)
     c.finish()
+    unlisted = defined_ops() - SPEC_OPS
+    if unlisted:
+        sys.stderr.write("gen_cases: ops.def defines ops without conformance cases (add them to "
+                         "SPEC_OPS and write cases): %s\n" % sorted(unlisted))
+        return 1
     missing = SPEC_OPS - c.ops_ok
     if missing and not ONLY:
         sys.stderr.write("gen_cases: no passing-kind case for ops %s\n" % sorted(missing))
