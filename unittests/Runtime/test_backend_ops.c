@@ -28,7 +28,7 @@ typedef struct {
 static const op_hint HINTS[] = {
     { "neg", "f32 i32", NULL, NULL },
     { "abs", "f32 i64", NULL, NULL },
-    { "exp", NULL, "T:4,33:-4:4", NULL },
+    { "exp", "f32 bf16", "T:4,33:-4:4", NULL },
     { "log", NULL, "T:4,33:0.1:4", NULL },
     { "sqrt", NULL, "T:4,33:0.1:4", NULL },
     { "rsqrt", NULL, "T:4,33:0.1:4", NULL },
@@ -46,7 +46,7 @@ static const op_hint HINTS[] = {
     { "gelu", NULL, "T:4,33:-4:4", "{\"approximate\": \"tanh\"}" },
     { "clamp", "f32 i32", NULL, "{\"min\": -1, \"max\": 1}" },
     { "cast", NULL, "T:4,33:-4:4", "{\"dtype\": \"i32\"}" },
-    { "add", "f32 i32", NULL, NULL },
+    { "add", "f32 i32 f16", NULL, NULL },
     { "sub", "f32 i64", NULL, NULL },
     { "mul", "f32 i32", NULL, NULL },
     { "div", NULL, "T:4,33 T:33:-2:2:nz", NULL },
@@ -86,15 +86,15 @@ static const op_hint HINTS[] = {
     { "embedding", NULL, "T:10,8 i64:5:0:10", NULL },
     { "full", NULL, "", "{\"value\": 1.5, \"shape\": [3, 4], \"dtype\": \"f32\"}" },
     { "arange", NULL, "", "{\"start\": 1, \"end\": 20, \"step\": 3}" },
-    { "log1p", "f32 f64", "T:4,33:-0.9:3", NULL },
+    { "log1p", "f32 f64 bf16", "T:4,33:-0.9:3", NULL },
     { "expm1", "f32 f64", "T:4,33:-3:3", NULL },
-    { "sign", "f32 i32", NULL, NULL },
-    { "round", "f32 f64 i32", "T:4,33:-4:4", NULL },
-    { "remainder", "f32 i64", "T:4,33:-9:9 T:33:-4:4:nz", NULL },
+    { "sign", "f32 i32 bool", NULL, NULL },
+    { "round", "f32 f64 i32 f16", "T:4,33:-4:4", NULL },
+    { "remainder", "f32 i64 bf16", "T:4,33:-9:9 T:33:-4:4:nz", NULL },
     { "hardswish", NULL, "T:4,33:-5:5", NULL },
     { "hardsigmoid", NULL, "T:4,33:-5:5", NULL },
     { "leaky_relu", NULL, NULL, "{\"negative_slope\": 0.2}" },
-    { "softplus", "f32 f64", "T:4,33:-8:8", "{\"beta\": 2, \"threshold\": 5}" },
+    { "softplus", "f32 f64 f16", "T:4,33:-8:8", "{\"beta\": 2, \"threshold\": 5}" },
 };
 #define NHINTS ((int)(sizeof HINTS / sizeof HINTS[0]))
 
