@@ -298,6 +298,11 @@ static int remainder_of(ic__gen *G, int x, int y, ic_dtype t)
     return SEL(big, SEL(xoff, y, x), r);
 }
 
+#undef BIN
+#undef UN
+#undef CMP
+#undef SEL
+
 static int clamp(ic__gen *G, const ic_node *n, int x, ic_dtype t)
 {
     const ic_attrs *at = &n->attrs;
