@@ -278,32 +278,40 @@ static void dependencies(fz *f)
     }
 }
 
-/* Would merging producer p into consumer c close a cycle through another kernel? */
-static bool cycle(const fz *f, int p, int c)
+/* Is kernel to reachable from kernel from along dep edges: to what a kernel reads (up), else
+ * to who reads it, leaving out the direct edge from -> skip? A depth-first search over the
+ * live kernels; true when out of memory (the answer that merges nothing). */
+static bool reaches(const fz *f, int from, int to, bool up, int skip)
 {
-    int ng = f->ng, *stack = ic__malloc(f->c, sizeof(int) * (size_t)ng);
+    int ng = f->ng, *stack = ic__malloc(f->c, sizeof(int) * (size_t)ng), sp = 0;
     bool *seen = ic__calloc(f->c, (size_t)ng, sizeof(bool)), found = false;
     if (!stack || !seen) {
         ic__free(f->c, stack);
         ic__free(f->c, seen);
         return true;
     }
-    int sp = 0;
-    for (int x = 0; x < ng; x++)
-        if (x != c && f->alive[x] && f->dep[x * ng + p])
-            stack[sp++] = x, seen[x] = true;
+    stack[sp++] = from;
+    seen[from] = true;
     while (sp && !found) {
-        int x = stack[--sp];
-        for (int y = 0; y < ng && !found; y++)
-            if (f->alive[y] && !seen[y] && f->dep[y * ng + x]) {
-                found = y == c;
-                seen[y] = true;
-                stack[sp++] = y;
+        int u = stack[--sp];
+        for (int w = 0; w < ng && !found; w++)
+            if (f->alive[w] && !seen[w] && !(u == from && w == skip) &&
+                f->dep[up ? u * ng + w : w * ng + u]) {
+                found = w == to;
+                seen[w] = true;
+                stack[sp++] = w;
             }
     }
     ic__free(f->c, stack);
     ic__free(f->c, seen);
     return found;
+}
+
+/* Would merging producer p into consumer c close a cycle through another kernel? (The
+ * kernels form a DAG, so a path p -> .. -> c other than the direct edge is one.) */
+static bool cycle(const fz *f, int p, int c)
+{
+    return reaches(f, p, c, false, c);
 }
 
 static void relabel(fz *f, int from, int to)
@@ -445,27 +453,7 @@ static void merge_all(fz *f)
 /* Does kernel x read kernel y, directly or through others? */
 static bool depends(const fz *f, int x, int y)
 {
-    int ng = f->ng, *stack = ic__malloc(f->c, sizeof(int) * (size_t)ng), sp = 0;
-    bool *seen = ic__calloc(f->c, (size_t)ng, sizeof(bool)), found = false;
-    if (!stack || !seen) {
-        ic__free(f->c, stack);
-        ic__free(f->c, seen);
-        return true;
-    }
-    stack[sp++] = x;
-    seen[x] = true;
-    while (sp && !found) {
-        int u = stack[--sp];
-        for (int w = 0; w < ng && !found; w++)
-            if (f->alive[w] && !seen[w] && f->dep[u * ng + w]) {
-                found = w == y;
-                seen[w] = true;
-                stack[sp++] = w;
-            }
-    }
-    ic__free(f->c, stack);
-    ic__free(f->c, seen);
-    return found;
+    return reaches(f, x, y, true, -1);
 }
 
 /* What a kernel loops over: its first reduction's input shape and reduced axes, or for a

@@ -228,19 +228,29 @@ static ic_status check_tensor_decl(ic_graph *g, const char *name, const char *wh
     return IC_OK;
 }
 
+/* *n = a node of op (INPUT or PARAM) declaring a dt tensor of the given shape, once its
+ * name and declaration pass the checks the two share. */
+static ic_status tensor_node(ic_graph *g, const char *name, ic_op op, ic_dtype dt, int rank,
+                             const ic_dim *shape, ic_node *n)
+{
+    const char *what = op == IC_OP_INPUT ? "input" : "param";
+    ic_status s;
+    if ((s = check_name(g, name, what)) || (s = check_tensor_decl(g, name, what, dt, rank, shape)))
+        return s;
+    memset(n, 0, sizeof *n);
+    n->info.op = op;
+    n->info.dtype = dt;
+    n->info.rank = rank;
+    memcpy(n->shape, shape, sizeof(ic_dim) * (size_t)rank);
+    return IC_OK;
+}
+
 ic_status ic_graph_add_input(ic_graph *g, const char *name, ic_dtype dt, int rank,
                              const ic_dim *shape, ic_value *out)
 {
-    ic_status s;
-    if ((s = check_name(g, name, "input")) || (s = check_tensor_decl(g, name, "input", dt, rank, shape)))
-        return s;
     ic_node n;
-    memset(&n, 0, sizeof n);
-    n.info.op = IC_OP_INPUT;
-    n.info.dtype = dt;
-    n.info.rank = rank;
-    memcpy(n.shape, shape, sizeof(ic_dim) * (size_t)rank);
-    return append(g, &n, name, out);
+    ic_status s = tensor_node(g, name, IC_OP_INPUT, dt, rank, shape, &n);
+    return s ? s : append(g, &n, name, out);
 }
 
 ic_status ic_graph_set_input_range(ic_graph *g, ic_value v, int64_t lo, int64_t hi)
@@ -261,15 +271,10 @@ ic_status ic_graph_add_param(ic_graph *g, const char *name, ic_dtype dt, int ran
                              const ic_dim *shape, const void *data, size_t nbytes,
                              const char *file, const char *key, ic_value *out)
 {
-    ic_status s;
-    if ((s = check_name(g, name, "param")) || (s = check_tensor_decl(g, name, "param", dt, rank, shape)))
-        return s;
     ic_node n;
-    memset(&n, 0, sizeof n);
-    n.info.op = IC_OP_PARAM;
-    n.info.dtype = dt;
-    n.info.rank = rank;
-    memcpy(n.shape, shape, sizeof(ic_dim) * (size_t)rank);
+    ic_status s = tensor_node(g, name, IC_OP_PARAM, dt, rank, shape, &n);
+    if (s)
+        return s;
     if (data) {
         int64_t numel = ic__shape_numel(rank, shape);
         if (numel < 0)

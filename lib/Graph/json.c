@@ -972,13 +972,22 @@ static ic_status put_shape(saver *sv, const ic_node *n, json_t *obj, const char 
     return st ? st : put(sv, obj, key, v);
 }
 
+/* start, end or step: a slice's is an integer (start and end only when given: has), an
+ * arange's a scalar (s). */
+static ic_status put_bound(saver *sv, const ic_node *n, json_t *obj, const char *key, bool has,
+                           int64_t i, ic_scalar s)
+{
+    if (n->info.op != IC_OP_SLICE)
+        return put_scalar(sv, n, obj, key, s);
+    return has ? put(sv, obj, key, json_integer(i)) : IC_OK;
+}
+
 /* Every attr the op takes that has a value (optional ones only when given), so that a
  * reload gives the same ic_attrs. */
 static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
 {
     const ic_attrs *a = &n->attrs;
     ic_op op = n->info.op;
-    bool sl = op == IC_OP_SLICE;
     unsigned al, rq;
     ic_status st = IC_OK;
     op_attrs(op, &al, &rq);
@@ -994,19 +1003,9 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
         case A_DIM1: st = put(sv, o, k, json_integer(a->dim1)); break;
         case A_SHAPE: st = put_shape(sv, n, o, k, op == IC_OP_RESHAPE ? SHAPE_RESHAPE : op == IC_OP_EXPAND ? SHAPE_EXPAND : SHAPE_PLAIN); break;
         case A_NSHAPE: st = put_shape(sv, n, o, k, SHAPE_PLAIN); break;
-        case A_START:
-            if (!sl)
-                st = put_scalar(sv, n, o, k, a->astart);
-            else if (a->has_start)
-                st = put(sv, o, k, json_integer(a->start));
-            break;
-        case A_END:
-            if (!sl)
-                st = put_scalar(sv, n, o, k, a->aend);
-            else if (a->has_end)
-                st = put(sv, o, k, json_integer(a->end));
-            break;
-        case A_STEP: st = sl ? put(sv, o, k, json_integer(a->step)) : put_scalar(sv, n, o, k, a->astep); break;
+        case A_START: st = put_bound(sv, n, o, k, a->has_start, a->start, a->astart); break;
+        case A_END: st = put_bound(sv, n, o, k, a->has_end, a->end, a->aend); break;
+        case A_STEP: st = put_bound(sv, n, o, k, true, a->step, a->astep); break;
         case A_VALUE: st = put_scalar(sv, n, o, k, a->value); break;
         case A_MIN: if (a->has_min) st = put_scalar(sv, n, o, k, a->min); break;
         case A_MAX: if (a->has_max) st = put_scalar(sv, n, o, k, a->max); break;

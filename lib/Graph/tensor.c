@@ -62,6 +62,21 @@ void ic_tensor_free(ic_ctx *c, ic_tensor *t)
     t->data = NULL;
 }
 
+/* The f32 with bit pattern b, and back (memcpy: the aliasing-safe reinterpretation). */
+static float f32_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
 float ic_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
@@ -81,24 +96,19 @@ float ic_f16_to_f32(uint16_t h)
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return f32_from_bits(bits);
 }
 
 uint16_t ic_f32_to_f16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000, absx = x & 0x7fffffff;
     if (absx > 0x7f800000) /* NaN: keep it quiet */
         return (uint16_t)(sign | 0x7e00);
     if (absx >= 0x477ff000) /* rounds to >= 65520: infinity */
         return (uint16_t)(sign | 0x7c00);
     if (absx < 0x38800000) { /* below the smallest normal: subnormal, round to nearest even */
-        float a;
-        memcpy(&a, &absx, 4);
-        float scaled = a * 16777216.0f; /* 2^24: the subnormal step becomes 1 */
+        float scaled = f32_from_bits(absx) * 16777216.0f; /* 2^24: the subnormal step becomes 1 */
         uint32_t m = (uint32_t)scaled;
         float rem = scaled - (float)m;
         if (rem > 0.5f || (rem == 0.5f && (m & 1)))
@@ -111,16 +121,12 @@ uint16_t ic_f32_to_f16(float f)
 
 float ic_bf16_to_f32(uint16_t h)
 {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return f32_from_bits((uint32_t)h << 16);
 }
 
 uint16_t ic_f32_to_bf16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = f32_bits(f);
     if ((x & 0x7fffffff) > 0x7f800000)
         return (uint16_t)((x >> 16) | 0x40);
     x += 0x7fff + ((x >> 16) & 1);

@@ -159,27 +159,16 @@ static void if_close(ic__cg *g, LLVMBasicBlockRef join)
 
 static void fn_attrs(ic__cg *g, LLVMValueRef fn, bool noinline)
 {
-    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
-                                                   (unsigned)strlen(g->t->cpu));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
-    a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
-                                  (unsigned)strlen(g->t->features));
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+    ic__gen_target_attrs(g, fn);
     char w[16];
     snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits > 0 ? g->p->prefer_vector_bits : g->t->vector_bits);
-    a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
+    LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "prefer-vector-width", 19, w, (unsigned)strlen(w));
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
     const char *kinds[2] = { "nounwind", "noinline" };
     for (int i = 0; i < (noinline ? 2 : 1); i++) {
         unsigned id = LLVMGetEnumAttributeKindForName(kinds[i], strlen(kinds[i]));
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, id, 0));
     }
-}
-
-static void noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
-{
-    unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
-    LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
 }
 
 /* A new internal function sym + suffix, its entry block current. */
@@ -193,43 +182,6 @@ static LLVMValueRef new_fn(ic__cg *g, const char *suffix, LLVMTypeRef ty, bool n
     g->fn = fn;
     LLVMPositionBuilderAtEnd(g->b, blk(g, "entry"));
     return fn;
-}
-
-static LLVMValueRef decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps, int n,
-                         bool vararg, LLVMTypeRef *fty)
-{
-    *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
-    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    return f ? f : LLVMAddFunction(g->mod, name, *fty);
-}
-
-static LLVMValueRef call0_i64(ic__cg *g, const char *name)
-{
-    LLVMTypeRef fty;
-    LLVMValueRef f = decl(g, name, g->t_i32, NULL, 0, false, &fty);
-    return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
-}
-
-/* The ident_t every __kmpc call takes (the same global as gen.c's, if it made one). */
-static LLVMValueRef omp_ident(ic__cg *g)
-{
-    LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
-    if (id)
-        return id;
-    const char *src = ";ic-llvm;kernel;0;0;;";
-    LLVMValueRef str = LLVMAddGlobal(g->mod, LLVMArrayType2(g->t_i8, strlen(src) + 1), "ic.omp.src");
-    LLVMSetInitializer(str, LLVMConstStringInContext2(g->ctx, src, strlen(src), 0));
-    LLVMSetGlobalConstant(str, 1);
-    LLVMSetLinkage(str, LLVMPrivateLinkage);
-    LLVMTypeRef fields[5] = { g->t_i32, g->t_i32, g->t_i32, g->t_i32, g->t_ptr };
-    LLVMTypeRef ty = LLVMStructTypeInContext(g->ctx, fields, 5, 0);
-    LLVMValueRef vals[5] = { LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 2, 0),
-                             LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 0, 0), str };
-    id = LLVMAddGlobal(g->mod, ty, "ic.omp.ident");
-    LLVMSetInitializer(id, LLVMConstNamedStruct(ty, vals, 5));
-    LLVMSetGlobalConstant(id, 1);
-    LLVMSetLinkage(id, LLVMPrivateLinkage);
-    return id;
 }
 
 /* An element of dtype dt at p, as f32. */
@@ -286,7 +238,7 @@ static LLVMValueRef emit_micro(em_t *E, int rows, int nvec)
     LLVMValueRef fn = new_fn(g, suffix, E->micro_ty, true);
     for (unsigned i = 0; i < 4; i++)
         if (i != 2)
-            noalias(g, fn, i);
+            ic__gen_noalias(g, fn, i);
     LLVMValueRef A = LLVMGetParam(fn, 0), B = LLVMGetParam(fn, 1), kc = LLVMGetParam(fn, 2);
     LLVMValueRef C = LLVMGetParam(fn, 3), first = LLVMGetParam(fn, 4);
     int64_t ars = m->pack_a ? 1 : m->x.s_i, aks = m->pack_a ? m->p.mr : m->x.s_k;
@@ -444,6 +396,80 @@ static void store_lanes(em_t *E, LLVMValueRef v, int n, LLVMValueRef p)
     LLVMSetAlignment(st, 4);
 }
 
+/* A packing function: packA(src, i0, n, k0, kc, dst) or packB(src, i0, n, dst) packs rows
+ * (columns) i0.. i0+n-1 into panels of w; the loop over the panels gives each its first row
+ * r0, its valid rows rv (fewer than w only in the last one), where it goes (d: w x depth
+ * elements) and the source offset of its first element (base). */
+typedef struct {
+    LLVMValueRef fn, src, i0, n, k0, kc, dst; /* packB has no k0, kc: all of K */
+    const ic__gemm_opnd *o;                   /* X (packA) or Y (packB) */
+    int64_t w;                                /* mr (packA) or nr (packB) */
+    LLVMValueRef depth;                       /* of a panel: kc or K, bf16 pairs: rounded up to even */
+    lp_t L;
+    LLVMValueRef p, r0, rv, d, base;
+} pack_t;
+
+/* Starts function packA (a) or packB; the source and destination do not alias. */
+static void pack_begin(em_t *E, pack_t *P, bool a)
+{
+    ic__cg *g = E->g;
+    unsigned dst = a ? 5 : 3;
+    P->fn = new_fn(g, a ? ".gemm.packA" : ".gemm.packB", a ? E->packa_ty : E->packb_ty, true);
+    ic__gen_noalias(g, P->fn, 0);
+    ic__gen_noalias(g, P->fn, dst);
+    P->src = LLVMGetParam(P->fn, 0);
+    P->i0 = LLVMGetParam(P->fn, 1);
+    P->n = LLVMGetParam(P->fn, 2);
+    P->k0 = a ? LLVMGetParam(P->fn, 3) : NULL;
+    P->kc = a ? LLVMGetParam(P->fn, 4) : NULL;
+    P->dst = LLVMGetParam(P->fn, dst);
+    P->o = a ? &E->m->x : &E->m->y;
+    P->w = a ? E->m->p.mr : E->m->p.nr;
+}
+
+/* Opens the loop over the panels (elements of et), its variable named name. */
+static void panels_open(ic__cg *g, pack_t *P, const char *name, LLVMTypeRef et)
+{
+    int64_t w = P->w;
+    LLVMValueRef np = sdiv(g, add(g, P->n, I(g, w - 1)), I(g, w));
+    P->p = lp_open(g, &P->L, I(g, 0), np, 1, name);
+    P->r0 = add(g, P->i0, muli(g, P->p, w));
+    P->rv = smin(g, I(g, w), sub(g, add(g, P->i0, P->n), P->r0));
+    LLVMValueRef off = LLVMIsAConstantInt(P->depth) /* (K) one multiply */
+                           ? muli(g, P->p, LLVMConstIntGetSExtValue(P->depth) * w)
+                           : mul(g, muli(g, P->p, w), P->depth);
+    P->d = gep(g, et, P->dst, off);
+    if (P->k0)
+        P->base = add(g, muli(g, P->r0, P->o->s_i), muli(g, P->k0, P->o->s_k));
+    else
+        P->base = muli(g, P->r0, P->o->s_i);
+}
+
+/* bf16 pairs: element (k, i) of a panel at d[(k / 2) * 2 * w + i * 2 + k % 2] (i16 bits). */
+static void store_pair(ic__cg *g, LLVMValueRef d, LLVMValueRef k, LLVMValueRef i, int64_t w, LLVMValueRef v)
+{
+    LLVMValueRef pk = LLVMBuildAShr(g->b, k, I(g, 1), ""), lo = LLVMBuildAnd(g->b, k, I(g, 1), "");
+    LLVMValueRef idx = add(g, add(g, muli(g, pk, 2 * w), muli(g, i, 2)), lo);
+    LLVMValueRef st = LLVMBuildStore(g->b, v, gep(g, g->t_i16, d, idx));
+    LLVMSetAlignment(st, 2);
+}
+
+/* Zeroes rows (columns) lo.. w-1 of panel d, kn deep: those past the matrix edge, so that
+ * the micro-kernel can run whole panels. pairs: bf16 pairs (store_pair), else f32 at
+ * d[k * w + i]. */
+static void pad_panel(ic__cg *g, LLVMValueRef d, LLVMValueRef lo, int64_t w, LLVMValueRef kn, bool pairs)
+{
+    lp_t L1, L2;
+    LLVMValueRef i = lp_open(g, &L1, lo, I(g, w), 1, "z");
+    LLVMValueRef k = lp_open(g, &L2, I(g, 0), kn, 1, "zk");
+    if (pairs)
+        store_pair(g, d, k, i, w, LLVMConstInt(g->t_i16, 0, 0));
+    else
+        store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, w), i));
+    lp_close(g, &L2, NULL);
+    lp_close(g, &L1, NULL);
+}
+
 /* Whether operand o can be packed with vector loads along k and block transposes: unit
  * stride along k, and vl a power of two. */
 static bool transposable(const em_t *E, const ic__gemm_opnd *o)
@@ -476,26 +502,16 @@ static void packa_vector(em_t *E, LLVMValueRef src, LLVMValueRef base, LLVMValue
 
 /* packA(src, i0, mi, k0, kc, dst): rows i0.. i0+mi-1, depth k0.. k0+kc-1 of X into panels of
  * mr rows: panel p, depth k, row r at dst[p * mr * kc + k * mr + r]; rows past mi are zero. */
-static LLVMValueRef emit_packa(em_t *E)
+static void packa_f32(em_t *E, pack_t *P)
 {
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
-    const ic__gemm_opnd *x = &m->x;
-    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 5);
-    LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
-    LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
+    const ic__gemm_opnd *x = P->o;
+    LLVMValueRef src = P->src, kc = P->kc, rv = P->rv, d = P->d, base = P->base;
     LLVMTypeRef et = ic__gen_mem_type(g, x->dt);
-    int64_t mr = m->p.mr;
+    int64_t mr = P->w;
     bool along_k = (x->s_k < 0 ? -x->s_k : x->s_k) <= (x->s_i < 0 ? -x->s_i : x->s_i);
-    lp_t P, L1, L2;
-    LLVMValueRef np = sdiv(g, add(g, mi, I(g, mr - 1)), I(g, mr));
-    LLVMValueRef p = lp_open(g, &P, I(g, 0), np, 1, "p");
-    LLVMValueRef r0 = add(g, i0, muli(g, p, mr));
-    LLVMValueRef rv = smin(g, I(g, mr), sub(g, add(g, i0, mi), r0));
-    LLVMValueRef d = gep(g, g->t_f32, dst, mul(g, muli(g, p, mr), kc));
-    LLVMValueRef base = add(g, muli(g, r0, x->s_i), muli(g, k0, x->s_k));
+    lp_t L1, L2;
     LLVMValueRef kstart = I(g, 0);
     if (transposable(E, x)) { /* full panels: vl k's at a time, then the rest one by one */
         LLVMValueRef full = icmp(g, LLVMIntEQ, rv, I(g, mr));
@@ -523,40 +539,22 @@ static LLVMValueRef emit_packa(em_t *E)
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
     }
-    if (m->M % mr) { /* the padding rows of the last panel */
-        LLVMValueRef i = lp_open(g, &L1, rv, I(g, mr), 1, "z");
-        LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "zk");
-        store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, mr), i));
-        lp_close(g, &L2, NULL);
-        lp_close(g, &L1, NULL);
-    }
-    lp_close(g, &P, NULL);
-    LLVMBuildRetVoid(g->b);
-    return fn;
+    if (m->M % mr) /* the padding rows of the last panel */
+        pad_panel(g, d, rv, mr, kc, false);
 }
 
 /* packB(src, j0, nj, dst): columns j0.. j0+nj-1, all of K, of Y into panels of nr columns:
  * panel q, depth k, column c at dst[q * K * nr + k * nr + c]; columns past nj are zero. */
-static LLVMValueRef emit_packb(em_t *E)
+static void packb_f32(em_t *E, pack_t *P)
 {
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
-    const ic__gemm_opnd *y = &m->y;
-    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 3);
-    LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
-    LLVMValueRef dst = LLVMGetParam(fn, 3);
+    const ic__gemm_opnd *y = P->o;
+    LLVMValueRef src = P->src, cv = P->rv, d = P->d, base = P->base;
     LLVMTypeRef et = ic__gen_mem_type(g, y->dt);
-    int64_t nr = m->p.nr, K = m->K;
+    int64_t nr = P->w, K = m->K;
     bool along_j = (y->s_i < 0 ? -y->s_i : y->s_i) <= (y->s_k < 0 ? -y->s_k : y->s_k);
-    lp_t Q, L1, L2;
-    LLVMValueRef nq = sdiv(g, add(g, nj, I(g, nr - 1)), I(g, nr));
-    LLVMValueRef q = lp_open(g, &Q, I(g, 0), nq, 1, "q");
-    LLVMValueRef c0 = add(g, j0, muli(g, q, nr));
-    LLVMValueRef cv = smin(g, I(g, nr), sub(g, add(g, j0, nj), c0));
-    LLVMValueRef d = gep(g, g->t_f32, dst, muli(g, q, K * nr));
-    LLVMValueRef base = muli(g, c0, y->s_i);
+    lp_t L1, L2;
     if (along_j) {
         LLVMValueRef k = lp_open(g, &L1, I(g, 0), I(g, K), 1, "k");
         LLVMValueRef kb = add(g, base, muli(g, k, y->s_k));
@@ -606,92 +604,45 @@ static LLVMValueRef emit_packb(em_t *E)
                   add(g, muli(g, k, nr), j));
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
-        if (m->N % nr) {
-            j = lp_open(g, &L1, cv, I(g, nr), 1, "z");
-            k = lp_open(g, &L2, I(g, 0), I(g, K), 1, "zk");
-            store_f32(g, LLVMConstReal(g->t_f32, 0), d, add(g, muli(g, k, nr), j));
-            lp_close(g, &L2, NULL);
-            lp_close(g, &L1, NULL);
-        }
+        if (m->N % nr)
+            pad_panel(g, d, cv, nr, I(g, K), false);
     }
-    lp_close(g, &Q, NULL);
-    LLVMBuildRetVoid(g->b);
-    return fn;
 }
 
-/* bf16 pairs: element (k, i) of a panel at d[(k / 2) * 2 * w + i * 2 + k % 2] (i16 bits). */
-static void store_pair(ic__cg *g, LLVMValueRef d, LLVMValueRef k, LLVMValueRef i, int64_t w, LLVMValueRef v)
-{
-    LLVMValueRef pk = LLVMBuildAShr(g->b, k, I(g, 1), ""), lo = LLVMBuildAnd(g->b, k, I(g, 1), "");
-    LLVMValueRef idx = add(g, add(g, muli(g, pk, 2 * w), muli(g, i, 2)), lo);
-    LLVMValueRef st = LLVMBuildStore(g->b, v, gep(g, g->t_i16, d, idx));
-    LLVMSetAlignment(st, 2);
-}
-
-/* packA for vdpbf16ps: bf16 X into panels of mr rows by pairs along k, kc rounded up to even;
- * rows past mi and the pad k are zero. */
-static LLVMValueRef emit_packa_bf16(em_t *E)
+/* packA for vdpbf16ps: bf16 X into panels of mr rows by pairs along k, kc rounded up to even
+ * (P->depth); rows past mi and the pad k are zero. */
+static void packa_bf16(em_t *E, pack_t *P)
 {
     ic__cg *g = E->g;
-    ic__gemm *m = E->m;
-    const ic__gemm_opnd *x = &m->x;
-    LLVMValueRef fn = new_fn(g, ".gemm.packA", E->packa_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 5);
-    LLVMValueRef src = LLVMGetParam(fn, 0), i0 = LLVMGetParam(fn, 1), mi = LLVMGetParam(fn, 2);
-    LLVMValueRef k0 = LLVMGetParam(fn, 3), kc = LLVMGetParam(fn, 4), dst = LLVMGetParam(fn, 5);
-    int64_t mr = m->p.mr;
-    LLVMValueRef kcp = LLVMBuildAnd(g->b, add(g, kc, I(g, 1)), I(g, ~(int64_t)1), "kcp");
-    LLVMValueRef z = LLVMConstInt(g->t_i16, 0, 0);
-    lp_t P, L1, L2;
-    LLVMValueRef np = sdiv(g, add(g, mi, I(g, mr - 1)), I(g, mr));
-    LLVMValueRef p = lp_open(g, &P, I(g, 0), np, 1, "p");
-    LLVMValueRef r0 = add(g, i0, muli(g, p, mr));
-    LLVMValueRef rv = smin(g, I(g, mr), sub(g, add(g, i0, mi), r0));
-    LLVMValueRef d = gep(g, g->t_i16, dst, mul(g, muli(g, p, mr), kcp));
-    LLVMValueRef base = add(g, muli(g, r0, x->s_i), muli(g, k0, x->s_k));
-    LLVMValueRef i = lp_open(g, &L1, I(g, 0), rv, 1, "i");
-    LLVMValueRef rb = add(g, base, muli(g, i, x->s_i));
+    const ic__gemm_opnd *x = P->o;
+    LLVMValueRef kc = P->kc, kcp = P->depth, d = P->d;
+    int64_t mr = P->w;
+    lp_t L1, L2;
+    LLVMValueRef i = lp_open(g, &L1, I(g, 0), P->rv, 1, "i");
+    LLVMValueRef rb = add(g, P->base, muli(g, i, x->s_i));
     LLVMValueRef k = lp_open(g, &L2, I(g, 0), kc, 1, "k");
-    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, src, add(g, rb, muli(g, k, x->s_k))), "");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, P->src, add(g, rb, muli(g, k, x->s_k))), "");
     LLVMSetAlignment(v, 2);
     store_pair(g, d, k, i, mr, v);
     lp_close(g, &L2, NULL);
     k = lp_open(g, &L2, kc, kcp, 1, "zk"); /* odd depth: the pad k */
-    store_pair(g, d, k, i, mr, z);
+    store_pair(g, d, k, i, mr, LLVMConstInt(g->t_i16, 0, 0));
     lp_close(g, &L2, NULL);
     lp_close(g, &L1, NULL);
-    i = lp_open(g, &L1, rv, I(g, mr), 1, "z");
-    k = lp_open(g, &L2, I(g, 0), kcp, 1, "zk");
-    store_pair(g, d, k, i, mr, z);
-    lp_close(g, &L2, NULL);
-    lp_close(g, &L1, NULL);
-    lp_close(g, &P, NULL);
-    LLVMBuildRetVoid(g->b);
-    return fn;
+    pad_panel(g, d, P->rv, mr, kcp, true);
 }
 
 /* packB for vdpbf16ps: bf16 Y into panels of nr columns by pairs along k (kp deep). */
-static LLVMValueRef emit_packb_bf16(em_t *E)
+static void packb_bf16(em_t *E, pack_t *P)
 {
     ic__cg *g = E->g;
     ic__gemm *m = E->m;
-    const ic__gemm_opnd *y = &m->y;
-    LLVMValueRef fn = new_fn(g, ".gemm.packB", E->packb_ty, true);
-    noalias(g, fn, 0);
-    noalias(g, fn, 3);
-    LLVMValueRef src = LLVMGetParam(fn, 0), j0 = LLVMGetParam(fn, 1), nj = LLVMGetParam(fn, 2);
-    LLVMValueRef dst = LLVMGetParam(fn, 3);
-    int64_t nr = m->p.nr, K = m->K, Kp = m->kp;
+    const ic__gemm_opnd *y = P->o;
+    LLVMValueRef cv = P->rv, d = P->d;
+    int64_t nr = P->w, K = m->K, Kp = m->kp;
     LLVMValueRef z = LLVMConstInt(g->t_i16, 0, 0);
     bool along_j = (y->s_i < 0 ? -y->s_i : y->s_i) <= (y->s_k < 0 ? -y->s_k : y->s_k);
-    lp_t Q, L1, L2;
-    LLVMValueRef nq = sdiv(g, add(g, nj, I(g, nr - 1)), I(g, nr));
-    LLVMValueRef q = lp_open(g, &Q, I(g, 0), nq, 1, "q");
-    LLVMValueRef c0 = add(g, j0, muli(g, q, nr));
-    LLVMValueRef cv = smin(g, I(g, nr), sub(g, add(g, j0, nj), c0));
-    LLVMValueRef d = gep(g, g->t_i16, dst, muli(g, q, Kp * nr));
-    LLVMValueRef base = muli(g, c0, y->s_i);
+    lp_t L1, L2;
     LLVMValueRef a, b;
     if (along_j) {
         a = lp_open(g, &L1, I(g, 0), I(g, K), 1, "k");
@@ -701,8 +652,8 @@ static LLVMValueRef emit_packb_bf16(em_t *E)
         b = lp_open(g, &L2, I(g, 0), I(g, K), 1, "k");
     }
     LLVMValueRef k = along_j ? a : b, j = along_j ? b : a;
-    LLVMValueRef off = add(g, add(g, base, muli(g, k, y->s_k)), muli(g, j, y->s_i));
-    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, src, off), "");
+    LLVMValueRef off = add(g, add(g, P->base, muli(g, k, y->s_k)), muli(g, j, y->s_i));
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->t_i16, gep(g, g->t_i16, P->src, off), "");
     LLVMSetAlignment(v, 2);
     store_pair(g, d, k, j, nr, v);
     lp_close(g, &L2, NULL);
@@ -719,9 +670,29 @@ static LLVMValueRef emit_packb_bf16(em_t *E)
         lp_close(g, &L2, NULL);
         lp_close(g, &L1, NULL);
     }
-    lp_close(g, &Q, NULL);
+}
+
+/* packA (a) or packB: the loop over the panels, each filled by the variant for the packed
+ * format: f32, or bf16 pairs for vdpbf16ps (a panel's depth rounded up to even). */
+static LLVMValueRef emit_pack(em_t *E, bool a)
+{
+    ic__cg *g = E->g;
+    ic__gemm *m = E->m;
+    bool pairs = m->bf16_dot;
+    pack_t P;
+    pack_begin(E, &P, a);
+    if (a)
+        P.depth = pairs ? LLVMBuildAnd(g->b, add(g, P.kc, I(g, 1)), I(g, ~(int64_t)1), "kcp") : P.kc;
+    else
+        P.depth = I(g, pairs ? m->kp : m->K);
+    panels_open(g, &P, a ? "p" : "q", pairs ? g->t_i16 : g->t_f32);
+    if (a)
+        (pairs ? packa_bf16 : packa_f32)(E, &P);
+    else
+        (pairs ? packb_bf16 : packb_f32)(E, &P);
+    lp_close(g, &P.L, NULL);
     LLVMBuildRetVoid(g->b);
-    return fn;
+    return P.fn;
 }
 
 /* ---- the epilogue ---- */
@@ -935,10 +906,10 @@ static ic_status emit_block_fn(em_t *E)
     for (int i = 0, a = 0; i < g->nbufs; i++) {
         g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
         if (g->used[i])
-            noalias(g, fn, (unsigned)a++);
+            ic__gen_noalias(g, fn, (unsigned)a++);
     }
-    noalias(g, fn, (unsigned)nb);     /* Ap: this thread's panels */
-    noalias(g, fn, (unsigned)nb + 1); /* Ct: this thread's tiles */
+    ic__gen_noalias(g, fn, (unsigned)nb);     /* Ap: this thread's panels */
+    ic__gen_noalias(g, fn, (unsigned)nb + 1); /* Ct: this thread's tiles */
     wk_t W;
     memset(&W, 0, sizeof W);
     W.pe = m->bf16_dot ? g->t_i16 : g->t_f32;
@@ -989,8 +960,8 @@ static void barrier(em_t *E, LLVMValueRef gtid)
 {
     ic__cg *g = E->g;
     LLVMTypeRef fty, ps[2] = { g->t_ptr, g->t_i32 };
-    LLVMValueRef f = decl(g, "__kmpc_barrier", g->t_void, ps, 2, false, &fty);
-    LLVMValueRef a[2] = { omp_ident(g), gtid };
+    LLVMValueRef f = ic__gen_decl(g, "__kmpc_barrier", g->t_void, ps, 2, false, &fty);
+    LLVMValueRef a[2] = { ic__gen_omp_ident(g), gtid };
     LLVMBuildCall2(g->b, fty, f, a, 2, "");
 }
 
@@ -1083,9 +1054,9 @@ static ic_status emit_work(em_t *E)
     for (int i = 0; i < g->nbufs; i++) {
         g->bufptr[i] = g->used[i] ? LLVMGetParam(fn, (unsigned)a) : NULL;
         if (g->used[i])
-            noalias(g, fn, (unsigned)a++);
+            ic__gen_noalias(g, fn, (unsigned)a++);
     }
-    noalias(g, fn, (unsigned)a);
+    ic__gen_noalias(g, fn, (unsigned)a);
     LLVMValueRef scratch = LLVMGetParam(fn, (unsigned)a), tid = LLVMGetParam(fn, (unsigned)a + 1);
     LLVMValueRef nth = LLVMGetParam(fn, (unsigned)a + 2), gtid = LLVMGetParam(fn, (unsigned)a + 3);
     wk_t W;
@@ -1144,13 +1115,13 @@ static LLVMValueRef emit_omp_task(em_t *E)
     ic__cg *g = E->g;
     LLVMTypeRef ps[4] = { g->t_ptr, g->t_ptr, g->t_ptr, g->t_ptr };
     LLVMValueRef fn = new_fn(g, ".gemm.omp", LLVMFunctionType(g->t_void, ps, 4, 0), false);
-    noalias(g, fn, 0);
-    noalias(g, fn, 1);
+    ic__gen_noalias(g, fn, 0);
+    ic__gen_noalias(g, fn, 1);
     LLVMValueRef args[IC__MAX_KBUFS + 4];
     int n = load_bufs(g, LLVMGetParam(fn, 2), args);
     args[n++] = LLVMGetParam(fn, 3);
-    args[n++] = call0_i64(g, "omp_get_thread_num");
-    args[n++] = call0_i64(g, "omp_get_num_threads");
+    args[n++] = ic__gen_omp_i64(g, "omp_get_thread_num");
+    args[n++] = ic__gen_omp_i64(g, "omp_get_num_threads");
     args[n++] = LLVMBuildLoad2(g->b, g->t_i32, LLVMGetParam(fn, 0), "gtid");
     LLVMBuildCall2(g->b, E->work_ty, E->work, args, (unsigned)n, "");
     LLVMBuildRetVoid(g->b);
@@ -1194,7 +1165,7 @@ static void scratch_acquire(em_t *E, scratch_t *S, int64_t bytes)
     LLVMBuildStore(g->b, LLVMConstNull(g->t_ptr), S->raw);
     LLVMBasicBlockRef join = if_open(g, LLVMBuildNot(g->b, got, ""), "busy");
     LLVMTypeRef fty;
-    LLVMValueRef f_malloc = decl(g, "malloc", g->t_ptr, &g->t_i64, 1, false, &fty);
+    LLVMValueRef f_malloc = ic__gen_decl(g, "malloc", g->t_ptr, &g->t_i64, 1, false, &fty);
     LLVMValueRef sz = I(g, bytes + 64);
     LLVMValueRef raw = LLVMBuildCall2(g->b, fty, f_malloc, &sz, 1, "");
     LLVMBuildStore(g->b, raw, S->raw);
@@ -1208,7 +1179,7 @@ static void scratch_acquire(em_t *E, scratch_t *S, int64_t bytes)
     LLVMBuildBr(g->b, after);
     /* out of memory: wait for the block */
     LLVMPositionBuilderAtEnd(g->b, spin);
-    LLVMValueRef f_yield = decl(g, "sched_yield", g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef f_yield = ic__gen_decl(g, "sched_yield", g->t_i32, NULL, 0, false, &fty);
     LLVMBuildCall2(g->b, fty, f_yield, NULL, 0, "");
     cx = LLVMBuildAtomicCmpXchg(g->b, S->lock, LLVMConstInt(g->t_i32, 0, 0), LLVMConstInt(g->t_i32, 1, 0),
                                 LLVMAtomicOrderingAcquire, LLVMAtomicOrderingMonotonic, 0);
@@ -1235,7 +1206,7 @@ static void scratch_release(em_t *E, scratch_t *S)
     LLVMBuildBr(g->b, join);
     LLVMPositionBuilderAtEnd(g->b, fr);
     LLVMTypeRef fty;
-    LLVMValueRef f_free = decl(g, "free", g->t_void, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef f_free = ic__gen_decl(g, "free", g->t_void, &g->t_ptr, 1, false, &fty);
     LLVMValueRef raw = LLVMBuildLoad2(g->b, g->t_ptr, S->raw, "");
     LLVMBuildCall2(g->b, fty, f_free, &raw, 1, "");
     LLVMBuildBr(g->b, join);
@@ -1255,20 +1226,8 @@ static void emit_kernel(em_t *E, LLVMValueRef task)
     scratch_t S;
     scratch_acquire(E, &S, m->shared_bytes + (int64_t)m->tmax * m->slot_bytes);
     if (task) {
-        LLVMTypeRef fty;
-        LLVMValueRef ident = omp_ident(g);
-        LLVMValueRef T = smin(g, call0_i64(g, "omp_get_max_threads"), I(g, m->tmax));
-        T = smax(g, T, I(g, 1));
-        LLVMValueRef f_gt = decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
-        LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
-        LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-        LLVMValueRef f_push = decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-        LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, T, g->t_i32, "") };
-        LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
-        LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-        LLVMValueRef f_fork = decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
-        LLVMValueRef fa[5] = { ident, LLVMConstInt(g->t_i32, 2, 0), task, bufs, S.ptr };
-        LLVMBuildCall2(g->b, fty, f_fork, fa, 5, "");
+        LLVMValueRef T = smin(g, ic__gen_omp_i64(g, "omp_get_max_threads"), I(g, m->tmax));
+        ic__gen_omp_fork(g, task, smax(g, T, I(g, 1)), bufs, &S.ptr, 1);
     } else {
         LLVMValueRef args[IC__MAX_KBUFS + 4];
         int n = load_bufs(g, bufs, args);
@@ -1352,12 +1311,12 @@ ic_status ic__gemm_emit(ic__cg *g, ic__gemm *m)
         }
         ic__gemm_expr_mark(st0, m->x.expr, E.xneed);
     } else if (m->pack_a) {
-        E.packa = m->bf16_dot ? emit_packa_bf16(&E) : emit_packa(&E);
+        E.packa = emit_pack(&E, true);
     }
     if (m->prepacked)
         E.panels = emit_panels(&E);
     else
-        E.packb = m->bf16_dot ? emit_packb_bf16(&E) : emit_packb(&E);
+        E.packb = emit_pack(&E, false);
     ic_status s = emit_block_fn(&E);
     if (!s)
         s = emit_work(&E);

@@ -152,6 +152,16 @@ static ic_status stage_body(ic__cg *g, int s, const strip_t *sp)
     return r;
 }
 
+/* The first REDUCE of stage st after instruction i (-1: from the start), or -1: the loops
+ * over a stage's accumulators. */
+static int next_reduce(const ic_stage *st, int i)
+{
+    while (++i < st->ninstr)
+        if (st->instr[i].op == IC_L_REDUCE)
+            return i;
+    return -1;
+}
+
 static void init_accs(ic__cg *g, int s, const strip_t *sp)
 {
     const ic_stage *stg = &g->k->stages[s];
@@ -160,10 +170,8 @@ static void init_accs(ic__cg *g, int s, const strip_t *sp)
         loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "init");
         g->lane = L.iv;
     }
-    for (int i = 0; i < stg->ninstr; i++) {
+    for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
         const ic_linstr *in = &stg->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         ic_dtype vt = in->red == IC_RED_ARGMAX ? stg->instr[in->a].type : in->type;
         LLVMTypeRef ty = ic__gen_type(g, vt);
         st(g, ic__gen_reduce_init(g, in->red, vt), ic__gen_acc_ptr(g, g->acc[s][i], ty));
@@ -457,7 +465,7 @@ static void small_buf_attrs(ic__cg *g, LLVMValueRef fn)
                             LLVMCreateStringAttribute(g->ctx, "ic-small-params", 15, params, (unsigned)np));
 }
 
-static void fn_attrs(ic__cg *g, LLVMValueRef fn)
+void ic__gen_target_attrs(ic__cg *g, LLVMValueRef fn)
 {
     LLVMAttributeRef a = LLVMCreateStringAttribute(g->ctx, "target-cpu", 10, g->t->cpu,
                                                    (unsigned)strlen(g->t->cpu));
@@ -465,6 +473,12 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
     a = LLVMCreateStringAttribute(g->ctx, "target-features", 15, g->t->features,
                                   (unsigned)strlen(g->t->features));
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+}
+
+static void fn_attrs(ic__cg *g, LLVMValueRef fn)
+{
+    LLVMAttributeRef a;
+    ic__gen_target_attrs(g, fn);
     if (g->p->prefer_vector_bits > 0) {
         char w[16];
         snprintf(w, sizeof w, "%d", g->p->prefer_vector_bits);
@@ -489,29 +503,29 @@ static void fn_attrs(ic__cg *g, LLVMValueRef fn)
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
 }
 
-static void add_noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
+void ic__gen_noalias(ic__cg *g, LLVMValueRef fn, unsigned param)
 {
     unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
     LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(g->ctx, na, 0));
 }
 
-static LLVMValueRef omp_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
-                             int n, bool vararg, LLVMTypeRef *fty)
+LLVMValueRef ic__gen_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps, int n,
+                          bool vararg, LLVMTypeRef *fty)
 {
     *fty = LLVMFunctionType(ret, ps, (unsigned)n, vararg);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
     return f ? f : LLVMAddFunction(g->mod, name, *fty);
 }
 
-static LLVMValueRef omp_call_i64(ic__cg *g, const char *name)
+LLVMValueRef ic__gen_omp_i64(ic__cg *g, const char *name)
 {
     LLVMTypeRef fty;
-    LLVMValueRef f = omp_decl(g, name, g->t_i32, NULL, 0, false, &fty);
+    LLVMValueRef f = ic__gen_decl(g, name, g->t_i32, NULL, 0, false, &fty);
     return LLVMBuildSExt(g->b, LLVMBuildCall2(g->b, fty, f, NULL, 0, ""), g->t_i64, "");
 }
 
 /* The ident_t every __kmpc call takes: {reserved, flags = KMP_IDENT_KMPC, reserved x2, psource}. */
-static LLVMValueRef omp_ident(ic__cg *g)
+LLVMValueRef ic__gen_omp_ident(ic__cg *g)
 {
     LLVMValueRef id = LLVMGetNamedGlobal(g->mod, "ic.omp.ident");
     if (id)
@@ -559,7 +573,7 @@ static void range_begin(ic__cg *g, range_t *R, const char *suffix, int nextra)
     for (int i = 0, a = 0; i < g->nbufs; i++)
         g->bufptr[i] = g->used[i] ? LLVMGetParam(R->fn, (unsigned)a++) : NULL;
     for (int i = 0; i < R->nused + nextra; i++)
-        add_noalias(g, R->fn, (unsigned)i);
+        ic__gen_noalias(g, R->fn, (unsigned)i);
     g->fn = R->fn;
     g->entry = block(g, "entry");
     R->start = block(g, "start");
@@ -611,15 +625,15 @@ static LLVMValueRef omp_task(ic__cg *g, const char *suffix, const range_t *R, in
     LLVMValueRef mt = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(mt, LLVMInternalLinkage);
     fn_attrs(g, mt);
-    add_noalias(g, mt, 0);
-    add_noalias(g, mt, 1);
+    ic__gen_noalias(g, mt, 0);
+    ic__gen_noalias(g, mt, 1);
     LLVMBuilderRef saved = g->b;
     LLVMValueRef saved_fn = g->fn;
     g->b = LLVMCreateBuilderInContext(g->ctx);
     g->fn = mt;
     LLVMPositionBuilderAtEnd(g->b, block(g, "entry"));
-    LLVMValueRef tid = omp_call_i64(g, "omp_get_thread_num");
-    LLVMValueRef nth = omp_call_i64(g, "omp_get_num_threads");
+    LLVMValueRef tid = ic__gen_omp_i64(g, "omp_get_thread_num");
+    LLVMValueRef nth = ic__gen_omp_i64(g, "omp_get_num_threads");
     int64_t chunks = (items + grain - 1) / grain;
     LLVMValueRef per = LLVMBuildUDiv(g->b, LLVMBuildAdd(g->b, ic__gen_i64(g, chunks),
                                                         LLVMBuildSub(g->b, nth, ic__gen_i64(g, 1), ""), ""),
@@ -648,45 +662,32 @@ static LLVMValueRef omp_task(ic__cg *g, const char *suffix, const range_t *R, in
     return mt;
 }
 
-/* Forks a team on microtask mt(bufs, extra..) (team size from params, else libomp's). */
-static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra)
+void ic__gen_omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef team, LLVMValueRef bufs,
+                      LLVMValueRef *extra, int nextra)
 {
     LLVMTypeRef fty;
-    LLVMValueRef ident = omp_ident(g);
-    if (g->p->threads > 1) {
-        LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
+    LLVMValueRef ident = ic__gen_omp_ident(g);
+    if (team) {
+        LLVMValueRef f_gt = ic__gen_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
         LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
         LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-        LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-        LLVMValueRef pa[3] = { ident, gtid, LLVMConstInt(g->t_i32, (unsigned)g->p->threads, 0) };
+        LLVMValueRef f_push = ic__gen_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
+        LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, team, g->t_i32, "") };
         LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
     }
     LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
+    LLVMValueRef f_fork = ic__gen_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
     LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
     for (int i = 0; i < nextra; i++)
         fa[4 + i] = extra[i];
     LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
 }
 
-/* omp_fork with a team of at most n threads (an i64 known at run time). */
-static void omp_fork_n(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra,
-                       LLVMValueRef n)
+/* ic__gen_omp_fork with the team size of the params, if they fix one, else libomp's. */
+static void omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef bufs, LLVMValueRef *extra, int nextra)
 {
-    LLVMTypeRef fty;
-    LLVMValueRef ident = omp_ident(g);
-    LLVMValueRef f_gt = omp_decl(g, "__kmpc_global_thread_num", g->t_i32, &g->t_ptr, 1, false, &fty);
-    LLVMValueRef gtid = LLVMBuildCall2(g->b, fty, f_gt, &ident, 1, "gtid");
-    LLVMTypeRef pps[3] = { g->t_ptr, g->t_i32, g->t_i32 };
-    LLVMValueRef f_push = omp_decl(g, "__kmpc_push_num_threads", g->t_void, pps, 3, false, &fty);
-    LLVMValueRef pa[3] = { ident, gtid, LLVMBuildTrunc(g->b, n, g->t_i32, "") };
-    LLVMBuildCall2(g->b, fty, f_push, pa, 3, "");
-    LLVMTypeRef fps[3] = { g->t_ptr, g->t_i32, g->t_ptr };
-    LLVMValueRef f_fork = omp_decl(g, "__kmpc_fork_call", g->t_void, fps, 3, true, &fty);
-    LLVMValueRef fa[8] = { ident, LLVMConstInt(g->t_i32, 1 + (unsigned)nextra, 0), mt, bufs };
-    for (int i = 0; i < nextra; i++)
-        fa[4 + i] = extra[i];
-    LLVMBuildCall2(g->b, fty, f_fork, fa, 4 + (unsigned)nextra, "");
+    LLVMValueRef team = g->p->threads > 1 ? ic__gen_i64(g, g->p->threads) : NULL;
+    ic__gen_omp_fork(g, mt, team, bufs, extra, nextra);
 }
 
 /* Starts the exported kernel K(bufs); returns bufs. */
@@ -712,12 +713,11 @@ static int acc_slot(const ic_kernel *k, int s, int i, int *nslots)
 {
     int n = 0, slot = -1;
     for (int a = 0; a < k->nstages; a++)
-        for (int b = 0; b < k->stages[a].ninstr; b++)
-            if (k->stages[a].instr[b].op == IC_L_REDUCE) {
-                if (a == s && b == i)
-                    slot = n;
-                n++;
-            }
+        for (int b = next_reduce(&k->stages[a], -1); b >= 0; b = next_reduce(&k->stages[a], b)) {
+            if (a == s && b == i)
+                slot = n;
+            n++;
+        }
     if (nslots)
         *nslots = n;
     return slot;
@@ -733,9 +733,7 @@ static void accs_in_block(ic__cg *g, LLVMValueRef block_, int upto)
 {
     const ic_kernel *k = g->k;
     for (int s = 0; s < upto; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            if (k->stages[s].instr[i].op != IC_L_REDUCE)
-                continue;
+        for (int i = next_reduce(&k->stages[s], -1); i >= 0; i = next_reduce(&k->stages[s], i)) {
             LLVMValueRef off = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL));
             g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, block_, &off, 1, "");
             LLVMValueRef off8 = ic__gen_i64(g, 16 * acc_slot(k, s, i, NULL) + 8);
@@ -747,10 +745,8 @@ static void accs_in_block(ic__cg *g, LLVMValueRef block_, int upto)
 static void init_slots(ic__cg *g, int s, LLVMValueRef rec)
 {
     const ic_stage *st = &g->k->stages[s];
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         int slot = acc_slot(g->k, s, i, NULL);
         LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
         ic_dtype vt = acc_vtype(st, in);
@@ -777,10 +773,8 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
         g->vars[d] = ic__gen_i64(g, 0);
     accs_in_block(g, range_param(R, 0), s);
     if (stg->kind == IC_STAGE_REDUCE)
-        for (int i = 0; i < stg->ninstr; i++) {
+        for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
             const ic_linstr *in = &stg->instr[i];
-            if (in->op != IC_L_REDUCE)
-                continue;
             g->acc[s][i] = entry_alloca(g, ic__gen_type(g, acc_vtype(stg, in)), NULL, "acc");
             g->acc_idx[s][i] = entry_alloca(g, g->t_i64, NULL, "acci");
             st(g, ic__gen_reduce_init(g, in->red, acc_vtype(stg, in)), g->acc[s][i]);
@@ -789,10 +783,8 @@ static ic_status split_range(ic__cg *g, int s, range_t *R)
     ic_status r = emit_segments(g, range_param(R, 2), range_param(R, 3), k->inner, k->ninner,
                                 k->nouter, split_stage_body, s);
     if (stg->kind == IC_STAGE_REDUCE) /* this thread's partials */
-        for (int i = 0; i < stg->ninstr; i++) {
+        for (int i = next_reduce(stg, -1); i >= 0; i = next_reduce(stg, i)) {
             const ic_linstr *in = &stg->instr[i];
-            if (in->op != IC_L_REDUCE)
-                continue;
             int slot = acc_slot(k, s, i, NULL);
             LLVMTypeRef vty = ic__gen_type(g, acc_vtype(stg, in));
             LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
@@ -816,10 +808,8 @@ static void split_combine(ic__cg *g, int s, LLVMValueRef accblock, LLVMValueRef 
     loop_open(g, &L, ic__gen_i64(g, 0), nrec, "part");
     LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
     LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, partials, &roff, 1, "");
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         int slot = acc_slot(g->k, s, i, NULL);
         ic_dtype vt = acc_vtype(st, in);
         LLVMValueRef off = ic__gen_i64(g, 16 * slot), off8 = ic__gen_i64(g, 16 * slot + 8);
@@ -861,7 +851,7 @@ static ic_status gen_split(ic__cg *g, int64_t items)
         LLVMValueRef off = ic__gen_i64(g, i);
         g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
     }
-    LLVMValueRef nrec = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef nrec = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : ic__gen_omp_i64(g, "omp_get_max_threads");
     LLVMValueRef accblock = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
     LLVMValueRef partials = LLVMBuildArrayAlloca(g->b, g->t_i8, LLVMBuildMul(g->b, nrec, ic__gen_i64(g, recsize), ""), "partials");
     LLVMSetAlignment(partials, 64);
@@ -911,10 +901,8 @@ static int64_t col_slot(const ic_kernel *k, int64_t C, int s, int i, int64_t *id
 {
     int64_t off = 0;
     for (int a = 0; a < k->nstages; a++)
-        for (int b = 0; b < k->stages[a].ninstr; b++) {
+        for (int b = next_reduce(&k->stages[a], -1); b >= 0; b = next_reduce(&k->stages[a], b)) {
             const ic_linstr *in = &k->stages[a].instr[b];
-            if (in->op != IC_L_REDUCE)
-                continue;
             int64_t vsz = ic_dtype_size(acc_vtype(&k->stages[a], in));
             vsz = vsz < 1 ? 1 : vsz;
             int64_t v = off, ix = (off + vsz * C + 63) / 64 * 64;
@@ -952,9 +940,7 @@ static void col_accs(ic__cg *g, LLVMValueRef rec, int from, int upto)
 {
     const ic_kernel *k = g->k;
     for (int s = from; s < upto; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            if (k->stages[s].instr[i].op != IC_L_REDUCE)
-                continue;
+        for (int i = next_reduce(&k->stages[s], -1); i >= 0; i = next_reduce(&k->stages[s], i)) {
             int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
             LLVMValueRef ov = ic__gen_i64(g, v), oi = ic__gen_i64(g, ix);
             g->acc[s][i] = LLVMBuildInBoundsGEP2(g->b, g->t_i8, rec, &ov, 1, "");
@@ -981,10 +967,8 @@ static int col_block_rows(const ic__cg *g, int s)
     const ic_stage *st = &g->k->stages[s];
     if (g->p->vector_width == 1)
         return 1;
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         if (in->red != IC_RED_SUM && in->red != IC_RED_MAX && in->red != IC_RED_MIN)
             return 1;
         for (int j = i + 1; j < st->ninstr; j++)
@@ -1024,10 +1008,8 @@ static ic_status col_block(ic__cg *g, int s, const strip_t *sp, LLVMValueRef row
         r = ic__gen_stage(g, s);
     }
     g->deferred = NULL;
-    for (int i = 0; i < st->ninstr && !r; i++) {
+    for (int i = next_reduce(st, -1); i >= 0 && !r; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         LLVMValueRef v[COL_BLOCK];
         for (int u = 0; u < B; u++)
             v[u] = dv[(size_t)u * (size_t)st->ninstr + i];
@@ -1100,10 +1082,8 @@ static void col_combine(ic__cg *g, int s, LLVMValueRef final, LLVMValueRef parts
     LLVMValueRef roff = LLVMBuildMul(g->b, T.iv, ic__gen_i64(g, recsize), "");
     LLVMValueRef rec = LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, "");
     loop_open(g, &L, ic__gen_i64(g, 0), sp->width, "lane");
-    for (int i = 0; i < st->ninstr; i++) {
+    for (int i = next_reduce(st, -1); i >= 0; i = next_reduce(st, i)) {
         const ic_linstr *in = &st->instr[i];
-        if (in->op != IC_L_REDUCE)
-            continue;
         ic_dtype vt = acc_vtype(st, in);
         LLVMTypeRef ty = ic__gen_type(g, vt);
         int64_t ix, v = col_slot(k, k->outer[0], s, i, &ix);
@@ -1147,7 +1127,7 @@ static ic_status gen_colsplit(ic__cg *g)
         g->bufptr[i] = g->used[i] ? LLVMBuildLoad2(g->b, g->t_ptr, LLVMBuildInBoundsGEP2(g->b, g->t_ptr, bufs, &off, 1, ""), "") : NULL;
     }
     /* at most IC__COLSPLIT_TEAM threads, each with its record on K's stack */
-    LLVMValueRef want = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : omp_call_i64(g, "omp_get_max_threads");
+    LLVMValueRef want = g->p->threads > 0 ? ic__gen_i64(g, g->p->threads) : ic__gen_omp_i64(g, "omp_get_max_threads");
     LLVMValueRef nrec = smin(g, want, ic__gen_i64(g, IC__COLSPLIT_TEAM));
     LLVMValueRef final = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize), "accs");
     LLVMValueRef parts = entry_alloca(g, g->t_i8, ic__gen_i64(g, recsize * IC__COLSPLIT_TEAM), "parts");
@@ -1165,7 +1145,7 @@ static ic_status gen_colsplit(ic__cg *g)
         LLVMValueRef roff = LLVMBuildMul(g->b, L.iv, ic__gen_i64(g, recsize), "");
         col_init(g, s, LLVMBuildInBoundsGEP2(g->b, g->t_i8, parts, &roff, 1, ""), &sp);
         loop_close(g, &L, false);
-        omp_fork_n(g, tasks[s], bufs, extra, 2, nrec);
+        ic__gen_omp_fork(g, tasks[s], nrec, bufs, extra, 2);
         col_combine(g, s, final, parts, nrec, recsize, &sp);
     }
     LLVMBuildRetVoid(g->b);

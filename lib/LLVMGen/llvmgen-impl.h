@@ -105,6 +105,23 @@ IC_HIDDEN LLVMValueRef ic__gen_math(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueR
                                     LLVMValueRef y);
 /* exp of an argument <= 0 or NaN (IC_LF_EXP_LE0). */
 IC_HIDDEN LLVMValueRef ic__gen_exp_le0(ic__cg *g, ic_dtype t, LLVMValueRef x);
+/* Gives fn the target's CPU and features (every function we generate has them, so that the
+ * backend may use the whole ISA inside it). */
+IC_HIDDEN void ic__gen_target_attrs(ic__cg *g, LLVMValueRef fn);
+/* Marks parameter param of fn noalias. */
+IC_HIDDEN void ic__gen_noalias(ic__cg *g, LLVMValueRef fn, unsigned param);
+/* The function name of the module (declared as ret(ps[n]) if it is not there yet); *fty its
+ * type, for the calls. */
+IC_HIDDEN LLVMValueRef ic__gen_decl(ic__cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
+                                    int n, bool vararg, LLVMTypeRef *fty);
+/* A call of the libomp query name (i32 name(void), e.g. omp_get_thread_num), as i64. */
+IC_HIDDEN LLVMValueRef ic__gen_omp_i64(ic__cg *g, const char *name);
+/* The ident_t global every __kmpc call takes (made once per module). */
+IC_HIDDEN LLVMValueRef ic__gen_omp_ident(ic__cg *g);
+/* Forks a team running microtask mt(gtid, btid, bufs, extra[nextra]): of team threads (an
+ * i64), or libomp's default team when team is NULL. */
+IC_HIDDEN void ic__gen_omp_fork(ic__cg *g, LLVMValueRef mt, LLVMValueRef team, LLVMValueRef bufs,
+                                LLVMValueRef *extra, int nextra);
 /* A loop attribute node: vectorize width/interleave per params (innermost loops). */
 IC_HIDDEN LLVMValueRef ic__gen_loop_md(ic__cg *g);
 

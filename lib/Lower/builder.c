@@ -227,6 +227,20 @@ static ic_linstr mk(ic_lop op, ic_dtype t)
     return in;
 }
 
+static int *operand_ptr(ic_linstr *in, int j) { return j == 0 ? &in->a : j == 1 ? &in->b : &in->c; }
+
+/* in with its first n operands ops[..], or -1 if one is negative: an earlier builder call
+ * failed, and the failure carries on to what uses it. */
+static int emit_ops(ic__kb *b, ic_linstr in, int n, const int *ops)
+{
+    for (int j = 0; j < n; j++) {
+        if (ops[j] < 0)
+            return -1;
+        *operand_ptr(&in, j) = ops[j];
+    }
+    return ic__kb_emit(b, in);
+}
+
 int ic__kb_const_f(ic__kb *b, ic_dtype t, double f)
 {
     ic_linstr in = mk(IC_L_CONST, t);
@@ -253,44 +267,28 @@ int ic__kb_const_i(ic__kb *b, ic_dtype t, int64_t i)
 
 int ic__kb_un(ic__kb *b, ic_lop op, ic_dtype t, int a)
 {
-    if (a < 0)
-        return -1;
-    ic_linstr in = mk(op, t);
-    in.a = a;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, mk(op, t), 1, &a);
 }
 
 int ic__kb_bin(ic__kb *b, ic_lop op, ic_dtype t, int a, int c)
 {
-    if (a < 0 || c < 0)
-        return -1;
-    ic_linstr in = mk(op, t);
-    in.a = a;
-    in.b = c;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, mk(op, t), 2, (int[]){ a, c });
 }
 
 int ic__kb_cast(ic__kb *b, ic_dtype t, int a) { return ic__kb_un(b, IC_L_CAST, t, a); }
 
 int ic__kb_exp_le0(ic__kb *b, ic_dtype t, int a)
 {
-    if (a < 0)
-        return -1;
     ic_linstr in = mk(IC_L_EXP, t);
-    in.a = a;
     in.flags = IC_LF_EXP_LE0;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, in, 1, &a);
 }
 
 int ic__kb_cmp(ic__kb *b, ic_cmp cmp, int a, int c)
 {
-    if (a < 0 || c < 0)
-        return -1;
     ic_linstr in = mk(IC_L_CMP, IC_BOOL);
-    in.a = a;
-    in.b = c;
     in.cmp = cmp;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, in, 2, (int[]){ a, c });
 }
 
 int ic__kb_select(ic__kb *b, int cond, int a, int c)
@@ -299,11 +297,7 @@ int ic__kb_select(ic__kb *b, int cond, int a, int c)
         return -1;
     if (a == c)
         return a;
-    ic_linstr in = mk(IC_L_SELECT, ic__kb_type(b, a));
-    in.a = cond;
-    in.b = a;
-    in.c = c;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, mk(IC_L_SELECT, ic__kb_type(b, a)), 3, (int[]){ cond, a, c });
 }
 
 int ic__kb_var(ic__kb *b, int var)
@@ -315,12 +309,9 @@ int ic__kb_var(ic__kb *b, int var)
 
 int ic__kb_load(ic__kb *b, int buf, ic_dtype t, int off)
 {
-    if (off < 0)
-        return -1;
     ic_linstr in = mk(IC_L_LOAD, t);
     in.buf = buf;
-    in.a = off;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, in, 1, &off);
 }
 
 void ic__kb_store(ic__kb *b, int buf, int off, int val)
@@ -329,31 +320,23 @@ void ic__kb_store(ic__kb *b, int buf, int off, int val)
         return;
     ic_linstr in = mk(IC_L_STORE, ic__kb_type(b, val));
     in.buf = buf;
-    in.a = off;
-    in.b = val;
-    ic__kb_emit(b, in);
+    emit_ops(b, in, 2, (int[]){ off, val });
 }
 
 int ic__kb_max_nan_free(ic__kb *b, ic_dtype t, int val)
 {
-    if (val < 0)
-        return -1;
     ic_linstr in = mk(IC_L_REDUCE, t);
     in.red = IC_RED_MAX;
-    in.a = val;
     in.flags = IC_LF_NAN_FREE;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, in, 1, &val);
 }
 
 int ic__kb_reduce(ic__kb *b, ic_red red, ic_dtype t, int val, int index)
 {
-    if (val < 0 || (red == IC_RED_ARGMAX && index < 0))
-        return -1;
-    ic_linstr in = mk(IC_L_REDUCE, red == IC_RED_ARGMAX ? IC_I64 : t);
+    bool arg = red == IC_RED_ARGMAX; /* the index of the max is its second operand */
+    ic_linstr in = mk(IC_L_REDUCE, arg ? IC_I64 : t);
     in.red = red;
-    in.a = val;
-    in.b = red == IC_RED_ARGMAX ? index : -1;
-    return ic__kb_emit(b, in);
+    return emit_ops(b, in, arg ? 2 : 1, (int[]){ val, index });
 }
 
 int ic__kb_acc(ic__kb *b, int stage, int instr)
@@ -367,8 +350,6 @@ int ic__kb_acc(ic__kb *b, int stage, int instr)
 }
 
 /* ---- dead code ---- */
-
-static int *operand_ptr(ic_linstr *in, int j) { return j == 0 ? &in->a : j == 1 ? &in->b : &in->c; }
 
 /* keep[s][i] = 1 for what a store (or a reduce an ACC reads) needs, walking backwards. */
 static void mark_live(ic__kb *b, int **keep)

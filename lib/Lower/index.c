@@ -284,26 +284,27 @@ const ic__ix *ic__ix_add(ic__ixtab *t, const ic__ix *a, const ic__ix *b)
     return make(t, &x);
 }
 
-const ic__ix *ic__ix_scale(ic__ixtab *t, const ic__ix *a, int64_t k)
+/* k * a + c; NULL (an earlier failure) stays NULL. */
+static const ic__ix *affine(ic__ixtab *t, const ic__ix *a, int64_t k, int64_t c)
 {
     if (!a)
         return NULL;
     terms x;
     load(&x, a);
-    x.c0 *= k;
+    x.c0 = x.c0 * k + c;
     for (int i = 0; i < x.n; i++)
         x.coef[i] *= k;
     return make(t, &x);
 }
 
+const ic__ix *ic__ix_scale(ic__ixtab *t, const ic__ix *a, int64_t k)
+{
+    return affine(t, a, k, 0);
+}
+
 const ic__ix *ic__ix_addc(ic__ixtab *t, const ic__ix *a, int64_t k)
 {
-    if (!a)
-        return NULL;
-    terms x;
-    load(&x, a);
-    x.c0 += k;
-    return make(t, &x);
+    return affine(t, a, 1, k);
 }
 
 /* g = gcd of k, c0 and every coefficient. */
