@@ -104,6 +104,8 @@ typedef struct ic_attrs {
     double eps;
     bool has_dtype; ic_dtype dtype; /* cast full arange */
     int approximate;                /* gelu: 0 = "none", 1 = "tanh" */
+    double negative_slope;          /* leaky_relu (0.01) */
+    double beta, threshold;         /* softplus (1, 20): x where x * beta > threshold */
 } ic_attrs;
 
 IC_API void ic_attrs_init(ic_attrs *a, ic_op op);

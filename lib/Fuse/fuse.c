@@ -75,8 +75,10 @@ static void set_why(fz *f, ic_value v, const char *fmt, const char *a, const cha
 static int op_weight(const ic_node *n)
 {
     switch (n->info.op) {
-    case IC_OP_GELU: return 8;
-    case IC_OP_SILU: case IC_OP_SIGMOID: case IC_OP_POW: return 3;
+    case IC_OP_GELU: case IC_OP_SOFTPLUS: return 8;
+    case IC_OP_LOG1P: case IC_OP_EXPM1: case IC_OP_REMAINDER: return 4;
+    case IC_OP_SILU: case IC_OP_SIGMOID: case IC_OP_POW: case IC_OP_HARDSWISH: return 3;
+    case IC_OP_HARDSIGMOID: case IC_OP_LEAKY_RELU: case IC_OP_SIGN: return 2;
     case IC_OP_EXP: case IC_OP_LOG: case IC_OP_TANH: case IC_OP_ERF: case IC_OP_SIN:
     case IC_OP_COS: return 2;
     case IC_OP_CAT: return n->info.ninputs + 1;

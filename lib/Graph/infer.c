@@ -12,6 +12,9 @@ void ic_attrs_init(ic_attrs *a, ic_op op)
     a->astep = (ic_scalar){ 1, 1, true };
     a->eps = op == IC_OP_RMS_NORM ? 1e-6 : 1e-5;
     a->dtype = op == IC_OP_ARANGE ? IC_I64 : IC_F32;
+    a->negative_slope = 0.01;
+    a->beta = 1;
+    a->threshold = 20;
 }
 
 /* ---- helpers ---- */
@@ -201,10 +204,14 @@ static ic_status infer_unary(cx *x)
     ic_op op = x->n->info.op;
     switch (op) {
     case IC_OP_NEG: case IC_OP_ABS: case IC_OP_RELU: case IC_OP_FLOOR: case IC_OP_CEIL:
+    case IC_OP_ROUND:
         if (t == IC_BOOL)
             return FAIL(x, IC_EDTYPE, "does not take bool tensors");
         break;
-    case IC_OP_SILU: case IC_OP_GELU:
+    case IC_OP_SIGN: /* bool stays bool, as in PyTorch */
+        break;
+    case IC_OP_SILU: case IC_OP_GELU: case IC_OP_HARDSWISH: case IC_OP_HARDSIGMOID:
+    case IC_OP_LEAKY_RELU: case IC_OP_SOFTPLUS:
         if ((s = need_float(x, t)))
             return s;
         if (op == IC_OP_GELU && x->n->attrs.approximate != 0 && x->n->attrs.approximate != 1)
@@ -228,7 +235,8 @@ static ic_status infer_unary(cx *x)
             return FAIL(x, IC_EINVAL, "needs attr 'dtype'");
         out = x->n->attrs.dtype;
         break;
-    default: /* exp log sqrt rsqrt sin cos tanh sigmoid erf reciprocal: ints become f32 */
+    default: /* exp log sqrt rsqrt sin cos tanh sigmoid erf reciprocal log1p expm1: ints
+              * become f32 */
         if (!ic_dtype_is_float(t))
             out = IC_F32;
     }
@@ -269,7 +277,7 @@ static ic_status infer_binary(cx *x)
     ic_op op = n->info.op;
     n->compute = t;
     switch (op) {
-    case IC_OP_SUB: case IC_OP_POW:
+    case IC_OP_SUB: case IC_OP_POW: case IC_OP_REMAINDER:
         if (t == IC_BOOL)
             return FAIL(x, IC_EDTYPE, "does not take two bool operands");
         n->info.dtype = t;

@@ -22,11 +22,12 @@
 
 enum {
     A_DIMS, A_KEEPDIM, A_DIM, A_DIM0, A_DIM1, A_SHAPE, A_NSHAPE, A_START, A_END, A_STEP,
-    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_COUNT
+    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD, A_COUNT
 };
 static const char *const attr_names[A_COUNT] = {
     "dims", "keepdim", "dim", "dim0", "dim1", "shape", "normalized_shape", "start", "end",
-    "step", "value", "min", "max", "eps", "dtype", "approximate"
+    "step", "value", "min", "max", "eps", "dtype", "approximate", "negative_slope", "beta",
+    "threshold"
 };
 #define BIT(a) (1u << (a))
 
@@ -36,6 +37,8 @@ static void op_attrs(ic_op op, unsigned *allowed, unsigned *required)
     unsigned al = 0, rq = 0;
     switch (op) {
     case IC_OP_GELU: al = BIT(A_APPROX); break;
+    case IC_OP_LEAKY_RELU: al = BIT(A_NEG_SLOPE); break;
+    case IC_OP_SOFTPLUS: al = BIT(A_BETA) | BIT(A_THRESHOLD); break;
     case IC_OP_CLAMP: al = BIT(A_MIN) | BIT(A_MAX); break;
     case IC_OP_CAST: al = rq = BIT(A_DTYPE); break;
     case IC_OP_SUM: case IC_OP_MEAN: case IC_OP_AMAX: case IC_OP_AMIN: case IC_OP_PROD:
@@ -267,6 +270,15 @@ static ic_status get_opt_scalar(site *s, const json_t *j, const char *what, bool
     return get_scalar(s, j, what, out);
 }
 
+/* A number attr held as a double (eps, negative_slope, beta, threshold). */
+static ic_status get_real(site *s, const json_t *j, const char *what, double *out)
+{
+    ic_scalar e;
+    ic_status st = get_scalar(s, j, what, &e);
+    *out = e.f;
+    return st;
+}
+
 static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs *a)
 {
     char what[64];
@@ -290,12 +302,10 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
     case A_VALUE: return get_scalar(s, j, what, &a->value);
     case A_MIN: return get_opt_scalar(s, j, what, &a->has_min, &a->min);
     case A_MAX: return get_opt_scalar(s, j, what, &a->has_max, &a->max);
-    case A_EPS: {
-        ic_scalar e;
-        ic_status st = get_scalar(s, j, what, &e);
-        a->eps = e.f;
-        return st;
-    }
+    case A_EPS: return get_real(s, j, what, &a->eps);
+    case A_NEG_SLOPE: return get_real(s, j, what, &a->negative_slope);
+    case A_BETA: return get_real(s, j, what, &a->beta);
+    case A_THRESHOLD: return get_real(s, j, what, &a->threshold);
     case A_DTYPE:
         a->has_dtype = true;
         return get_dtype(s, j, what, &a->dtype);
@@ -1000,6 +1010,9 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
         case A_MIN: if (a->has_min) st = put_scalar(sv, n, o, k, a->min); break;
         case A_MAX: if (a->has_max) st = put_scalar(sv, n, o, k, a->max); break;
         case A_EPS: st = put_scalar(sv, n, o, k, ic_scalar_f(a->eps).scalar); break;
+        case A_NEG_SLOPE: st = put_scalar(sv, n, o, k, ic_scalar_f(a->negative_slope).scalar); break;
+        case A_BETA: st = put_scalar(sv, n, o, k, ic_scalar_f(a->beta).scalar); break;
+        case A_THRESHOLD: st = put_scalar(sv, n, o, k, ic_scalar_f(a->threshold).scalar); break;
         case A_DTYPE: if (a->has_dtype) st = put(sv, o, k, json_string(ic_dtype_name(a->dtype))); break;
         case A_APPROX: st = put(sv, o, k, json_string(a->approximate ? "tanh" : "none")); break;
         }

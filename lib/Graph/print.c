@@ -39,6 +39,8 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
     char buf[256];
     switch (n->info.op) {
     case IC_OP_GELU: if (a->approximate) fputs(" approximate=tanh", f); break;
+    case IC_OP_LEAKY_RELU: fprintf(f, " negative_slope=%g", a->negative_slope); break;
+    case IC_OP_SOFTPLUS: fprintf(f, " beta=%g threshold=%g", a->beta, a->threshold); break;
     case IC_OP_CLAMP:
         if (a->has_min) fputs(" min=", f), print_scalar(f, a->min);
         if (a->has_max) fputs(" max=", f), print_scalar(f, a->max);

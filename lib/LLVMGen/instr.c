@@ -396,6 +396,7 @@ static LLVMValueRef emit_unary(ic__cg *g, ic_lop op, ic_dtype t, LLVMValueRef x,
     case IC_L_RECIP: return LLVMBuildFDiv(b, LLVMConstReal(ty, 1.0), x, "");
     case IC_L_FLOOR: return fp ? intr1(g, "llvm.floor", x) : x;
     case IC_L_CEIL: return fp ? intr1(g, "llvm.ceil", x) : x;
+    case IC_L_ROUND: return fp ? intr1(g, "llvm.roundeven", x) : x;
     case IC_L_NOT:
         if (xt == IC_BOOL)
             return LLVMBuildXor(b, x, LLVMConstInt(g->t_i1, 1, 0), "");

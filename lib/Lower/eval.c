@@ -209,6 +209,100 @@ static int gelu(ic__gen *G, int x, ic_dtype t, bool tanh_form)
     return ic__kb_bin(b, IC_L_MUL, t, half_x, ic__kb_bin(b, IC_L_ADD, t, inner, cf(G, t, 1.0)));
 }
 
+/* Shorthands for the decompositions below (t: the register type). */
+#define BIN(op, x, y) ic__kb_bin(b, IC_L_##op, t, (x), (y))
+#define UN(op, x) ic__kb_un(b, IC_L_##op, t, (x))
+#define CMP(p, x, y) ic__kb_cmp(b, IC_CMP_##p, (x), (y))
+#define SEL(c, x, y) ic__kb_select(b, (c), (x), (y))
+
+/* log1p(x) = log(u) * (x / (u - 1)) with u = 1 + x (Goldberg: the rounding error of u
+ * cancels), x itself where u == 1 (tiny x, -0 kept) and at x = +inf. */
+static int log1p_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int one = cf(G, t, 1.0), u = BIN(ADD, x, one), um1 = BIN(SUB, u, one);
+    int r = BIN(MUL, UN(LOG, u), BIN(DIV, x, um1));
+    r = SEL(CMP(EQ, u, one), x, r);
+    return SEL(CMP(EQ, x, cf(G, t, INFINITY)), x, r);
+}
+
+/* expm1(x) = (u - 1) * (x / log(u)) with u = exp(x) (Kahan's correction), x where u == 1,
+ * -1 where u - 1 rounds to -1, u where it overflows. */
+static int expm1_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int one = cf(G, t, 1.0), m1 = cf(G, t, -1.0);
+    int u = UN(EXP, x), um1 = BIN(SUB, u, one);
+    int r = BIN(MUL, um1, BIN(DIV, x, UN(LOG, u)));
+    r = SEL(CMP(EQ, um1, m1), m1, r);
+    r = SEL(CMP(EQ, u, one), x, r);
+    return SEL(CMP(EQ, u, cf(G, t, INFINITY)), u, r);
+}
+
+/* sign: (x > 0) - (x < 0); -0 and NaN give +0, as in PyTorch. */
+static int sign_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    if (t == IC_BOOL)
+        return x;
+    int zero = ic__kb_const_i(b, t, 0);
+    int r = SEL(CMP(LT, x, zero), ic__kb_const_i(b, t, -1), zero);
+    return SEL(CMP(GT, x, zero), ic__kb_const_i(b, t, 1), r);
+}
+
+/* min(max(x + 3, 0), 6) / 6, NaN propagating */
+static int hardsigmoid_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int h = BIN(MIN, BIN(MAX, BIN(ADD, x, cf(G, t, 3.0)), cf(G, t, 0.0)), cf(G, t, 6.0));
+    return BIN(DIV, h, cf(G, t, 6.0));
+}
+
+/* An attr number as PyTorch's kernels use it: in the compute type (f32 for f16/bf16). */
+static int attr_const(ic__gen *G, double v, ic_dtype t) { return cf(G, t, ic__round_fp(t, v)); }
+
+/* softplus: x where x * beta > threshold, else log1p(exp(x * beta)) / beta */
+static int softplus_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int beta = attr_const(G, n->attrs.beta, t), xb = BIN(MUL, x, beta);
+    int soft = BIN(DIV, log1p_of(G, UN(EXP, xb), t), beta);
+    return SEL(CMP(GT, xb, attr_const(G, n->attrs.threshold, t)), x, soft);
+}
+
+/* remainder, with the divisor's sign. Integers: floor modulo. Floats: PyTorch takes fmod
+ * (exact) and adds b when the signs differ; here a - floor(a / b) * b, then corrected where
+ * the rounded quotient is one off (r of the wrong sign, or |r| >= |b|), a zero given a's
+ * sign (fmod's), and a finite a over an infinite b left alone (or b, when the signs
+ * differ). f32 operands are taken in f64, which makes the result exact while the quotient
+ * is below 2^29 (and rounds once, as PyTorch's fmod + b does); f64 results are exact while
+ * q * b is (an fma makes it so), else within an ulp of a. */
+static int remainder_of(ic__gen *G, int x, int y, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    if (!ic__is_fp(t))
+        return BIN(MOD, x, y);
+    if (t == IC_F32) {
+        int r = remainder_of(G, ic__kb_cast(b, IC_F64, x), ic__kb_cast(b, IC_F64, y), IC_F64);
+        return ic__kb_cast(b, IC_F32, r);
+    }
+    int zero = cf(G, t, 0.0), inf = cf(G, t, INFINITY);
+    int r = BIN(SUB, x, BIN(MUL, UN(FLOOR, BIN(DIV, x, y)), y));
+    int yneg = CMP(LT, y, zero);
+    int off = ic__kb_bin(b, IC_L_AND, IC_BOOL, CMP(NE, r, zero), CMP(NE, CMP(LT, r, zero), yneg));
+    r = SEL(off, BIN(ADD, r, y), r);
+    r = SEL(CMP(GE, UN(ABS, r), UN(ABS, y)), BIN(SUB, r, y), r);
+    r = SEL(CMP(EQ, r, zero), BIN(MUL, x, zero), r);
+    int xoff = ic__kb_bin(b, IC_L_AND, IC_BOOL, CMP(NE, x, zero), CMP(NE, CMP(LT, x, zero), yneg));
+    int big = ic__kb_bin(b, IC_L_AND, IC_BOOL, CMP(EQ, UN(ABS, y), inf), CMP(LT, UN(ABS, x), inf));
+    return SEL(big, SEL(xoff, y, x), r);
+}
+
+#undef BIN
+#undef UN
+#undef CMP
+#undef SEL
+
 static int clamp(ic__gen *G, const ic_node *n, int x, ic_dtype t)
 {
     const ic_attrs *at = &n->attrs;
@@ -244,6 +338,24 @@ static int eval_unary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
         return gelu(G, x, t, n->attrs.approximate == 1);
     case IC_OP_CLAMP:
         return clamp(G, n, x, t);
+    case IC_OP_LOG1P:
+        return log1p_of(G, x, t);
+    case IC_OP_EXPM1:
+        return expm1_of(G, x, t);
+    case IC_OP_SIGN:
+        return sign_of(G, x, t);
+    case IC_OP_ROUND: /* integers are already round */
+        return ic__is_fp(t) ? ic__kb_un(b, IC_L_ROUND, t, x) : x;
+    case IC_OP_HARDSIGMOID:
+        return hardsigmoid_of(G, x, t);
+    case IC_OP_HARDSWISH:
+        return ic__kb_bin(b, IC_L_MUL, t, x, hardsigmoid_of(G, x, t));
+    case IC_OP_LEAKY_RELU: {
+        int neg = ic__kb_bin(b, IC_L_MUL, t, x, attr_const(G, n->attrs.negative_slope, t));
+        return ic__kb_select(b, ic__kb_cmp(b, IC_CMP_GT, x, cf(G, t, 0.0)), x, neg);
+    }
+    case IC_OP_SOFTPLUS:
+        return softplus_of(G, n, x, t);
     case IC_OP_CAST: {
         ic_dtype to = n->info.dtype;
         int r = ic__kb_cast(b, to, x); /* an explicit cast to f16/bf16 always rounds */
@@ -287,6 +399,8 @@ static int eval_binary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
         return ic__kb_cmp(b, preds[op - IC_OP_EQ], x, y);
     }
     int x = ic__eval_operand(G, n, 0, idx, t), y = ic__eval_operand(G, n, 1, idx, t);
+    if (op == IC_OP_REMAINDER)
+        return remainder_of(G, x, y, t);
     return ic__kb_bin(b, binop(op, t), t, x, y);
 }
 

@@ -88,6 +88,7 @@ static double funary(ic_lop op, double a)
     case IC_L_ERF: return erf(a);
     case IC_L_RECIP: return 1.0 / a;
     case IC_L_FLOOR: return floor(a);
+    case IC_L_ROUND: return nearbyint(a); /* the default rounding mode: halves to even */
     default: return ceil(a);
     }
 }

@@ -79,6 +79,9 @@ static ic_status check_node(ic_ctx *c, const ic_graph *g, const ic_node *n)
         n->in[1].scalar.i < 0)
         return gerror(c, g, name, op, IC_EINVAL, "integers to negative integer powers are not "
                               "allowed (exponent %lld)", (long long)n->in[1].scalar.i);
+    if (n->info.op == IC_OP_REMAINDER && !ic_dtype_is_float(n->compute) &&
+        n->in[1].node == IC_SCALAR && n->in[1].scalar.i == 0)
+        return gerror(c, g, name, op, IC_EINVAL, "integer remainder by zero");
     if (n->info.op == IC_OP_FULL) {
         ic_scalar v = n->attrs.value;
         ic_dtype t = n->info.dtype;

@@ -256,6 +256,8 @@ static LLVMValueRef unop(ic__pg *G, const ic_linstr *in, LLVMValueRef x, ic_dtyp
         return f ? ic__pg_call(G, "llvm.floor", &ty, 1, &x, 1) : x;
     case IC_L_CEIL:
         return f ? ic__pg_call(G, "llvm.ceil", &ty, 1, &x, 1) : x;
+    case IC_L_ROUND: /* cvt.rni */
+        return f ? ic__pg_call(G, "llvm.roundeven", &ty, 1, &x, 1) : x;
     case IC_L_NOT:
         return t == IC_BOOL ? LLVMBuildNot(b, x, "")
                             : LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntEQ, x, LLVMConstNull(ty), ""), ty, "");

@@ -157,6 +157,29 @@ static double clamp_f(const ic_attrs *a, double lo, double hi, double x)
     return x;
 }
 
+/* An attr number as PyTorch's kernels use it: converted to the compute type (f32 for
+ * f16/bf16, whose kernels compute in f32). */
+static double attr_f(const ic_node *n, double v) { return ic__ref_round(n->compute, v); }
+
+/* softplus: x where x * beta > threshold, else log1p(exp(x * beta)) / beta. */
+static double softplus(const ic_node *n, double x)
+{
+    double beta = attr_f(n, n->attrs.beta), xb = ic__ref_round(n->compute, x * beta);
+    return xb > attr_f(n, n->attrs.threshold) ? x : log1p(exp(xb)) / beta;
+}
+
+/* remainder: the sign of the divisor, as PyTorch computes it from fmod (exact), so a zero
+ * result has the dividend's sign and an infinite divisor leaves a finite dividend alone. */
+static double remainder_f(double a, double b)
+{
+    double m = fmod(a, b);
+    if (m != 0 && (b < 0) != (m < 0))
+        m += b;
+    return m;
+}
+
+static double hardsigmoid(double x) { return isnan(x) ? x : fmin(fmax(x + 3, 0), 6) / 6; }
+
 static double unary_f(const ic_node *n, double x)
 {
     switch (n->info.op) {
@@ -177,6 +200,14 @@ static double unary_f(const ic_node *n, double x)
     case IC_OP_FLOOR: return floor(x);
     case IC_OP_CEIL: return ceil(x);
     case IC_OP_GELU: return gelu(x, n->attrs.approximate);
+    case IC_OP_LOG1P: return log1p(x);
+    case IC_OP_EXPM1: return expm1(x);
+    case IC_OP_SIGN: return (x > 0) - (x < 0); /* -0 and NaN give +0, as in PyTorch */
+    case IC_OP_ROUND: return nearbyint(x);     /* halves to even (default rounding mode) */
+    case IC_OP_HARDSWISH: return x * hardsigmoid(x);
+    case IC_OP_HARDSIGMOID: return hardsigmoid(x);
+    case IC_OP_LEAKY_RELU: return x > 0 ? x : x * attr_f(n, n->attrs.negative_slope);
+    case IC_OP_SOFTPLUS: return softplus(n, x);
     default: IC_ASSERT(!"not a float unary op"); return 0;
     }
 }
@@ -187,7 +218,8 @@ static int64_t unary_i(const ic_node *n, int64_t x, int64_t lo, int64_t hi)
     case IC_OP_NEG: return wrap_sub(0, x);
     case IC_OP_ABS: return x < 0 ? wrap_sub(0, x) : x;
     case IC_OP_RELU: return x > 0 ? x : 0;
-    case IC_OP_FLOOR: case IC_OP_CEIL: return x; /* integers are their own floor */
+    case IC_OP_FLOOR: case IC_OP_CEIL: case IC_OP_ROUND: return x; /* integers are their own floor */
+    case IC_OP_SIGN: return (x > 0) - (x < 0);
     case IC_OP_CLAMP:
         if (n->attrs.has_min && x < lo)
             x = lo;
@@ -270,6 +302,7 @@ static double binary_f(ic_op op, double a, double b)
     case IC_OP_GE: return a >= b;
     case IC_OP_LOGICAL_AND: return a != 0 && b != 0;
     case IC_OP_LOGICAL_OR: return a != 0 || b != 0;
+    case IC_OP_REMAINDER: return remainder_f(a, b);
     default: IC_ASSERT(!"not a binary op"); return 0;
     }
 }
@@ -307,6 +340,10 @@ static int64_t binary_i(ic_op op, int64_t a, int64_t b)
     case IC_OP_GE: return a >= b;
     case IC_OP_LOGICAL_AND: return a != 0 && b != 0;
     case IC_OP_LOGICAL_OR: return a != 0 || b != 0;
+    case IC_OP_REMAINDER: { /* b != 0 (checked by the caller); INT64_MIN % -1 is 0 */
+        int64_t r = b == -1 ? 0 : a % b;
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     default: IC_ASSERT(!"not an integer binary op"); return 0;
     }
 }
@@ -331,7 +368,10 @@ static ic_status ref_binary(const ic_graph *g, const ic_node *n, const ic_tensor
     bool to_bool = out->dtype == IC_BOOL;
     for (int64_t o = 0; o < total; o++, walk_next(&w)) {
         if (!fl) {
-            ic__ref_seti(out, o, binary_i(op, opi(&a, w.off[0]), opi(&b, w.off[1])));
+            int64_t y = opi(&b, w.off[1]);
+            if (op == IC_OP_REMAINDER && y == 0) /* PyTorch: ZeroDivisionError */
+                return NODE_FAIL(g, n, IC_EINVAL, "integer remainder by zero");
+            ic__ref_seti(out, o, binary_i(op, opi(&a, w.off[0]), y));
             continue;
         }
         double r = binary_f(op, opf(&a, w.off[0]), opf(&b, w.off[1]));

@@ -16,11 +16,15 @@ that PyTorch refuses (e.g. abs of bool, mean of i32) is "a dtype an op does
 not take", so it becomes an "error" case, listed in DIR/refused.txt.
 
 Data comes from torch.Generator seeded with a fixed number, so the corpus is
-the same on every run.
+the same on every run. IC_CONFORMANCE_ONLY=REGEX keeps only the cases whose
+name matches (re.search), e.g. "^(special_)?(round|remainder)"; every case is
+still generated (the random stream stays the same), only the others are not
+written.
 """
 
 import json
 import os
+import re
 import sys
 
 import torch
@@ -34,11 +38,23 @@ SPEC_OPS = set("""neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu silu erf 
 floor ceil logical_not gelu clamp cast add sub mul div pow maximum minimum eq ne lt le gt ge
 logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax layer_norm
 rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
-embedding full arange""".split())
+embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
+softplus""".split())
+
+def defined_ops():
+    """The op names include/ic/ops.def defines (the library's list): each must also be in
+    SPEC_OPS, so that an op added to the library without conformance cases fails here."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include",
+                        "ic", "ops.def")
+    with open(path) as f:
+        return set(re.findall(r'^IC_OP\(\s*\w+\s*,\s*"(\w+)"', f.read(), re.M))
+
+
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i32", "i64"]
 ALL = FLOATS + INTS + ["bool"]
 GEN = torch.Generator().manual_seed(20240611)
+ONLY = os.environ.get("IC_CONFORMANCE_ONLY")
 
 
 def rand(dtype, shape, lo=None, hi=None, nonzero=False):
@@ -76,6 +92,8 @@ class Corpus:
         params: [(name, dtype, shape, tensor, key or None, in_file)]."""
         assert name not in self.names, name
         self.names.add(name)
+        if ONLY and not re.search(ONLY, name):
+            return
         g = {"ic_graph": 1, "name": name, "inputs": [], "nodes": nodes,
              "outputs": outputs}
         data = {}
@@ -922,6 +940,103 @@ def integer_attr_cases(c):
           [node("s", "sum", ["a"], dims=[0]), node("y", "add", ["a", 1.0])], ["s", "y"])
 
 
+def new_pointwise_cases(c):
+    """log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu softplus: every
+    dtype (PyTorch's refusals become error cases), attrs, broadcasting, numbers, and the
+    edge values of each."""
+    nan, inf = float("nan"), float("inf")
+    ranges = {"log1p": (-0.9, 3.0, 0, 9), "expm1": (-3.0, 3.0, -3, 4), "sign": (-2.0, 2.0, -3, 4),
+              "round": (-4.0, 4.0, -9, 9), "hardswish": (-5.0, 5.0, -5, 5),
+              "hardsigmoid": (-5.0, 5.0, -5, 5), "leaky_relu": (-2.0, 2.0, -3, 3),
+              "softplus": (-25.0, 25.0, -3, 3)}
+    for op, (flo, fhi, ilo, ihi) in ranges.items():
+        for dt in ALL:
+            kw = {"lo": flo, "hi": fhi} if dt in FLOATS else {"lo": ilo, "hi": ihi}
+            one_op(c, "%s_%s" % (op, dt), op, [T(dt, [3, 5], **kw)])
+    one_op(c, "leaky_relu_slope_f32", "leaky_relu", [T("f32", [9], lo=-3, hi=3)],
+           {"negative_slope": 0.2})
+    one_op(c, "leaky_relu_slope_int_f64", "leaky_relu", [T("f64", [9], lo=-3, hi=3)],
+           {"negative_slope": 2})
+    one_op(c, "softplus_beta_threshold_f32", "softplus", [T("f32", [4, 8], lo=-8, hi=8)],
+           {"beta": 2.0, "threshold": 3.0})
+    one_op(c, "softplus_beta_half_f64", "softplus", [T("f64", [16], lo=-30, hi=30)],
+           {"beta": 0.5, "threshold": 10})
+    for dt in ALL:
+        nz = dt not in FLOATS
+        one_op(c, "remainder_%s" % dt, "remainder",
+               [T(dt, [4, 6], lo=-9, hi=9), T(dt, [4, 6], lo=-4, hi=4, nonzero=nz)])
+    one_op(c, "remainder_bcast_3x1_1x4", "remainder", [T("f32", [3, 1], lo=-5, hi=5),
+                                                       T("f32", [1, 4], lo=-3, hi=3, nonzero=True)])
+    one_op(c, "remainder_num_f32", "remainder", [T("f32", [3, 4], lo=-9, hi=9), 2.5])
+    one_op(c, "remainder_neg_num_f64", "remainder", [T("f64", [3, 4], lo=-9, hi=9), -2.5])
+    one_op(c, "remainder_num_i32", "remainder", [T("i32", [12], lo=-20, hi=20), 3])
+    one_op(c, "remainder_neg_num_i64", "remainder", [T("i64", [12], lo=-20, hi=20), -4])
+    one_op(c, "remainder_float_num_on_i32", "remainder", [T("i32", [12], lo=-20, hi=20), 2.5])
+    one_op(c, "remainder_num_first_i64", "remainder", [7, T("i64", [12], lo=-5, hi=5, nonzero=True)])
+    one_op(c, "remainder_num_first_f32", "remainder", [5.5, T("f32", [12], lo=-3, hi=3, nonzero=True)])
+    one_op(c, "remainder_i32_i64", "remainder", [T("i32", [6], lo=-9, hi=9),
+                                                 T("i64", [6], lo=-4, hi=4, nonzero=True)])
+    one_op(c, "remainder_i64_f16", "remainder", [T("i64", [6], lo=-9, hi=9),
+                                                 T("f16", [6], lo=-3, hi=3, nonzero=True)])
+    one_op(c, "remainder_int_zero_num", "remainder", [T("i32", [4]), 0], expect="error")
+    # Edge values.
+    c.add("special_round_halves",
+          [("x", "f32", [15], torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, 0.49999997,
+                                            8388609.0, nan, inf, -inf, 1e30, 2.5000002, 3.5]))],
+          [node("y", "round", ["x"])], ["y"])
+    c.add("special_round_halves_f64",
+          [("x", "f64", [8], torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 4503599627370497.0,
+                                           0.49999999999999994, -1e300], dtype=torch.float64))],
+          [node("y", "round", ["x"])], ["y"])
+    c.add("special_round_halves_bf16",
+          [("x", "bf16", [6], torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 254.5], dtype=torch.bfloat16))],
+          [node("y", "round", ["x"])], ["y"])
+    ra = [5.0, -5.0, 5.0, -5.0, 0.0, -0.0, -6.0, 6.0, 7.5, -7.5, 1.0, nan, inf, 3.0, -3.0, 1e-30,
+          5.0, -5.0, 1e10, 0.3, -0.0]
+    rb = [3.0, 3.0, -3.0, -3.0, -2.0, 2.0, 3.0, -3.0, 2.0, 2.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1e30,
+          inf, inf, 3.0, 0.1, -inf]
+    for dt in ("f32", "f64"):
+        c.add("special_remainder_%s" % dt,
+              [("a", dt, [len(ra)], torch.tensor(ra, dtype=DT[dt])),
+               ("b", dt, [len(rb)], torch.tensor(rb, dtype=DT[dt]))],
+              [node("y", "remainder", ["a", "b"])], ["y"])
+    for dt in ("i32", "i64"):
+        c.add("special_remainder_neg_%s" % dt,
+              [("a", dt, [8], torch.tensor([5, -5, 5, -5, 0, 7, -7, -2147483647], dtype=DT[dt])),
+               ("b", dt, [8], torch.tensor([3, 3, -3, -3, 5, -1, 1, 2], dtype=DT[dt]))],
+              [node("y", "remainder", ["a", "b"])], ["y"])
+    c.add("special_log1p", [("x", "f32", [13], torch.tensor(
+        [-0.0, 0.0, -1.0, -2.0, 1e-10, -1e-10, 1e-30, -0.5, 1e30, inf, nan, -0.9999999, 3e-8]))],
+          [node("y", "log1p", ["x"])], ["y"])
+    c.add("special_log1p_f64", [("x", "f64", [6], torch.tensor(
+        [-0.0, 1e-300, -1e-17, -1.0, 1e300, -0.99999999], dtype=torch.float64))],
+          [node("y", "log1p", ["x"])], ["y"])
+    c.add("special_expm1", [("x", "f32", [13], torch.tensor(
+        [-0.0, 0.0, 1e-10, -1e-10, 100.0, 88.0, 89.0, -100.0, inf, -inf, nan, 1e-5, -17.0]))],
+          [node("y", "expm1", ["x"])], ["y"])
+    c.add("special_expm1_f64", [("x", "f64", [6], torch.tensor(
+        [-0.0, 1e-300, -1e-17, 700.0, 710.0, -40.0], dtype=torch.float64))],
+          [node("y", "expm1", ["x"])], ["y"])
+    sv = torch.tensor([nan, inf, -inf, 0.0, -0.0, 3.0, -3.0, 1e-30, 2.999, -2.999, -1.5])
+    for op in ("sign", "hardswish", "hardsigmoid", "leaky_relu"):
+        c.add("special_%s" % op, [("x", "f32", [11], sv)], [node("y", op, ["x"])], ["y"])
+    c.add("special_softplus_threshold",
+          [("x", "f32", [12], torch.tensor([19.9, 20.0, 20.0001, 21.0, -100.0, nan, inf, -inf, 0.0,
+                                            15.0, -0.0, 19.999998]))],
+          [node("y", "softplus", ["x"])], ["y"])
+    c.add("special_softplus_beta_threshold",
+          [("x", "f32", [6], torch.tensor([4.9, 5.0, 5.1, -40.0, 0.0, 100.0]))],
+          [node("y", "softplus", ["x"], beta=2.0, threshold=10.0)], ["y"])
+    # A chain the compiler fuses into one kernel.
+    c.add("new_pointwise_chain", [("x", "f32", [6, 33], rand("f32", [6, 33], lo=-6, hi=6)),
+                                  ("z", "f32", [33], rand("f32", [33], lo=1, hi=3))],
+          [node("r", "remainder", ["x", "z"]), node("s", "softplus", ["r"], beta=1.5),
+           node("h", "hardswish", ["x"]), node("l", "leaky_relu", ["h"], negative_slope=0.1),
+           node("e", "expm1", ["l"]), node("p", "log1p", ["s"]), node("q", "round", ["x"]),
+           node("g", "sign", ["q"]), node("a", "add", ["p", "e"]),
+           node("y", "mul", ["a", "g"]), node("w", "hardsigmoid", ["y"])], ["w", "q"])
+
+
 def main(argv):
     if len(argv) != 1:
         sys.stderr.write(__doc__)
@@ -933,11 +1048,16 @@ def main(argv):
                   contraction_cases, creation_cases, odd_size_cases, view_cases,
                   symbolic_cases, model_cases, special_value_cases, error_cases, edge_cases,
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
-                  integer_attr_cases):
+                  integer_attr_cases, new_pointwise_cases):
         group(c)
     c.finish()
+    unlisted = defined_ops() - SPEC_OPS
+    if unlisted:
+        sys.stderr.write("gen_cases: ops.def defines ops without conformance cases (add them to "
+                         "SPEC_OPS and write cases): %s\n" % sorted(unlisted))
+        return 1
     missing = SPEC_OPS - c.ops_ok
-    if missing:
+    if missing and not ONLY:
         sys.stderr.write("gen_cases: no passing-kind case for ops %s\n" % sorted(missing))
         return 1
     print("gen_cases: %d cases written to %s (%d of them dtype combinations PyTorch "

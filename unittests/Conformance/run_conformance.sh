@@ -10,6 +10,7 @@
 #   IC_CONFORMANCE_JOBS   parallel ic-run processes (default: nproc)
 #   IC_CONFORMANCE_KEEP   set to 1 to keep the work folder (it is printed)
 #   IC_CONFORMANCE_PYTHON the interpreter with torch (default /usr/bin/python3)
+#   IC_CONFORMANCE_ONLY   a regex: only the cases whose name matches (gen_cases.py)
 # Prints one line per failing case and a final "N passed, N failed"; exits 1
 # on any failure.
 set -u

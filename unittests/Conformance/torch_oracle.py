@@ -321,6 +321,8 @@ UNARY = {
     "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
     "silu": F.silu, "erf": torch.erf, "reciprocal": torch.reciprocal,
     "floor": torch.floor, "ceil": torch.ceil, "logical_not": torch.logical_not,
+    "log1p": torch.log1p, "expm1": torch.expm1, "sign": torch.sign, "round": torch.round,
+    "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid,
 }
 
 BINARY = {
@@ -333,6 +335,7 @@ BINARY = {
     "gt": binary(torch.gt, True), "ge": binary(torch.ge, True),
     "logical_and": binary(torch.logical_and, False),
     "logical_or": binary(torch.logical_or, False),
+    "remainder": binary(torch.remainder, True),
 }
 
 # Numbers first: torch.add(2, t) etc. may not exist, so for a number in
@@ -340,7 +343,7 @@ BINARY = {
 REFLECTED = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
-    "pow": lambda a, b: a ** b,
+    "pow": lambda a, b: a ** b, "remainder": lambda a, b: a % b,
     "eq": lambda a, b: b == a, "ne": lambda a, b: b != a,
     "lt": lambda a, b: b > a, "le": lambda a, b: b >= a,
     "gt": lambda a, b: b < a, "ge": lambda a, b: b <= a,
@@ -367,6 +370,12 @@ def run_node(node, args, sym):
     if op == "gelu":
         appr = attrs.get("approximate", "none")
         return half_fallback(lambda t: F.gelu(t, approximate=appr), [one()])
+    if op == "leaky_relu":
+        slope = attrs.get("negative_slope", 0.01)
+        return half_fallback(lambda t: F.leaky_relu(t, slope), [one()])
+    if op == "softplus":
+        beta, thr = attrs.get("beta", 1), attrs.get("threshold", 20)
+        return half_fallback(lambda t: F.softplus(t, beta, thr), [one()])
     if op == "clamp":
         lo, hi = attrs.get("min"), attrs.get("max")
         return half_fallback(lambda t: torch.clamp(t, lo, hi), [one()])
@@ -490,7 +499,8 @@ def run_graph(graph_path, supplied, binds=None):
                 args.append(env[a])
         try:
             env[node["name"]] = run_node(node, args, sym)
-        except (RuntimeError, TypeError, IndexError, ValueError, KeyError) as e:
+        except (RuntimeError, TypeError, IndexError, ValueError, KeyError,
+                ZeroDivisionError) as e:  # integer remainder by zero
             raise OracleError("node '%s' (%s): %s" % (node["name"], node["op"],
                                                       str(e).splitlines()[0]))
     return {o: env[o].contiguous() for o in g["outputs"]}

@@ -284,6 +284,32 @@ Test(infer, unary_dtypes)
     ict_assert_error(c, bad_node("u", IC_OP_EXP, OPS(ic_scalar_f(1)), NULL), IC_EINVAL, "(exp)", "tensor");
 }
 
+/* The ops of issue 11 take what PyTorch takes: log1p/expm1 lift integers and bool to f32,
+ * sign keeps every dtype (bool too), round keeps numbers but refuses bool, the activations
+ * want floats, remainder promotes like sub and refuses two bools. */
+Test(infer, log1p_sign_round_remainder_activation_dtypes)
+{
+    ic_value i = ict_input(g, "i", IC_I32, "2"), b = ict_input(g, "b", IC_BOOL, "2"),
+             h = ict_input(g, "h", IC_BF16, "2"), l = ict_input(g, "l", IC_I64, "3,1");
+    ict_assert_dtype(g, ok_node("lp", IC_OP_LOG1P, OPS(V(i)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("em", IC_OP_EXPM1, OPS(V(b)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("em2", IC_OP_EXPM1, OPS(V(h)), NULL), IC_BF16);
+    ict_assert_dtype(g, ok_node("sg", IC_OP_SIGN, OPS(V(b)), NULL), IC_BOOL);
+    ict_assert_dtype(g, ok_node("sg2", IC_OP_SIGN, OPS(V(i)), NULL), IC_I32);
+    ict_assert_dtype(g, ok_node("rd", IC_OP_ROUND, OPS(V(i)), NULL), IC_I32);
+    ict_assert_error(c, bad_node("rb", IC_OP_ROUND, OPS(V(b)), NULL), IC_EDTYPE, "(round)", "bool");
+    const ic_op acts[] = { IC_OP_HARDSWISH, IC_OP_HARDSIGMOID, IC_OP_LEAKY_RELU, IC_OP_SOFTPLUS };
+    for (int k = 0; k < 4; k++) {
+        ict_assert_dtype(g, ok_node(ic_op_name(acts[k]), acts[k], OPS(V(h)), NULL), IC_BF16);
+        ict_assert_error(c, bad_node("a", acts[k], OPS(V(i)), NULL), IC_EDTYPE, ic_op_name(acts[k]), "i32");
+    }
+    ic_value r = ok_node("r", IC_OP_REMAINDER, OPS(V(l), V(i)), NULL);
+    ict_assert_dtype(g, r, IC_I64);
+    ict_assert_shape(g, r, "[3, 2]");
+    ict_assert_dtype(g, ok_node("r2", IC_OP_REMAINDER, OPS(V(i), ic_scalar_f(2.5)), NULL), IC_F32);
+    ict_assert_error(c, bad_node("rbb", IC_OP_REMAINDER, OPS(V(b), V(b)), NULL), IC_EDTYPE, "(remainder)", "bool");
+}
+
 /* ---- dtype refusals ---- */
 
 Test(infer, dtype_refusals)

@@ -306,7 +306,16 @@ static const char *all_ops_json =
     "  {\"name\": \"full\", \"op\": \"full\", \"attrs\": {\"value\": 1.5, \"shape\": [\"B\", 2], \"dtype\": \"f64\"}},\n"
     "  {\"name\": \"arange\", \"op\": \"arange\", \"attrs\": {\"start\": 1, \"end\": 10, \"step\": 3, \"dtype\": \"i32\"}},\n"
     "  {\"name\": \"arange_f\", \"op\": \"arange\", \"inputs\": [], \"attrs\": {\"start\": 0.5, \"end\": 2.5, \"step\": 0.5, \"dtype\": \"f32\"}},\n"
-    "  {\"name\": \"arange_d\", \"op\": \"arange\", \"attrs\": {\"end\": 5}}],\n"
+    "  {\"name\": \"arange_d\", \"op\": \"arange\", \"attrs\": {\"end\": 5}},\n"
+    "  {\"name\": \"log1p\", \"op\": \"log1p\", \"inputs\": [\"x\"]},\n"
+    "  {\"name\": \"expm1\", \"op\": \"expm1\", \"inputs\": [\"iv\"]},\n"
+    "  {\"name\": \"sign\", \"op\": \"sign\", \"inputs\": [\"m\"]},\n"
+    "  {\"name\": \"round\", \"op\": \"round\", \"inputs\": [\"iv\"]},\n"
+    "  {\"name\": \"remainder\", \"op\": \"remainder\", \"inputs\": [\"x\", -1.5]},\n"
+    "  {\"name\": \"hardswish\", \"op\": \"hardswish\", \"inputs\": [\"x\"]},\n"
+    "  {\"name\": \"hardsigmoid\", \"op\": \"hardsigmoid\", \"inputs\": [\"x\"]},\n"
+    "  {\"name\": \"leaky_relu\", \"op\": \"leaky_relu\", \"inputs\": [\"x\"], \"attrs\": {\"negative_slope\": 0.2}},\n"
+    "  {\"name\": \"softplus\", \"op\": \"softplus\", \"inputs\": [\"x\"], \"attrs\": {\"beta\": 2, \"threshold\": 7.5}}],\n"
     " \"outputs\": [\"add\", \"sum\", \"embedding\", \"x\", \"w\", \"add\"]}\n";
 
 Test(json, every_op_is_covered)
@@ -365,6 +374,16 @@ Test(json, load_reads_what_the_file_says)
     cr_assert(in.attrs->has_min && !in.attrs->has_max);
     ic_graph_node(g, find(g, "cast"), &in);
     cr_assert_eq(in.dtype, IC_F16);
+    ic_graph_node(g, find(g, "leaky_relu"), &in);
+    cr_assert_eq(in.attrs->negative_slope, 0.2);
+    ic_graph_node(g, find(g, "softplus"), &in);
+    cr_assert(in.attrs->beta == 2 && in.attrs->threshold == 7.5);
+    ic_graph_node(g, find(g, "expm1"), &in);
+    cr_assert_eq(in.dtype, IC_F32);  /* integers to f32, as torch.expm1 */
+    ic_graph_node(g, find(g, "sign"), &in);
+    cr_assert_eq(in.dtype, IC_BOOL); /* sign of bool is bool */
+    ic_graph_node(g, find(g, "round"), &in);
+    cr_assert_eq(in.dtype, IC_I32);
     /* numbers in inputs: integer -> integer scalar, real -> real scalar */
     ic_graph_node(g, find(g, "sub"), &in);
     cr_assert(in.inputs[1].node == IC_SCALAR && in.inputs[1].scalar.is_int && in.inputs[1].scalar.i == 1);
@@ -779,6 +798,8 @@ Test(json_errors, unknown_and_mistyped_attrs)
     expect_node_fail(&e, N("cast", "{\"dtype\": null}"), IC_EFORMAT, "n", "attr 'dtype' must be a dtype name string, not null");
     expect_node_fail(&e, N("gelu", "{\"approximate\": \"fast\"}"), IC_EFORMAT, "n", "must be \"none\" or \"tanh\", not 'fast'");
     expect_node_fail(&e, N("gelu", "{\"approximate\": true}"), IC_EFORMAT, "n", "must be \"none\" or \"tanh\", not a boolean");
+    expect_node_fail(&e, N("leaky_relu", "{\"negative_slope\": \"0.1\"}"), IC_EFORMAT, "n", "attr 'negative_slope' must be a number, not a string");
+    expect_node_fail(&e, N("softplus", "{\"beta\": 1, \"thresh\": 5}"), IC_EFORMAT, "n", "unknown attr 'thresh' (softplus takes: beta, threshold)");
     expect_node_fail(&e, N("softmax", "{\"dim\": \"1\"}"), IC_EFORMAT, "n", "attr 'dim' must be an integer, not a string");
     expect_node_fail(&e, N("softmax", "{\"dim\": 1.0}"), IC_EFORMAT, "n", "attr 'dim' must be an integer, not a real");
     expect_node_fail(&e, N("clamp", "{\"min\": \"0\"}"), IC_EFORMAT, "n", "attr 'min' must be a number, not a string");

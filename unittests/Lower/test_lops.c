@@ -159,6 +159,7 @@ Test(lops, rows_say_what_the_ops_mean)
         { IC_L_AND, IC_BOOL, 0, true },  { IC_L_OR, IC_I32, 0, false },
         { IC_L_EXP, IC_F32, IC_LF_EXP_LE0, true }, { IC_L_LOG, IC_F32, IC_LF_EXP_LE0, false },
         { IC_L_MAX, IC_F32, IC_LF_NAN_FREE, false },
+        { IC_L_ROUND, IC_F64, 0, true }, { IC_L_ROUND, IC_I32, 0, false }, /* ints are round */
     };
     ic_ctx *c = ict_ctx();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -182,10 +182,12 @@ static void ptx_cases(case_group g, case_fn f)
     switch (g) {
     case CASES_UNARY: {
         static const char *ops[] = { "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "relu",
-                                     "silu", "erf", "floor", "ceil", "reciprocal" };
+                                     "silu", "erf", "floor", "ceil", "reciprocal", "expm1", "sign",
+                                     "round", "hardswish", "hardsigmoid", "leaky_relu", "softplus" };
         for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
             unary_case(f, ops[i], "f32", NULL, 0);
         unary_case(f, "log", "f32", NULL, POS);
+        unary_case(f, "log1p", "f32", NULL, POS);
         unary_case(f, "sqrt", "f32", NULL, POS);
         unary_case(f, "rsqrt", "f32", NULL, POS);
         unary_case(f, "gelu", "f32", NULL, 0);
@@ -226,6 +228,7 @@ static void ptx_cases(case_group g, case_fn f)
         for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
             binary_case(f, ops[i], "f32", "[37,129]", "f32", "[129]", TIES);
         binary_case(f, "pow", "f32", "[37,129]", "f32", "[37,1]", POS);
+        binary_case(f, "remainder", "f32", "[37,129]", "f32", "[129]", POS);
         binary_case(f, "add", "f32", "[5,1,33]", "f32", "[1,7,1]", 0);
         binary_case(f, "add", "bf16", "[37,128]", "bf16", "[128]", 0);
         binary_case(f, "mul", "f16", "[37,128]", "f16", "[37,128]", 0);

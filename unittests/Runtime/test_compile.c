@@ -188,6 +188,8 @@ static bool build_op(ic_graph *g, ic_op op, ic_dtype dt, int var, ic_value *y)
             in[1] = dt == IC_BOOL ? ic_scalar_i(1) : ic_dtype_is_float(dt) ? ic_scalar_f(1.5) : ic_scalar_i(3);
         } else {
             in[1] = ic_val(ict_input(g, "b", dt, var == 1 ? "4,1" : "1,33"));
+            if (op == IC_OP_REMAINDER && !ic_dtype_is_float(dt)) /* PyTorch refuses 0 */
+                cr_assert_eq(ic_graph_set_input_range(g, in[1].node, var ? 1 : -9, var ? 9 : -1), IC_OK);
         }
         nin = 2;
         break;

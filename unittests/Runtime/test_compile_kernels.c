@@ -161,6 +161,7 @@ Test(compile_kernels, math_f32_accuracy)
     check_unary(IC_L_RECIP, ref_recip, xs, n, 0, 0);
     check_unary(IC_L_FLOOR, floor, xs, n, 0, 0);
     check_unary(IC_L_CEIL, ceil, xs, n, 0, 0);
+    check_unary(IC_L_ROUND, rint, xs, n, 0, 0); /* halves to even: 0.5, -0.5, 9.5, -9.5 */
     check_unary(IC_L_ABS, fabs, xs, n, 0, 0);
     check_unary(IC_L_NEG, ref_neg, xs, n, 0, 0);
     int m = math_inputs(xs, N, 0, 1000);

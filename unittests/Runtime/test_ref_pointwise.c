@@ -191,6 +191,12 @@ static double r_gelu_tanh(double x)
     return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
 }
 
+static double r_sign(double x) { return (x > 0) - (x < 0); }
+static double r_hardsigmoid(double x) { return isnan(x) ? x : x <= -3 ? 0 : x >= 3 ? 1 : (x + 3) / 6; }
+static double r_hardswish(double x) { return x * r_hardsigmoid(x); }
+static double r_leaky_relu(double x) { return x > 0 ? x : x * (double)0.01f; }
+static double r_softplus(double x) { return x > 20 ? x : log(1 + exp(x)); }
+
 typedef struct {
     ic_op op;
     double (*f)(double);
@@ -206,7 +212,11 @@ static const unop FLOAT_UNARY[] = {
     { IC_OP_SILU, r_silu, false, 0 }, { IC_OP_ERF, erf, false, 0 },
     { IC_OP_RECIPROCAL, r_recip, true, 0 }, { IC_OP_FLOOR, floor, true, 0 },
     { IC_OP_CEIL, ceil, true, 0 }, { IC_OP_GELU, r_gelu, false, 0 },
-    { IC_OP_GELU, r_gelu_tanh, false, 1 },
+    { IC_OP_GELU, r_gelu_tanh, false, 1 }, { IC_OP_LOG1P, log1p, false, 0 },
+    { IC_OP_EXPM1, expm1, false, 0 }, { IC_OP_SIGN, r_sign, true, 0 },
+    { IC_OP_ROUND, rint, true, 0 }, { IC_OP_HARDSWISH, r_hardswish, false, 0 },
+    { IC_OP_HARDSIGMOID, r_hardsigmoid, false, 0 }, { IC_OP_LEAKY_RELU, r_leaky_relu, false, 0 },
+    { IC_OP_SOFTPLUS, r_softplus, false, 0 },
 };
 
 static const double XS[] = { -3.25, -1.5, -1, -0.5, -0.0, 0, 0.375, 0.5, 1, 1.75, 2.5, 4,
@@ -250,11 +260,13 @@ Test(ref_pointwise, unary_float_ops_on_integers_give_f32)
     static const double xs[] = { -3, -1, 0, 1, 2, 5 };
     const ic_dtype dts[] = { IC_I32, IC_I64, IC_BOOL };
     const ic_op ops[] = { IC_OP_EXP, IC_OP_LOG, IC_OP_SQRT, IC_OP_RSQRT, IC_OP_SIN, IC_OP_COS,
-                          IC_OP_TANH, IC_OP_SIGMOID, IC_OP_ERF, IC_OP_RECIPROCAL };
-    double (*fs[])(double) = { exp, log, sqrt, r_rsqrt, sin, cos, tanh, r_sigmoid, erf, r_recip };
+                          IC_OP_TANH, IC_OP_SIGMOID, IC_OP_ERF, IC_OP_RECIPROCAL, IC_OP_LOG1P,
+                          IC_OP_EXPM1 };
+    double (*fs[])(double) = { exp, log, sqrt, r_rsqrt, sin, cos, tanh, r_sigmoid, erf, r_recip,
+                               log1p, expm1 };
     for (int d = 0; d < 3; d++) {
         ic_tensor x = vec(c, dts[d], 6, xs);
-        for (int k = 0; k < 10; k++) {
+        for (int k = 0; k < 12; k++) {
             ic_tensor y = run1(c, ops[k], T(&x), NULL);
             int64_t sh[1] = { 6 };
             check_meta(&y, IC_F32, 1, sh, ic_op_name(ops[k]));
@@ -277,8 +289,9 @@ Test(ref_pointwise, unary_integer_ops_are_exact_and_wrap)
         int64_t lo = dt == IC_I32 ? INT32_MIN : INT64_MIN, hi = dt == IC_I32 ? INT32_MAX : INT64_MAX;
         int64_t xs[] = { lo, lo + 1, -7, -1, 0, 1, 9, hi };
         ic_tensor x = veci(c, dt, 8, xs);
-        const ic_op ops[] = { IC_OP_NEG, IC_OP_ABS, IC_OP_RELU, IC_OP_FLOOR, IC_OP_CEIL };
-        for (int k = 0; k < 5; k++) {
+        const ic_op ops[] = { IC_OP_NEG, IC_OP_ABS, IC_OP_RELU, IC_OP_FLOOR, IC_OP_CEIL,
+                              IC_OP_ROUND, IC_OP_SIGN };
+        for (int k = 0; k < 7; k++) {
             ic_tensor y = run1(c, ops[k], T(&x), NULL);
             cr_assert_eq(y.dtype, dt, "%s keeps %s", ic_op_name(ops[k]), ic_dtype_name(dt));
             for (int i = 0; i < 8; i++) {
@@ -288,6 +301,7 @@ Test(ref_pointwise, unary_integer_ops_are_exact_and_wrap)
                 case IC_OP_NEG: want = v == lo ? lo : -v; break;
                 case IC_OP_ABS: want = v == lo ? lo : v < 0 ? -v : v; break;
                 case IC_OP_RELU: want = v > 0 ? v : 0; break;
+                case IC_OP_SIGN: want = (v > 0) - (v < 0); break;
                 default: want = v; break;
                 }
                 check_int(&y, i, want, ic_op_name(ops[k]));
@@ -296,6 +310,95 @@ Test(ref_pointwise, unary_integer_ops_are_exact_and_wrap)
         }
         ic_tensor_free(c, &x);
     }
+    ic_ctx_destroy(c);
+}
+
+Test(ref_pointwise, round_halves_to_even_and_sign_of_zero_nan_bool)
+{
+    ic_ctx *c = ict_ctx();
+    static const double xs[] = { 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 8388609, -0.0, NAN };
+    static const double rounded[] = { 0, 2, 2, -0.0, -2, -2, 0, 8388609, -0.0, NAN };
+    ic_tensor x = vec(c, IC_F32, 10, xs);
+    ic_tensor y = run1(c, IC_OP_ROUND, T(&x), NULL), sg = run1(c, IC_OP_SIGN, T(&x), NULL);
+    for (int i = 0; i < 10; i++) {
+        check_exact(&y, i, rounded[i], "round");
+        cr_assert_eq(signbit(ict_get_f(&y, i)), signbit(rounded[i]), "round(%g) keeps the sign", xs[i]);
+    }
+    check_exact(&sg, 8, 0, "sign(-0)");
+    cr_assert(!signbit(ict_get_f(&sg, 8)), "sign(-0) is +0, as in PyTorch");
+    check_exact(&sg, 9, 0, "sign(NaN)");
+    int64_t bs[] = { 1, 0 };
+    ic_tensor b = veci(c, IC_BOOL, 2, bs), bsg = run1(c, IC_OP_SIGN, T(&b), NULL);
+    cr_assert_eq(bsg.dtype, IC_BOOL, "sign of bool is bool");
+    check_int(&bsg, 0, 1, "sign(true)");
+    check_int(&bsg, 1, 0, "sign(false)");
+    ic_tensor *ts[] = { &x, &y, &sg, &b, &bsg };
+    for (int i = 0; i < 5; i++)
+        ic_tensor_free(c, ts[i]);
+    ic_ctx_destroy(c);
+}
+
+Test(ref_pointwise, remainder_has_the_divisors_sign)
+{
+    ic_ctx *c = ict_ctx();
+    static const double a[] = { 5, -5, 5, -5, -6, 6, 7.5, 1, NAN, INFINITY, 5, -5, 1e10, -0.0 };
+    static const double b[] = { 3, 3, -3, -3, 3, -3, 2, 0, 1, 1, INFINITY, INFINITY, 3, 2 };
+    static const double want[] = { 2, 1, -1, -2, -0.0, 0, 1.5, NAN, NAN, NAN, 5, INFINITY, 1, -0.0 };
+    for (int d = 0; d < 2; d++) {
+        ic_tensor x = vec(c, FLOATS[d], 14, a), z = vec(c, FLOATS[d], 14, b);
+        ic_tensor y = run2(c, IC_OP_REMAINDER, T(&x), T(&z));
+        for (int i = 0; i < 14; i++) {
+            check_exact(&y, i, want[i], "remainder");
+            if (want[i] == 0)
+                cr_assert_eq(signbit(ict_get_f(&y, i)), signbit(want[i]), "remainder(%g, %g): fmod's zero",
+                             a[i], b[i]);
+        }
+        ic_tensor_free(c, &x), ic_tensor_free(c, &z), ic_tensor_free(c, &y);
+    }
+    int64_t ia[] = { 5, -5, 5, -5, 0, INT64_MIN, 7 }, ib[] = { 3, 3, -3, -3, 5, -1, 1 };
+    int64_t iw[] = { 2, 1, -1, -2, 0, 0, 0 };
+    ic_tensor x = veci(c, IC_I64, 7, ia), z = veci(c, IC_I64, 7, ib);
+    ic_tensor y = run2(c, IC_OP_REMAINDER, T(&x), T(&z));
+    cr_assert_eq(y.dtype, IC_I64);
+    for (int i = 0; i < 7; i++)
+        check_int(&y, i, iw[i], "remainder i64");
+    ic_tensor_free(c, &y);
+    y = run2(c, IC_OP_REMAINDER, T(&x), NI(-4)); /* Python's -5 % -4 == -1, 5 % -4 == -3 */
+    check_int(&y, 0, -3, "5 % -4");
+    check_int(&y, 1, -1, "-5 % -4");
+    ic_tensor_free(c, &y);
+    ic_tensor_free(c, &z);
+    int64_t zs[] = { 1, 1, 1, 0, 1, 1, 1 };
+    z = veci(c, IC_I64, 7, zs);
+    opnd in[2] = { T(&x), T(&z) };
+    ict_assert_error(c, try_op(c, IC_OP_REMAINDER, 2, in, NULL, &y), IC_EINVAL, "'y' (remainder)",
+                     "remainder by zero");
+    ic_tensor_free(c, &x), ic_tensor_free(c, &z);
+    ic_ctx_destroy(c);
+}
+
+Test(ref_pointwise, leaky_relu_and_softplus_attrs)
+{
+    ic_ctx *c = ict_ctx();
+    static const double xs[] = { -2, -0.0, 0.5, 4.9, 5.1, NAN };
+    ic_tensor x = vec(c, IC_F64, 6, xs);
+    ic_attrs at;
+    ic_attrs_init(&at, IC_OP_LEAKY_RELU);
+    cr_assert_eq(at.negative_slope, 0.01);
+    at.negative_slope = 0.25;
+    ic_tensor y = run1(c, IC_OP_LEAKY_RELU, T(&x), &at);
+    check_exact(&y, 0, -0.5, "leaky_relu(-2)");
+    cr_assert(signbit(ict_get_f(&y, 1)), "leaky_relu(-0) is -0");
+    check_exact(&y, 5, NAN, "leaky_relu(NaN)");
+    ic_tensor_free(c, &y);
+    ic_attrs_init(&at, IC_OP_SOFTPLUS);
+    cr_assert(at.beta == 1 && at.threshold == 20, "softplus defaults");
+    at.beta = 2, at.threshold = 10;
+    y = run1(c, IC_OP_SOFTPLUS, T(&x), &at);
+    for (int i = 0; i < 6; i++) /* linear where x * beta > threshold */
+        check_close(&y, i, xs[i] * 2 > 10 ? xs[i] : log1p(exp(2 * xs[i])) / 2, "softplus");
+    ic_tensor_free(c, &y);
+    ic_tensor_free(c, &x);
     ic_ctx_destroy(c);
 }
 
