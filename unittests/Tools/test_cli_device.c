@@ -334,6 +334,60 @@ Test(cli_device, fake_driver_reduce_overhead_replays_one_graph)
     ict_rmtree(f.dir);
 }
 
+/* The text of ic-dump's output after its one-line banner (malloc'd). */
+static char *after_banner(const char *out)
+{
+    const char *nl = strchr(out, '\n');
+    cr_assert(nl, "no banner line in:\n%s", out);
+    return strdup(nl + 1);
+}
+
+/* IC_COMPILE_DEBUG on a GPU compile: each compile (unfused, compiled) writes its folder with
+ * the graph, the loop IR before and after fusion, the NVPTX IR and the PTX, and the PTX is
+ * what ic-dump --stage ptx prints (the same pipeline, stopped there). */
+Test(cli_device, compile_debug_writes_the_gpu_folder)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char so[4200], log[4200], args[8192], env[20000], sub[8192];
+    build_fake_driver(f.dir, so, sizeof so);
+    snprintf(env, sizeof env, "%s IC_COMPILE_DEBUG=1", fake_env(f.dir, so, log, sizeof log));
+    snprintf(args, sizeof args, "'%s' --device cuda --no-compare " FAST, f.graph);
+    run_result r = run_tool_env(f.dir, env, "ic-run", args);
+    assert_fake_ok(&r, "IC_COMPILE_DEBUG=1 --device cuda (stand-in driver)");
+    cr_assert(strstr(r.err, "ic: compile debug folder: ic_debug/zero_"), "stderr: %s", r.err);
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --stage ptx", f.graph);
+    r = run_tool(f.dir, "ic-dump", args);
+    assert_ok(r, "ic-dump --stage ptx");
+    char *ptx = after_banner(r.out);
+    result_free(&r);
+    static const char *files[] = { "graph.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt", "output_code.ll",
+                                   "output_code.ptx" };
+    int fused = 0;
+    DIR *d = opendir(ict_path(f.dir, "ic_debug"));
+    cr_assert(d, "no ic_debug folder in %s", f.dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+            snprintf(sub, sizeof sub, "%s/ic_debug/%s/%s", f.dir, e->d_name, files[i]);
+            struct stat st;
+            cr_assert(stat(sub, &st) == 0 && st.st_size > 0, "%s missing or empty", sub);
+        }
+        char *text = read_text(sub); /* output_code.ptx */
+        if (strstr(text, "gpu_fused_add_mul_0")) {
+            fused++;
+            cr_assert_str_eq(text, ptx, "the compile's PTX differs from ic-dump --stage ptx");
+        }
+        free(text);
+    }
+    closedir(d);
+    cr_assert_eq(fused, 1, "one fused compile among the debug folders");
+    free(ptx);
+    ict_rmtree(f.dir);
+}
+
 Test(cli_device, fake_driver_mismatch_exits_2)
 {
     fixture f;
