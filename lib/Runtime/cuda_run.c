@@ -301,14 +301,7 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
             }
             /* the previous async copy may still read staging: wait for it */
             CU(cc, d->cu.StreamSynchronize(d->stream), "cuStreamSynchronize");
-            for (int64_t e = 0; e < buf->numel; e++) {
-                int64_t off = 0, rem = e;
-                for (int k = t->rank - 1; k >= 0; k--) {
-                    off += (rem % t->shape[k]) * t->strides[k];
-                    rem /= t->shape[k];
-                }
-                memcpy((char *)cc->staging + (size_t)e * es, (const char *)t->data + off * (int64_t)es, es);
-            }
+            ic__copy_strided(cc->staging, t);
             src = cc->staging;
         }
         CU(cc, d->cu.MemcpyHtoDAsync(v->dev[b], src, bytes, d->stream), "uploading an argument");

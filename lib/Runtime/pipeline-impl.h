@@ -156,5 +156,8 @@ IC_HIDDEN void ic__build_free(ic__build *B);
 IC_HIDDEN char *ic__build_text(const ic__build *B, char **text);
 
 IC_HIDDEN double ic__now_ms(void);
+/* Copies a strided tensor into contiguous dst, element by element (any rank): the staging of
+ * strided arguments, on every backend (slots.c). */
+IC_HIDDEN void ic__copy_strided(void *dst, const ic_tensor *t);
 
 #endif

@@ -105,8 +105,7 @@ void ic__slot_release(ic_compiled *cc, ic__variant *v, ic__slot *s)
     pthread_mutex_unlock(&cc->lock);
 }
 
-/* Copies a strided tensor into contiguous dst, element by element (any rank). */
-static void copy_strided(void *dst, const ic_tensor *t)
+void ic__copy_strided(void *dst, const ic_tensor *t)
 {
     size_t es = ic_dtype_size(t->dtype);
     int64_t n = ic_tensor_numel(t), idx[IC_MAX_RANK] = { 0 }, off = 0;
@@ -217,7 +216,7 @@ ic_status ic__bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s,
                 s->staging[buf->index] = p;
                 s->staging_cap[buf->index] = need;
             }
-            copy_strided(s->staging[buf->index], a);
+            ic__copy_strided(s->staging[buf->index], a);
             s->bufs[b] = s->staging[buf->index];
             break;
         }

@@ -1,5 +1,5 @@
 /* test_compile_perf.c - the compile-time and run-time machinery added for speed (lib/Runtime/
- * compile.c, jit.c): kernels that are the same code on other buffers share one compiled body
+ * backend_cpu.c, pool.c, jit.c): kernels that are the same code on other buffers share one compiled body
  * (and are run with a renamed buffer table, also from several threads at once), kernels are
  * compiled on several threads (IC_COMPILE_THREADS) without changing a bit of the results,
  * IC_PROFILE prints a per-kernel table, and f32 exp never computes subnormals (a flush that
