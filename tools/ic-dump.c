@@ -37,6 +37,9 @@ static const char usage[] =
     "                   opt, llvm_opt, s, assembly; the names IC_DUMP takes)\n"
     "  --bind SYM=N     size of a symbolic dimension (repeatable); every stage but graph\n"
     "                   needs every symbol bound\n"
+    "  --device NAME    cpu (default) or cuda: loops, fused and llvm-opt as ic_compile or\n"
+    "                   ic_cuda_compile makes them (cuda: gpu_ kernels, NVPTX IR; no GPU\n"
+    "                   needed); ptx and sass are always cuda, llvm and asm cpu\n"
     "  --no-fusion      fused, llvm, llvm-opt, asm, ptx, sass: one kernel per op (as\n"
     "                   IC_NO_FUSION=1)\n"
     "  -h, --help       this text\n";
@@ -46,6 +49,7 @@ typedef struct {
     cli_bind binds[CLI_MAX_BINDS];
     int nbinds;
     bool no_fusion, help;
+    bool cuda;           /* --device cuda: the stages as ic_cuda_compile makes them */
 } dump_opts;
 
 /* A stage prints g (the original graph; vals binds its symbols, NULL when it has none) to f.
@@ -72,11 +76,19 @@ static bool stage_graph(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const 
 static bool stage_compile(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
                           const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
-    ic_compile_options co;
-    ic_compile_options_init(&co);
-    if (o->no_fusion)
-        co.fusion = 0;
-    if (ic_compile_dump(c, g, &co, vals, stage, f) != IC_OK)
+    ic_status s;
+    if (o->cuda) {
+        ic_cuda_options go;
+        ic_cuda_options_init(&go);
+        go.no_fusion = o->no_fusion;
+        s = ic_cuda_compile_dump(c, g, &go, vals, stage, f);
+    } else {
+        ic_compile_options co;
+        ic_compile_options_init(&co);
+        co.fusion = !o->no_fusion;
+        s = ic_compile_dump(c, g, &co, vals, stage, f);
+    }
+    if (s != IC_OK)
         return cli_fail_ctx(e, c, NULL);
     return true;
 }
@@ -313,6 +325,12 @@ static bool parse_args(int argc, char **argv, dump_opts *o, cli_err *e)
         }
         if (strcmp(a, "--no-fusion") == 0) {
             o->no_fusion = true;
+        } else if (cli_opt(argc, argv, &i, "--device", &v, e)) {
+            if (!v)
+                return false;
+            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
+                return cli_fail(e, "--device %s: cpu or cuda (see ic-dump -h)", v);
+            o->cuda = strcmp(v, "cuda") == 0;
         } else if (cli_opt(argc, argv, &i, "--stage", &v, e)) {
             if (!(o->stage = v))
                 return false;
@@ -374,6 +392,8 @@ static void print_banner(const ic_ctx *c, FILE *f, const ic_pipe_stage_info *st,
     bool unfused = o->no_fusion || sw.no_fusion;
     if (unfused && strcmp(st->name, "graph") && strcmp(st->name, "loops"))
         fprintf(f, " [no fusion]");
+    if (o->cuda && !st->backend)
+        fprintf(f, " [cuda]");
     fprintf(f, " ==\n");
 }
 

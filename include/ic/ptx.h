@@ -247,6 +247,14 @@ IC_API ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_op
                                  ic_cuda_compiled **out);
 IC_API void ic_cuda_compiled_destroy(ic_cuda_compiled *cc);
 
+/* Prints one stage of compiling g for a GPU under o (NULL = defaults; vals binds symbols,
+ * NULL when none) into f, made by ic_cuda_compile's own pipeline stopped after that stage, for
+ * sm_90 without a GPU: "graph", "loops", "fused" (gpu_ kernels, as the GPU fuses), "llvm-opt"
+ * (the NVPTX module after O3), "ptx", or an alias (ic_pipe_stage_find). IC_EINVAL for an
+ * unknown stage or one only the CPU makes ("llvm", "asm"). */
+IC_API ic_status ic_cuda_compile_dump(ic_ctx *c, const ic_graph *g, const ic_cuda_options *o,
+                                      const int64_t *vals, const char *stage, FILE *f);
+
 /* Copies args (ic_graph_arg order, host memory, any strides) to the device, binding the
  * symbols (compiling a variant for a new binding). */
 IC_API ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args);

@@ -159,15 +159,48 @@ static void stage_list(char *buf, size_t n)
         k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", stages[i].name);
 }
 
-/* The pipeline set up as ic_compile (or, for the GPU's stages, ic_cuda_compile with default
- * options and no device) would run it under o. */
-static void dump_pipe(ic__pipe *P, ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
-                      ic_pipe_stage st, void *cuda_bopts)
+/* Runs P to stop after stage (a name or alias), its text into f; P's backend must make it. */
+static ic_status dump_stage(ic__pipe *P, const int64_t *vals, const char *stage, FILE *f)
 {
-    bool gpu = stages[st].backend && strcmp(stages[st].backend, "cuda") == 0;
-    ic__pipe_init(P, c, gpu ? &ic__backend_cuda : &ic__backend_cpu, gpu ? cuda_bopts : (const void *)o, g);
-    P->fusion = P->fusion && o->fusion;
-    P->freezing = o->freezing;
+    ic_ctx *c = P->c;
+    ic_pipe_stage st;
+    char list[160];
+    stage_list(list, sizeof list);
+    if (!ic_pipe_stage_find(stage, &st))
+        return ic__error(c, IC_EINVAL, "unknown stage '%s' (%s)", stage, list);
+    if (st == IC_PIPE_SASS)
+        return ic__error(c, IC_EINVAL, "stage 'sass' is made by ic-dump (ptxas + cuobjdump), not "
+                         "the library (%s)", list);
+    const char *be = stages[st].backend;
+    if (be && strcmp(be, P->be->name) != 0)
+        return ic__error(c, IC_EINVAL, "stage '%s' is made by the %s backend, not %s", stage, be, P->be->name);
+    ic_status s = ic_graph_verify(P->g);
+    if (s)
+        return s;
+    if (ic_graph_num_symbols(P->g) > 0 && !vals)
+        return ic__node_error(P->g, NULL, NULL, IC_EINVAL, "has symbols: bind them to dump stage '%s'", stage);
+    P->stop_after = (int)st;
+    P->out = f;
+    ic__vbase *v = NULL;
+    s = ic__pipeline(P, vals, &v);
+    ic__variant_free(P, v);
+    return s;
+}
+
+ic_status ic_cuda_compile_dump(ic_ctx *c, const ic_graph *g, const ic_cuda_options *o, const int64_t *vals,
+                               const char *stage, FILE *f)
+{
+    ic_cuda_options oo;
+    if (!o)
+        ic_cuda_options_init(&oo), o = &oo;
+    if (!g || !stage || !f)
+        return ic__error(c, IC_EINVAL, "ic_cuda_compile_dump: graph, stage and file are required");
+    ic__cuda_bopts bo = { NULL, o };
+    ic__pipe P;
+    ic__pipe_init(&P, c, &ic__backend_cuda, &bo, g);
+    P.fusion = P.fusion && !o->no_fusion;
+    P.freezing = o->freezing;
+    return dump_stage(&P, vals, stage, f);
 }
 
 ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
@@ -179,25 +212,16 @@ ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options
     if (!g || !stage || !f)
         return ic__error(c, IC_EINVAL, "ic_compile_dump: graph, stage and file are required");
     ic_pipe_stage st;
-    char list[160];
-    stage_list(list, sizeof list);
-    if (!ic_pipe_stage_find(stage, &st))
-        return ic__error(c, IC_EINVAL, "unknown stage '%s' (%s)", stage, list);
-    if (st == IC_PIPE_SASS)
-        return ic__error(c, IC_EINVAL, "stage 'sass' is made by ic-dump (ptxas + cuobjdump), not "
-                         "the library (%s)", list);
-    ic_status s = ic_graph_verify(g);
-    if (s)
-        return s;
-    if (ic_graph_num_symbols(g) > 0 && !vals)
-        return ic__node_error(g, NULL, NULL, IC_EINVAL, "has symbols: bind them to dump stage '%s'", stage);
-    ic__cuda_bopts cb = { NULL, NULL };
+    if (ic_pipe_stage_find(stage, &st) && st == IC_PIPE_PTX) { /* as ic_cuda_compile makes it */
+        ic_cuda_options co;
+        ic_cuda_options_init(&co);
+        co.no_fusion = !o->fusion;
+        co.freezing = o->freezing;
+        return ic_cuda_compile_dump(c, g, &co, vals, stage, f);
+    }
     ic__pipe P;
-    dump_pipe(&P, c, g, o, st, &cb);
-    P.stop_after = (int)st;
-    P.out = f;
-    ic__vbase *v = NULL;
-    s = ic__pipeline(&P, vals, &v);
-    ic__variant_free(&P, v);
-    return s;
+    ic__pipe_init(&P, c, &ic__backend_cpu, o, g);
+    P.fusion = P.fusion && o->fusion;
+    P.freezing = o->freezing;
+    return dump_stage(&P, vals, stage, f);
 }

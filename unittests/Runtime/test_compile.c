@@ -1008,6 +1008,38 @@ Test(compile, stage_names_and_aliases)
     ic_ctx_destroy(c);
 }
 
+/* The GPU's pipeline is the same one with the CUDA backend: its own fuse options (gpu_
+ * kernels), freezing folds constants there too, and the CPU-only stages are refused. */
+Test(compile, gpu_dump_runs_the_gpu_pipeline)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "frozen");
+    ic_value x = ict_input(g, "x", IC_F32, "4,8"), w, wt, y;
+    static float wdata[4 * 8];
+    ic_dim d[2] = { ic_dim_const(4), ic_dim_const(8) };
+    cr_assert_eq(ic_graph_add_param(g, "w", IC_F32, 2, d, wdata, sizeof wdata, NULL, NULL, &w), IC_OK);
+    cr_assert_eq(ic_graph_unary(g, "wt", IC_OP_NEG, ic_val(w), &wt), IC_OK);
+    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_ADD, ic_val(x), ic_val(wt), &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    ic_cuda_options o;
+    ic_cuda_options_init(&o);
+    o.freezing = true;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cr_assert_eq(ic_cuda_compile_dump(c, g, &o, NULL, "fuse", f), IC_OK, "%s", ic_last_error(c));
+    fclose(f);
+    cr_assert(strstr(buf, "gpu_") && !strstr(buf, "cpu_"), "GPU kernel names:\n%s", buf);
+    cr_assert(!strstr(buf, "neg"), "freezing folded neg(w) into a param:\n%s", buf);
+    free(buf);
+    f = fopen("/dev/null", "w");
+    ict_assert_error(c, ic_cuda_compile_dump(c, g, &o, NULL, "asm", f), IC_EINVAL, "stage 'asm' is made by the cpu");
+    ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "ptxx", f), IC_EINVAL, "unknown stage 'ptxx'");
+    fclose(f);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 Test(compile, switches_are_read_once_and_settable)
 {
     unsetenv("IC_NO_FUSION");

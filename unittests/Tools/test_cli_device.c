@@ -342,48 +342,51 @@ static char *after_banner(const char *out)
     return strdup(nl + 1);
 }
 
-/* IC_COMPILE_DEBUG on a GPU compile: each compile (unfused, compiled) writes its folder with
- * the graph, the loop IR before and after fusion, the NVPTX IR and the PTX, and the PTX is
- * what ic-dump --stage ptx prints (the same pipeline, stopped there). */
+/* ic-dump --device cuda --stage <stage> for f's graph, without its banner (malloc'd). */
+static char *gpu_dump(const fixture *f, const char *stage)
+{
+    char args[8192];
+    snprintf(args, sizeof args, "'%s' --device cuda --stage %s", f->graph, stage);
+    run_result r = run_tool(f->dir, "ic-dump", args);
+    assert_ok(r, stage);
+    char *text = after_banner(r.out);
+    result_free(&r);
+    return text;
+}
+
+/* IC_COMPILE_DEBUG on a GPU compile writes the graph, the loop IR before and after fusion,
+ * the NVPTX IR and the PTX, each what ic-dump --device cuda prints for that stage (the same
+ * pipeline, stopped there). */
 Test(cli_device, compile_debug_writes_the_gpu_folder)
 {
     fixture f;
     fixture_init(&f, zero_graph, "zero.json");
-    char so[4200], log[4200], args[8192], env[20000], sub[8192];
+    char so[4200], log[4200], args[8192], env[20000], path[8192];
     build_fake_driver(f.dir, so, sizeof so);
     snprintf(env, sizeof env, "%s IC_COMPILE_DEBUG=1", fake_env(f.dir, so, log, sizeof log));
     snprintf(args, sizeof args, "'%s' --device cuda --no-compare " FAST, f.graph);
     run_result r = run_tool_env(f.dir, env, "ic-run", args);
     assert_fake_ok(&r, "IC_COMPILE_DEBUG=1 --device cuda (stand-in driver)");
-    cr_assert(strstr(r.err, "ic: compile debug folder: ic_debug/zero_"), "stderr: %s", r.err);
-    result_free(&r);
-    snprintf(args, sizeof args, "'%s' --stage ptx", f.graph);
-    r = run_tool(f.dir, "ic-dump", args);
-    assert_ok(r, "ic-dump --stage ptx");
-    char *ptx = after_banner(r.out);
+    const char *p = strstr(r.err, "ic: compile debug folder: ic_debug/zero_");
+    cr_assert(p, "stderr: %s", r.err);
+    char sub[512];
+    snprintf(sub, sizeof sub, "%.*s", (int)strcspn(p + 26, "\n"), p + 26);
     result_free(&r);
     static const char *files[] = { "graph.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt", "output_code.ll",
                                    "output_code.ptx" };
-    int fused = 0;
-    DIR *d = opendir(ict_path(f.dir, "ic_debug"));
-    cr_assert(d, "no ic_debug folder in %s", f.dir);
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-            snprintf(sub, sizeof sub, "%s/ic_debug/%s/%s", f.dir, e->d_name, files[i]);
-            struct stat st;
-            cr_assert(stat(sub, &st) == 0 && st.st_size > 0, "%s missing or empty", sub);
-        }
-        char *text = read_text(sub); /* output_code.ptx */
-        if (strstr(text, "gpu_fused_add_mul_0")) {
-            fused++;
-            cr_assert_str_eq(text, ptx, "the compile's PTX differs from ic-dump --stage ptx");
-        }
+    static const char *stages[] = { "graph", "loops", "fused", "llvm-opt", "ptx" };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s/%s", f.dir, sub, files[i]);
+        char *text = read_text(path), *want = gpu_dump(&f, stages[i]);
+        cr_assert(text && *text, "%s missing or empty", path);
+        cr_assert_str_eq(text, want, "the compile's %s differs from ic-dump --device cuda --stage %s", files[i],
+                         stages[i]);
         free(text);
+        free(want);
     }
-    closedir(d);
-    cr_assert_eq(fused, 1, "one fused compile among the debug folders");
+    snprintf(path, sizeof path, "%s/%s/output_code.ptx", f.dir, sub);
+    char *ptx = read_text(path);
+    cr_assert(strstr(ptx, ".entry gpu_fused_add_mul_0"), "%.2000s", ptx);
     free(ptx);
     ict_rmtree(f.dir);
 }
@@ -447,6 +450,29 @@ Test(cli_device, fake_driver_other_ordinal_is_refused)
     snprintf(args, sizeof args, "'%s' --device cuda:3 " FAST, f.graph);
     run_result r = run_tool_env(f.dir, env, "ic-run", args);
     assert_fails(r, "ic-run", "cuda:3 on a one-GPU driver", "--device cuda:3", "no device 3");
+    result_free(&r);
+    ict_rmtree(f.dir);
+}
+
+/* ic-dump --device: cuda stages by alias, a bad device and a CPU-only stage refused. */
+Test(cli_device, dump_device_cuda)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char args[8192];
+    snprintf(args, sizeof args, "'%s' --device cuda --stage fuse", f.graph);
+    run_result r = run_tool(f.dir, "ic-dump", args);
+    assert_ok(r, "--device cuda --stage fuse");
+    cr_assert(strstr(r.out, "== fused: zero, fused kernels (Fuse) [cuda] ==\n") && strstr(r.out, "gpu_fused_add_mul_0"),
+              "%s", r.out);
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --device gpu", f.graph);
+    r = run_tool(f.dir, "ic-dump", args);
+    assert_fails(r, "ic-dump", "--device gpu", "--device gpu: cpu or cuda");
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --device cuda --stage asm", f.graph);
+    r = run_tool(f.dir, "ic-dump", args);
+    assert_fails(r, "ic-dump", "--device cuda --stage asm", "stage 'asm' is made by the cpu backend");
     result_free(&r);
     ict_rmtree(f.dir);
 }
