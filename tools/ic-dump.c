@@ -53,27 +53,27 @@ typedef struct {
 } dump_opts;
 
 /* A stage prints g (the original graph; vals binds its symbols, NULL when it has none) to f.
- * The graph stage prints the graph specialised by --bind when given (sg). */
-typedef bool (*stage_fn)(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+ * The graph stage prints the graph specialised by --bind when given. */
+typedef bool (*stage_fn)(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                          const dump_opts *o, const char *stage, FILE *f, cli_err *e);
 
-static bool stage_compile(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_compile(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                           const dump_opts *o, const char *stage, FILE *f, cli_err *e);
 
 /* Without --bind, a graph with symbols prints symbolic; else as the pipeline makes it. */
-static bool stage_graph(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_graph(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                         const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
     if (!vals) {
         ic_graph_print(f, g);
         return true;
     }
-    return stage_compile(c, g, sg, vals, o, stage, f, e);
+    return stage_compile(c, g, vals, o, stage, f, e);
 }
 
 /* The compiler's stages, printed by the pipeline itself (ic_compile_dump), which stops
  * after the stage: nothing is JIT-compiled or loaded. */
-static bool stage_compile(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_compile(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                           const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
     ic_status s;
@@ -265,7 +265,7 @@ static bool assemble_and_disassemble(const char *ptx, const char *ptxas, const c
 }
 
 /* SASS for sm_90: the PTX of stage_ptx through ptxas and cuobjdump (no GPU needed). */
-static bool stage_sass(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_sass(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                        const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
     char ptxas[4096], cuobjdump[4096];
@@ -276,7 +276,7 @@ static bool stage_sass(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const i
     FILE *mem = open_memstream(&ptx, &n);
     if (!mem)
         return cli_fail(e, "out of memory");
-    bool ok = stage_compile(c, g, sg, vals, o, "ptx", mem, e);
+    bool ok = stage_compile(c, g, vals, o, "ptx", mem, e);
     if (fclose(mem) != 0 && ok)
         ok = cli_fail(e, "out of memory");
     ok = ok && assemble_and_disassemble(ptx, ptxas, cuobjdump, g, f, e);
@@ -398,7 +398,7 @@ static void print_banner(const ic_ctx *c, FILE *f, const ic_pipe_stage_info *st,
 }
 
 /* Runs the stage into memory first, so a failing stage prints nothing but its error. */
-static bool dump(ic_ctx *c, ic_pipe_stage stage, const ic_graph *g, const ic_graph *sg,
+static bool dump(ic_ctx *c, ic_pipe_stage stage, const ic_graph *g,
                  const int64_t *vals, const dump_opts *o, cli_err *e)
 {
     char *text = NULL;
@@ -407,7 +407,7 @@ static bool dump(ic_ctx *c, ic_pipe_stage stage, const ic_graph *g, const ic_gra
     if (!mem)
         return cli_fail(e, "out of memory");
     const ic_pipe_stage_info *st = ic_pipe_stage_get(stage);
-    bool ok = stage_maker(stage)(c, g, sg, vals, o, st->name, mem, e);
+    bool ok = stage_maker(stage)(c, g, vals, o, st->name, mem, e);
     if (fclose(mem) != 0 && ok)
         ok = cli_fail(e, "out of memory");
     if (ok) {
@@ -443,21 +443,17 @@ int main(int argc, char **argv)
         return 1;
     }
     cli_log_init(c, "ic-dump");
-    ic_graph *g = NULL, *sg = NULL;
+    ic_graph *g = NULL;
     int64_t *vals = NULL;
     bool is_graph = st == IC_PIPE_GRAPH;
     bool ok = cli_load_graph(c, o.graph, &g, &e) &&
               bind_symbols(c, g, &o, !is_graph || o.nbinds > 0, &vals, &e);
-    /* the graph stage prints the specialised graph when --bind is given */
-    if (ok && is_graph && o.nbinds && ic_graph_specialize(g, vals, &sg) != IC_OK)
-        ok = cli_fail_ctx(&e, c, NULL);
-    ok = ok && dump(c, st, g, sg, vals, &o, &e);
+    ok = ok && dump(c, st, g, vals, &o, &e);
     if (ok && fflush(stdout) != 0)
         ok = cli_fail(&e, "cannot write to standard output");
     if (!ok)
         cli_report("ic-dump", e.msg);
     free(vals);
-    ic_graph_destroy(sg); /* borrows param data from g: destroy first */
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
     return ok ? 0 : 1;
