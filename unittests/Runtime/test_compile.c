@@ -1068,6 +1068,23 @@ Test(compile, switches_are_read_once_and_settable)
     ic_ctx_switches(c2, &sw);
     cr_assert(sw.no_fusion && sw.compile_threads == 3 && !sw.compile_debug, "switches of a new context");
     cr_assert_str_eq(sw.dump, "fused");
+    /* IC_COMPILE_DEBUG through the API: options' debug 0 follows it, -1 turns it off */
+    sw.compile_debug = true;
+    sw.no_fusion = false;
+    sw.dump = NULL;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", ict_tmpdir());
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.debug_dir = dir;
+    for (int debug = -1; debug <= 0; debug++) {
+        o.debug = debug;
+        cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+        ic_compiled_destroy(cc);
+        cr_assert_eq(ict_count_files(dir), debug + 1, "debug %d: %d folders", debug, ict_count_files(dir));
+    }
+    ict_rmtree(dir);
     ic_graph_destroy(g);
     ic_ctx_destroy(c2);
     ic_ctx_destroy(c);
