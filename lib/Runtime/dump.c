@@ -151,11 +151,12 @@ void ic__dbg_open(ic__pipe *P, const ic_graph *g)
 
 /* ---- ic_compile_dump ---- */
 
-/* "graph, loops, ..." for messages. */
+/* "graph, loops, ..., ptx" for messages: the stages the library makes (sass, the last, is
+ * ic-dump's). */
 static void stage_list(char *buf, size_t n)
 {
     size_t k = 0;
-    for (int i = 0; i < IC_PIPE_COUNT && i != IC_PIPE_SASS && k < n; i++)
+    for (int i = 0; i < IC_PIPE_SASS && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", stages[i].name);
 }
 
