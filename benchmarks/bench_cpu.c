@@ -1042,17 +1042,20 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (getenv("IC_NO_FUSION"))
-        fprintf(stderr, "bench_cpu: warning: IC_NO_FUSION is set; 'fused' may not be fused\n");
     cpu_name(cpu, sizeof cpu);
     ic_ctx *c;
-    ic_ctx_options co = { 0 };
+    ic_ctx_options co;
+    ic_ctx_options_init(&co);
     if (o.verbose)
         co.log = log_cb;
     if (ic_ctx_create(&co, &c)) {
         fprintf(stderr, "bench_cpu: cannot create a context\n");
         return 1;
     }
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    if (sw.no_fusion)
+        fprintf(stderr, "bench_cpu: warning: IC_NO_FUSION is set; 'fused' may not be fused\n");
     if (o.dump) {
         for (int i = 0; i < NCASES; i++) {
             case_result cr = { .bc = &cases[i] };

@@ -13,8 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common/cli.h"
-#include "ic/fuse.h"
-#include "ic/lower.h"
 #if __has_include("ic/ptx.h")
 #include "ic/ptx.h"
 #define IC_DUMP_HAS_PTX 1
@@ -35,8 +33,13 @@ static const char usage[] =
     "                   sass: that PTX assembled by ptxas -arch=sm_90 and disassembled by\n"
     "                   cuobjdump -sass (CUDA toolkit: ptxas from $IC_PTXAS,\n"
     "                   /usr/local/cuda/bin or PATH, cuobjdump beside it or on PATH)\n"
+    "                   (aliases: spec, lower, pre_fusion, fuse, post_fusion, llvm-ir,\n"
+    "                   opt, llvm_opt, s, assembly; the names IC_DUMP takes)\n"
     "  --bind SYM=N     size of a symbolic dimension (repeatable); every stage but graph\n"
     "                   needs every symbol bound\n"
+    "  --device NAME    cpu (default) or cuda: loops, fused and llvm-opt as ic_compile or\n"
+    "                   ic_cuda_compile makes them (cuda: gpu_ kernels, NVPTX IR; no GPU\n"
+    "                   needed); ptx and sass are always cuda, llvm and asm cpu\n"
     "  --no-fusion      fused, llvm, llvm-opt, asm, ptx, sass: one kernel per op (as\n"
     "                   IC_NO_FUSION=1)\n"
     "  -h, --help       this text\n";
@@ -46,67 +49,51 @@ typedef struct {
     cli_bind binds[CLI_MAX_BINDS];
     int nbinds;
     bool no_fusion, help;
+    bool cuda;           /* --device cuda: the stages as ic_cuda_compile makes them */
 } dump_opts;
 
 /* A stage prints g (the original graph; vals binds its symbols, NULL when it has none) to f.
- * The graph stage prints the graph specialised by --bind when given (sg). */
-typedef bool (*stage_fn)(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+ * The graph stage prints the graph specialised by --bind when given. */
+typedef bool (*stage_fn)(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                          const dump_opts *o, const char *stage, FILE *f, cli_err *e);
 
-static bool stage_graph(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_compile(ic_ctx *c, const ic_graph *g, const int64_t *vals,
+                          const dump_opts *o, const char *stage, FILE *f, cli_err *e);
+
+/* Without --bind, a graph with symbols prints symbolic; else as the pipeline makes it. */
+static bool stage_graph(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                         const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
-    ic_graph_print(f, sg ? sg : g);
-    return true;
+    if (!vals) {
+        ic_graph_print(f, g);
+        return true;
+    }
+    return stage_compile(c, g, vals, o, stage, f, e);
 }
 
-/* The compiler's stages, printed by the runtime (nothing is JIT-compiled). */
-static bool stage_compile(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+/* The compiler's stages, printed by the pipeline itself (ic_compile_dump), which stops
+ * after the stage: nothing is JIT-compiled or loaded. */
+static bool stage_compile(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                           const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
-    ic_compile_options co;
-    ic_compile_options_init(&co);
-    co.debug = 0; /* a dump is not a compile: no debug folder */
-    if (o->no_fusion)
-        co.fusion = 0;
-    if (ic_compile_dump(c, g, &co, vals, stage, f) != IC_OK)
+    ic_status s;
+    if (o->cuda) {
+        ic_cuda_options go;
+        ic_cuda_options_init(&go);
+        go.no_fusion = o->no_fusion;
+        s = ic_cuda_compile_dump(c, g, &go, vals, stage, f);
+    } else {
+        ic_compile_options co;
+        ic_compile_options_init(&co);
+        co.fusion = !o->no_fusion;
+        s = ic_compile_dump(c, g, &co, vals, stage, f);
+    }
+    if (s != IC_OK)
         return cli_fail_ctx(e, c, NULL);
     return true;
 }
 
 #ifdef IC_DUMP_HAS_PTX
-/* PTX for the default GPU (ic_ptx_options defaults: sm_90) from the fused loop IR, as
- * ic_cuda_compile would build it; needs no GPU. */
-static bool stage_ptx(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
-                      const dump_opts *o, const char *stage, FILE *f, cli_err *e)
-{
-    ic_graph *spec = NULL;
-    ic_program *loops = NULL, *fused = NULL;
-    ic_ptx_module *m = NULL;
-    const char *nf = getenv("IC_NO_FUSION");
-    bool fusion = !o->no_fusion && !(nf && *nf && strcmp(nf, "0") != 0);
-    bool ok = !vals || ic_graph_specialize(g, vals, &spec) == IC_OK;
-    ok = ok && ic_lower(c, spec ? spec : g, &loops) == IC_OK;
-    if (ok && fusion) {
-        ic_fuse_options fo;
-        ic_fuse_options_init(&fo);
-        fo.stash_norm_rows = false; /* as the CUDA runtime fuses */
-        ok = ic_fuse(c, loops, &fo, &fused) == IC_OK;
-    }
-    ok = ok && ic_ptx_emit(c, fused ? fused : loops, NULL, NULL, &m) == IC_OK;
-    if (ok)
-        fputs(ic_ptx_module_text(m), f);
-    else
-        cli_fail_ctx(e, c, NULL);
-    ic_ptx_module_destroy(m);
-    if (fused)
-        ic_program_destroy(fused);
-    if (loops)
-        ic_program_destroy(loops);
-    ic_graph_destroy(spec);
-    return ok;
-}
-
 /* ---- sass: ptxas + cuobjdump from the CUDA toolkit ---- */
 
 #define CUDA_BIN "/usr/local/cuda/bin"
@@ -140,9 +127,11 @@ static bool on_path(const char *name, char *out, size_t n)
 
 /* ptxas: $IC_PTXAS (must then be executable), else /usr/local/cuda/bin/ptxas, else PATH;
  * cuobjdump: beside that ptxas, else PATH. */
-static bool find_cuda_tools(char *ptxas, char *cuobjdump, size_t n, cli_err *e)
+static bool find_cuda_tools(const ic_ctx *c, char *ptxas, char *cuobjdump, size_t n, cli_err *e)
 {
-    const char *env = getenv("IC_PTXAS");
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    const char *env = sw.ptxas;
     if (env && *env) {
         if (!is_exe(env))
             return cli_fail(e, "stage 'sass': IC_PTXAS is '%s', which is not an executable file", env);
@@ -276,18 +265,18 @@ static bool assemble_and_disassemble(const char *ptx, const char *ptxas, const c
 }
 
 /* SASS for sm_90: the PTX of stage_ptx through ptxas and cuobjdump (no GPU needed). */
-static bool stage_sass(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const int64_t *vals,
+static bool stage_sass(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                        const dump_opts *o, const char *stage, FILE *f, cli_err *e)
 {
     char ptxas[4096], cuobjdump[4096];
-    if (!find_cuda_tools(ptxas, cuobjdump, sizeof ptxas, e))
+    if (!find_cuda_tools(c, ptxas, cuobjdump, sizeof ptxas, e))
         return false;
     char *ptx = NULL;
     size_t n = 0;
     FILE *mem = open_memstream(&ptx, &n);
     if (!mem)
         return cli_fail(e, "out of memory");
-    bool ok = stage_ptx(c, g, sg, vals, o, "ptx", mem, e);
+    bool ok = stage_compile(c, g, vals, o, "ptx", mem, e);
     if (fclose(mem) != 0 && ok)
         ok = cli_fail(e, "out of memory");
     ok = ok && assemble_and_disassemble(ptx, ptxas, cuobjdump, g, f, e);
@@ -295,46 +284,33 @@ static bool stage_sass(ic_ctx *c, const ic_graph *g, const ic_graph *sg, const i
     return ok;
 }
 #else
-#define stage_ptx NULL
 #define stage_sass NULL
 #endif
 
-/* Pipeline order. A stage whose fn is NULL is known but not built yet. comment: what starts a
- * comment line in the stage's language, so the banner keeps LLVM IR and assembly parseable
- * (ic-dump --stage llvm | opt ...). */
-static const struct stage {
-    const char *name;
-    stage_fn fn;
-    const char *what, *comment;
-} stages[] = {
-    { "graph", stage_graph, "graph IR with inferred dtypes and shapes", "" },
-    { "loops", stage_compile, "loop-nest kernels, one per op (Lower)", "" },
-    { "fused", stage_compile, "fused kernels (Fuse)", "" },
-    { "llvm", stage_compile, "LLVM IR before O3 (LLVMGen)", "; " },
-    { "llvm-opt", stage_compile, "LLVM IR after O3", "; " },
-    { "asm", stage_compile, "host assembly", "# " },
-    { "ptx", stage_ptx, "PTX for sm_90 (GPU)", "// " },
-    { "sass", stage_sass, "SASS for sm_90 (ptxas + cuobjdump)", "// " },
-};
-enum { NSTAGES = sizeof stages / sizeof stages[0] };
+/* How ic-dump makes each stage of the library's vocabulary (ic_pipe_stage_get: names,
+ * aliases, banner text and comment syntax, so the banner keeps LLVM IR and assembly
+ * parseable: ic-dump --stage llvm | opt ...). NULL: not built. */
+static stage_fn stage_maker(ic_pipe_stage st)
+{
+    switch (st) {
+    case IC_PIPE_GRAPH: return stage_graph;
+    case IC_PIPE_SASS: return stage_sass;
+    default: return stage_compile;
+    }
+}
 
-static const struct stage *find_stage(const char *name, cli_err *e)
+static bool find_stage(const char *name, ic_pipe_stage *out, cli_err *e)
 {
     char list[256];
     size_t k = 0;
-    for (int i = 0; i < NSTAGES; i++)
-        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", stages[i].name);
-    for (int i = 0; i < NSTAGES; i++)
-        if (strcmp(stages[i].name, name) == 0) {
-            if (!stages[i].fn) {
-                cli_fail(e, "stage '%s' (%s) is not available yet (stages: %s)", name,
-                         stages[i].what, list);
-                return NULL;
-            }
-            return &stages[i];
-        }
-    cli_fail(e, "unknown stage '%s' (stages: %s)", name, list);
-    return NULL;
+    for (int i = 0; i < IC_PIPE_COUNT; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", ic_pipe_stage_get(i)->name);
+    if (!ic_pipe_stage_find(name, out))
+        return cli_fail(e, "unknown stage '%s' (stages: %s)", name, list);
+    if (!stage_maker(*out))
+        return cli_fail(e, "stage '%s' (%s) is not available yet (stages: %s)", name,
+                        ic_pipe_stage_get(*out)->what, list);
+    return true;
 }
 
 static bool parse_args(int argc, char **argv, dump_opts *o, cli_err *e)
@@ -349,6 +325,12 @@ static bool parse_args(int argc, char **argv, dump_opts *o, cli_err *e)
         }
         if (strcmp(a, "--no-fusion") == 0) {
             o->no_fusion = true;
+        } else if (cli_opt(argc, argv, &i, "--device", &v, e)) {
+            if (!v)
+                return false;
+            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
+                return cli_fail(e, "--device %s: cpu or cuda (see ic-dump -h)", v);
+            o->cuda = strcmp(v, "cuda") == 0;
         } else if (cli_opt(argc, argv, &i, "--stage", &v, e)) {
             if (!(o->stage = v))
                 return false;
@@ -397,23 +379,26 @@ static bool bind_symbols(ic_ctx *c, const ic_graph *g, const dump_opts *o, bool 
 
 /* "== fused: seed_pattern, fused kernels (Fuse) ==" with the bindings, in the stage's comment
  * syntax. */
-static void print_banner(FILE *f, const struct stage *st, const ic_graph *g, const int64_t *vals,
-                         const dump_opts *o)
+static void print_banner(const ic_ctx *c, FILE *f, const ic_pipe_stage_info *st, const ic_graph *g,
+                         const int64_t *vals, const dump_opts *o)
 {
     fprintf(f, "%s== %s: %s, %s", st->comment, st->name, ic_graph_name(g), st->what);
     for (int s = 0; vals && s < ic_graph_num_symbols(g); s++)
         fprintf(f, "%s%s=%lld", s ? " " : " (", ic_graph_symbol_name(g, s), (long long)vals[s]);
     if (vals && ic_graph_num_symbols(g))
         fputc(')', f);
-    const char *nf = getenv("IC_NO_FUSION");
-    bool unfused = o->no_fusion || (nf && *nf && strcmp(nf, "0") != 0);
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    bool unfused = o->no_fusion || sw.no_fusion;
     if (unfused && strcmp(st->name, "graph") && strcmp(st->name, "loops"))
         fprintf(f, " [no fusion]");
+    if (o->cuda && !st->backend)
+        fprintf(f, " [cuda]");
     fprintf(f, " ==\n");
 }
 
 /* Runs the stage into memory first, so a failing stage prints nothing but its error. */
-static bool dump(ic_ctx *c, const struct stage *st, const ic_graph *g, const ic_graph *sg,
+static bool dump(ic_ctx *c, ic_pipe_stage stage, const ic_graph *g,
                  const int64_t *vals, const dump_opts *o, cli_err *e)
 {
     char *text = NULL;
@@ -421,11 +406,12 @@ static bool dump(ic_ctx *c, const struct stage *st, const ic_graph *g, const ic_
     FILE *mem = open_memstream(&text, &n);
     if (!mem)
         return cli_fail(e, "out of memory");
-    bool ok = st->fn(c, g, sg, vals, o, st->name, mem, e);
+    const ic_pipe_stage_info *st = ic_pipe_stage_get(stage);
+    bool ok = stage_maker(stage)(c, g, vals, o, st->name, mem, e);
     if (fclose(mem) != 0 && ok)
         ok = cli_fail(e, "out of memory");
     if (ok) {
-        print_banner(stdout, st, g, vals, o);
+        print_banner(c, stdout, st, g, vals, o);
         fwrite(text, 1, n, stdout);
         if (n && text[n - 1] != '\n')
             putchar('\n');
@@ -446,8 +432,8 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    const struct stage *st = find_stage(o.stage, &e);
-    if (!st) {
+    ic_pipe_stage st;
+    if (!find_stage(o.stage, &st, &e)) {
         cli_report("ic-dump", e.msg);
         return 1;
     }
@@ -457,21 +443,17 @@ int main(int argc, char **argv)
         return 1;
     }
     cli_log_init(c, "ic-dump");
-    ic_graph *g = NULL, *sg = NULL;
+    ic_graph *g = NULL;
     int64_t *vals = NULL;
-    bool is_graph = st->fn == stage_graph;
+    bool is_graph = st == IC_PIPE_GRAPH;
     bool ok = cli_load_graph(c, o.graph, &g, &e) &&
               bind_symbols(c, g, &o, !is_graph || o.nbinds > 0, &vals, &e);
-    /* the graph stage prints the specialised graph when --bind is given */
-    if (ok && is_graph && o.nbinds && ic_graph_specialize(g, vals, &sg) != IC_OK)
-        ok = cli_fail_ctx(&e, c, NULL);
-    ok = ok && dump(c, st, g, sg, vals, &o, &e);
+    ok = ok && dump(c, st, g, vals, &o, &e);
     if (ok && fflush(stdout) != 0)
         ok = cli_fail(&e, "cannot write to standard output");
     if (!ok)
         cli_report("ic-dump", e.msg);
     free(vals);
-    ic_graph_destroy(sg); /* borrows param data from g: destroy first */
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
     return ok ? 0 : 1;

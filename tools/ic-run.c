@@ -438,7 +438,7 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     char what[64];
     cuda_what(b, what, sizeof what);
     ic_cuda_options co;
-    memset(&co, 0, sizeof co);
+    ic_cuda_options_init(&co);
     co.mode = strcmp(mode_used(o), "reduce-overhead") == 0 ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
     co.no_fusion = !fusion;
     co.allow_tf32 = b->tf32 = o->allow_tf32;
@@ -926,8 +926,9 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
             cli_fail(e, "--device %s: %s", o->device, m && *m ? m : "cannot open the GPU");
         goto done;
     }
-    const char *nf = getenv("IC_NO_FUSION");
-    if (nf && *nf && strcmp(nf, "0") != 0 && strcmp(o->backend, "compiled") == 0 && !o->json)
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    if (sw.no_fusion && strcmp(o->backend, "compiled") == 0 && !o->json)
         printf("note: IC_NO_FUSION is set: the compiled backend builds one kernel per op too\n");
     rc = run_backends(c, o, &st, e);
     if (rc == 1)

@@ -101,6 +101,9 @@ typedef struct ic_ptx_options {
                              * (mma.sync, as on other devices) */
 } ic_ptx_options;
 
+/* All zero: sm_90, the PTX version it needs, O3, 132 SMs, no TF32, wgmma when sm is 90. */
+IC_API void ic_ptx_options_init(ic_ptx_options *o);
+
 /* One generated kernel and how to launch it: grid x block threads, 1-D. */
 typedef struct ic_ptx_kernel {
     const char *name;       /* PTX entry symbol, e.g. "gpu_fused_add_mul_3" */
@@ -221,7 +224,17 @@ typedef struct ic_cuda_options {
     int nparams;
     int ptx_opt_level;            /* ic_ptx_options.opt_level */
     bool allow_tf32;              /* ic_ptx_options.allow_tf32 (default false) */
+    int debug;                    /* 1: each compile writes a debug folder (graph, loop IR before
+                                   * and after fusion, NVPTX IR, PTX), -1: none, 0: as the
+                                   * context's IC_COMPILE_DEBUG says */
+    const char *debug_dir;        /* parent of the debug folders; NULL = "./ic_debug" */
+    bool freezing;                /* fold constant subgraphs of params into params */
+    int max_variants;             /* symbolic graphs: variants kept (0 = 16, -1 = no limit),
+                                   * least recently used dropped first */
 } ic_cuda_options;
+
+/* All zero: default mode, fusion, heuristic params, debug as the context says. */
+IC_API void ic_cuda_options_init(ic_cuda_options *o);
 
 /* A graph compiled for d. Symbolic dims are bound at each upload from the argument shapes;
  * each new binding compiles (and caches) its own variant. */
@@ -233,6 +246,14 @@ typedef struct ic_cuda_compiled ic_cuda_compiled;
 IC_API ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
                                  ic_cuda_compiled **out);
 IC_API void ic_cuda_compiled_destroy(ic_cuda_compiled *cc);
+
+/* Prints one stage of compiling g for a GPU under o (NULL = defaults; vals binds symbols,
+ * NULL when none) into f, made by ic_cuda_compile's own pipeline stopped after that stage, for
+ * sm_90 without a GPU: "graph", "loops", "fused" (gpu_ kernels, as the GPU fuses), "llvm-opt"
+ * (the NVPTX module after O3), "ptx", or an alias (ic_pipe_stage_find). IC_EINVAL for an
+ * unknown stage or one only the CPU makes ("llvm", "asm"). */
+IC_API ic_status ic_cuda_compile_dump(ic_ctx *c, const ic_graph *g, const ic_cuda_options *o,
+                                      const int64_t *vals, const char *stage, FILE *f);
 
 /* Copies args (ic_graph_arg order, host memory, any strides) to the device, binding the
  * symbols (compiling a variant for a new binding). */

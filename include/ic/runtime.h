@@ -27,7 +27,7 @@ IC_API ic_status ic_runtime_bind_args(const ic_graph *g, int nargs, const ic_ten
 IC_API ic_status ic_ref_run(ic_ctx *c, const ic_graph *g, const int64_t *vals, int nargs,
                             const ic_tensor *args, int nouts, ic_tensor *outs);
 
-/* ---- compiled execution (lib/Runtime/compile.c) ----
+/* ---- compiled execution (lib/Runtime/compile.c; the pipeline: pipeline.c) ----
  *
  *     ic_compile_options o; ic_compiled *cc;
  *     ic_compile_options_init(&o);                  // fusion on, all cores
@@ -40,7 +40,8 @@ typedef struct ic_compile_options {
     int fusion;               /* 1 (default): fuse; 0: every op its own kernel ("unfused") */
     int threads;              /* OpenMP team size per kernel; 0 = the runtime's default */
     const char *mode;         /* "default" (reserved for autotuning modes) */
-    int debug;                /* 1: each compile writes a debug folder (IC_COMPILE_DEBUG=1) */
+    int debug;                /* 1: each compile writes a debug folder, -1: none, 0 (default):
+                               * as the context's IC_COMPILE_DEBUG switch says */
     const char *debug_dir;    /* parent of the debug folders; NULL = "./ic_debug" */
     int vector_width;         /* 0 = heuristic, 1 = scalar code, else lanes */
     int64_t serial_threshold; /* 0 = heuristic; kernels smaller than this run on one thread */
@@ -57,7 +58,7 @@ typedef struct ic_compile_options {
 
 typedef struct ic_compiled ic_compiled;
 
-/* Defaults: fusion 1, threads 0, mode "default", debug from IC_COMPILE_DEBUG. */
+/* Defaults: fusion 1, threads 0, mode "default", debug 0 (the context's IC_COMPILE_DEBUG). */
 IC_API void ic_compile_options_init(ic_compile_options *o);
 
 /* Compiles g for the host CPU; o may be NULL (defaults). A graph without symbols is compiled
@@ -88,9 +89,40 @@ IC_API int ic_compiled_num_variants(const ic_compiled *cc);
 /* Shape of output i of the last variant run or compiled (rank, sizes); -1 if none. */
 IC_API int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape);
 
-/* Prints one stage of compiling g under o (vals binds symbols, NULL when none):
- * "graph" (specialised), "loops" (one kernel per op), "fused", "llvm" (pre-O3 IR),
- * "llvm-opt" (after O3), "asm" (host assembly). For ic-dump; nothing is JIT-compiled. */
+/* ---- stages: one vocabulary for ic_compile_dump, ic-dump --stage, IC_DUMP and the
+ * IC_COMPILE_DEBUG folder (lib/Runtime/dump.c) ---- */
+
+typedef enum {
+    IC_PIPE_GRAPH,           /* "graph": specialised (and, freezing, folded) graph */
+    IC_PIPE_LOOPS,           /* "loops": loop IR, one kernel per op (Lower) */
+    IC_PIPE_FUSED,           /* "fused": the kernels after Fuse */
+    IC_PIPE_LLVM,            /* "llvm": the program's LLVM IR before O3 (CPU) */
+    IC_PIPE_LLVM_OPT,        /* "llvm-opt": optimised LLVM IR (CPU modules; NVPTX on a GPU) */
+    IC_PIPE_ASM,             /* "asm": host assembly */
+    IC_PIPE_PTX,             /* "ptx": PTX (GPU) */
+    IC_PIPE_SASS,            /* "sass": that PTX through ptxas + cuobjdump (ic-dump only) */
+    IC_PIPE_COUNT
+} ic_pipe_stage;
+
+typedef struct ic_pipe_stage_info {
+    const char *name;         /* "fused" */
+    const char *aliases;      /* other accepted names, comma-separated ("fuse,post_fusion") */
+    const char *what;         /* for banners: "fused kernels (Fuse)" */
+    const char *comment;      /* what starts a comment line in the stage's text ("; ") */
+    const char *debug_file;   /* its file in the IC_COMPILE_DEBUG folder, or NULL */
+    const char *backend;      /* "cpu" or "cuda" when one backend makes it, NULL: both */
+} ic_pipe_stage_info;
+
+/* The stage's description, NULL when st is out of range. */
+IC_API const ic_pipe_stage_info *ic_pipe_stage_get(ic_pipe_stage st);
+/* The stage named name (or one of its aliases); false when none is. */
+IC_API bool ic_pipe_stage_find(const char *name, ic_pipe_stage *out);
+
+/* Prints one stage of compiling g under o (vals binds symbols, NULL when none) into f: the
+ * text the pipeline produces for that stage in ic_compile (ic_cuda_compile for "ptx", with
+ * default ic_cuda_options, sm_90, no GPU needed), made by the same code, which stops there:
+ * nothing is JIT-compiled or loaded, no debug folder is written. stage: a name or alias
+ * (ic_pipe_stage_find) except "sass". */
 IC_API ic_status ic_compile_dump(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
                                  const int64_t *vals, const char *stage, FILE *f);
 

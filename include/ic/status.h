@@ -53,12 +53,40 @@ typedef struct ic_ctx_options {
     void *log_user;
 } ic_ctx_options;
 
+/* Defaults: realloc/free, no log. */
+IC_API void ic_ctx_options_init(ic_ctx_options *o);
+
+/* The environment switches (README, "Environment variables"). ic_ctx_create reads each
+ * IC_* variable once into its context; nothing else in the library or the tools calls
+ * getenv for them, so setting one later has no effect: use ic_ctx_set_switches. */
+typedef struct ic_switches {
+    const char *dump;         /* IC_DUMP: comma list of stage names (ic_pipe_stage_find) or "all";
+                               * NULL = none */
+    int debug;                /* IC_DEBUG: log level the tools print (0) */
+    bool no_fusion;           /* IC_NO_FUSION: every compile makes one kernel per op */
+    bool compile_debug;       /* IC_COMPILE_DEBUG: compiles write a debug folder */
+    bool profile;             /* IC_PROFILE: ic_run times every CPU kernel */
+    int compile_threads;      /* IC_COMPILE_THREADS: codegen threads (0 = the cores online) */
+    const char *cuda_driver;  /* IC_CUDA_DRIVER: the driver ic_cuda_open loads (NULL =
+                               * libcuda.so.1) */
+    const char *ptxas;        /* IC_PTXAS: the ptxas ic-dump --stage sass runs (NULL = look) */
+} ic_switches;
+
+/* All off (what an empty environment gives). */
+IC_API void ic_switches_init(ic_switches *s);
+
 typedef struct ic_ctx ic_ctx;
 
-/* Creates a context; opts may be NULL. Reads IC_DEBUG / IC_DUMP / IC_NO_FUSION once here.
+/* Creates a context; opts may be NULL. Reads the IC_* switches once here (ic_switches).
  * The caller owns *out and frees it with ic_ctx_destroy after everything made with it. */
 IC_API ic_status ic_ctx_create(const ic_ctx_options *opts, ic_ctx **out);
 IC_API void ic_ctx_destroy(ic_ctx *c);
+
+/* The context's switches; the strings are borrowed from c (valid until the next set). */
+IC_API void ic_ctx_switches(const ic_ctx *c, ic_switches *out);
+/* Replaces every switch (strings are copied); compiles started afterwards see them.
+ * IC_ENOMEM leaves the old ones. */
+IC_API ic_status ic_ctx_set_switches(ic_ctx *c, const ic_switches *s);
 
 /* The last error message of this context: borrowed, valid until the next call on c.
  * "" when there was none. */

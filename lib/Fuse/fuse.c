@@ -706,7 +706,7 @@ ic_status ic_fuse(ic_ctx *c, const ic_program *in, const ic_fuse_options *opt, i
     ic_status st = ic__check_specialised(c, g);
     if (st)
         return st;
-    if (o.no_fusion || c->no_fusion)
+    if (o.no_fusion || c->sw.no_fusion)
         return ic__lower_unfused(c, g, o.no_fusion ? "no_fusion option: one kernel per op"
                                                    : "IC_NO_FUSION: one kernel per op",
                                  o.prefix, out);

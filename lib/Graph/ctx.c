@@ -38,10 +38,72 @@ static void *default_alloc(void *user, void *ptr, size_t size)
     return realloc(ptr, size);
 }
 
+void ic_ctx_options_init(ic_ctx_options *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+void ic_switches_init(ic_switches *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
 static const char *env_or_null(const char *k)
 {
     const char *v = getenv(k);
     return v && *v ? v : NULL;
+}
+
+/* An on/off switch: set to anything but "0". */
+static bool env_on(const char *k)
+{
+    const char *v = env_or_null(k);
+    return v && strcmp(v, "0") != 0;
+}
+
+/* The one place the library reads the environment. */
+static void switches_from_env(ic_switches *s)
+{
+    ic_switches_init(s);
+    s->dump = env_or_null("IC_DUMP");
+    const char *dbg = env_or_null("IC_DEBUG");
+    s->debug = dbg ? atoi(dbg) : 0;
+    s->no_fusion = env_on("IC_NO_FUSION");
+    s->compile_debug = env_on("IC_COMPILE_DEBUG");
+    s->profile = env_on("IC_PROFILE");
+    const char *th = env_or_null("IC_COMPILE_THREADS");
+    s->compile_threads = th && atoi(th) > 0 ? atoi(th) : 0;
+    s->cuda_driver = env_or_null("IC_CUDA_DRIVER");
+    s->ptxas = env_or_null("IC_PTXAS");
+}
+
+static void switches_free(ic_ctx *c, ic_switches *s)
+{
+    ic__free(c, (void *)s->dump);
+    ic__free(c, (void *)s->cuda_driver);
+    ic__free(c, (void *)s->ptxas);
+}
+
+/* A copy of string s owned by c in *dst (NULL for NULL or ""); false on OOM. */
+static bool dup_opt(ic_ctx *c, const char *s, const char **dst)
+{
+    *dst = s && *s ? ic__strdup(c, s) : NULL;
+    return *dst || !(s && *s);
+}
+
+/* *dst = a copy of *src with its strings duplicated; false (nothing kept) on OOM. */
+static bool switches_copy(ic_ctx *c, ic_switches *dst, const ic_switches *src)
+{
+    ic_switches n = *src;
+    bool ok = dup_opt(c, src->dump, &n.dump);
+    ok = dup_opt(c, src->cuda_driver, &n.cuda_driver) && ok;
+    ok = dup_opt(c, src->ptxas, &n.ptxas) && ok;
+    if (!ok) {
+        switches_free(c, &n);
+        return false;
+    }
+    *dst = n;
+    return true;
 }
 
 ic_status ic_ctx_create(const ic_ctx_options *opts, ic_ctx **out)
@@ -60,16 +122,30 @@ ic_status ic_ctx_create(const ic_ctx_options *opts, ic_ctx **out)
         c->log_user = opts->log_user;
     }
     pthread_mutex_init(&c->lock, NULL);
-    const char *d = env_or_null("IC_DUMP");
-    if (d && !(c->dump = ic__strdup(c, d))) {
+    ic_switches env;
+    switches_from_env(&env);
+    if (!switches_copy(c, &c->sw, &env)) {
         ic_ctx_destroy(c);
         return IC_ENOMEM;
     }
-    const char *dbg = env_or_null("IC_DEBUG");
-    c->debug = dbg ? atoi(dbg) : 0;
-    const char *nf = env_or_null("IC_NO_FUSION");
-    c->no_fusion = nf && strcmp(nf, "0") != 0;
     *out = c;
+    return IC_OK;
+}
+
+void ic_ctx_switches(const ic_ctx *c, ic_switches *out)
+{
+    *out = c->sw;
+}
+
+ic_status ic_ctx_set_switches(ic_ctx *c, const ic_switches *s)
+{
+    if (!c || !s)
+        return ic__error(c, IC_EINVAL, "ic_ctx_set_switches: %s is NULL", c ? "the switches" : "the context");
+    ic_switches n;
+    if (!switches_copy(c, &n, s))
+        return ic__error(c, IC_ENOMEM, "ic_ctx_set_switches: out of memory");
+    switches_free(c, &c->sw);
+    c->sw = n;
     return IC_OK;
 }
 
@@ -77,7 +153,7 @@ void ic_ctx_destroy(ic_ctx *c)
 {
     if (!c)
         return;
-    ic__free(c, c->dump);
+    switches_free(c, &c->sw);
     pthread_mutex_destroy(&c->lock);
     c->alloc(c->alloc_user, c, 0);
 }

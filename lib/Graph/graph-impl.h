@@ -21,9 +21,7 @@ struct ic_ctx {
     void *log_user;
     pthread_mutex_t lock;     /* guards err: runs may report from several threads */
     char err[IC_ERRMAX];
-    char *dump;               /* IC_DUMP, e.g. "graph,lower" (owned) */
-    int debug;                /* IC_DEBUG */
-    bool no_fusion;           /* IC_NO_FUSION */
+    ic_switches sw;           /* IC_* read once at creation; strings owned */
 };
 
 IC_HIDDEN void *ic__malloc(ic_ctx *c, size_t n);

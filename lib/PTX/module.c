@@ -32,6 +32,11 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+void ic_ptx_options_init(ic_ptx_options *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
 void ic_ptx_kernel_name(const char *loop_name, char *buf, size_t n)
 {
     if (!n)

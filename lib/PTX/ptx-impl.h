@@ -190,7 +190,7 @@ IC_HIDDEN LLVMValueRef ic__pg_argmax_pick(ic__pg *G, ic_dtype t, LLVMValueRef va
  * library with the GPU's settings). */
 IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef x,
                                  LLVMValueRef y);
-/* exp of an argument <= 0 or NaN (IC_EXP_LE0), as the CPU's. */
+/* exp of an argument <= 0 or NaN (IC_LF_EXP_LE0), as the CPU's. */
 IC_HIDDEN LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x);
 
 /* module.c */

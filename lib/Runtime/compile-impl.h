@@ -1,5 +1,5 @@
-/* compile-impl.h - private interface of the compiled-graph runtime: the JIT (jit.c) and the
- * compile/run machinery (compile.c). Free of LLVM headers, so tests can include it. */
+/* compile-impl.h - private interface of the JIT (jit.c), used by the CPU backend
+ * (backend_cpu.c, pool.c) and tests. Free of LLVM headers, so tests can include it. */
 #ifndef IC_COMPILE_IMPL_H
 #define IC_COMPILE_IMPL_H
 

@@ -1,4 +1,5 @@
-/* cuda.c - the CUDA driver loaded at run time (dlopen "libcuda.so.1", or $IC_CUDA_DRIVER):
+/* cuda.c - the CUDA driver loaded at run time (dlopen "libcuda.so.1", or IC_CUDA_DRIVER
+ * as the context read it):
  * device and primary context, one non-blocking stream, a caching device allocator
  * (size-bucketed free lists), PTX modules loaded with cuModuleLoadDataEx (the JIT's error
  * log goes into the message), kernel launches, and the device-to-device copy yardstick. */
@@ -34,9 +35,7 @@ static void *sym(void *lib, const char *name, bool v2)
 
 static ic_status load_driver(ic_ctx *c, ic__cu *cu)
 {
-    const char *path = getenv("IC_CUDA_DRIVER");
-    if (!path || !*path)
-        path = "libcuda.so.1";
+    const char *path = c->sw.cuda_driver ? c->sw.cuda_driver : "libcuda.so.1";
     memset(cu, 0, sizeof *cu);
     cu->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!cu->lib) {

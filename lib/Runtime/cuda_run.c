@@ -1,20 +1,17 @@
-/* cuda_run.c - graphs compiled for a GPU: per bound shape a variant (specialised graph,
- * lowered and fused loop IR, PTX, loaded module, device buffers from the caching allocator,
- * params uploaded once). Runs are upload / launch / download; in reduce-overhead mode the
+/* cuda_run.c - graphs compiled for a GPU: the pipeline's CUDA backend (PTX, module load,
+ * device buffers from the caching allocator, params uploaded once) and, per bound shape, a
+ * variant from the shared variant cache. Runs are upload / launch / download; in reduce-overhead mode the
  * launches of a variant are captured once into a CUDA graph and replayed with cuGraphLaunch,
  * which is valid because a variant's buffers never move. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ic/fuse.h"
 #include "ic/runtime.h"
 #include "cuda-impl.h"
+#include "pipeline-impl.h"
 
 typedef struct ic__cvar {
-    int64_t *vals;            /* [nsyms] the binding */
-    ic_graph *sg;             /* specialised graph, NULL when g has no symbols */
-    const ic_graph *g;        /* the graph this variant runs (sg or the caller's) */
-    ic_program *p;
+    ic__vbase b;              /* graph, loop IR, LRU state */
     ic_ptx_module *pm;
     ic_cuda_module *cm;
     int nbufs;
@@ -23,8 +20,6 @@ typedef struct ic__cvar {
     uint64_t arena;
     CUgraph graph;
     CUgraphExec exec;
-    double lower_ms, ptx_ms, load_ms;
-    struct ic__cvar *next;
 } ic__cvar;
 
 struct ic_cuda_compiled {
@@ -33,17 +28,17 @@ struct ic_cuda_compiled {
     const ic_graph *g;
     ic_cuda_options o;
     ic_ptx_params *params;    /* copy of o.params */
+    ic__cuda_bopts bopts;     /* d and &o, for the backend */
     int nsyms;
-    ic__cvar *vars, *cur;
+    ic__vcache vc;            /* ic__cvar's */
+    ic__cvar *cur;
     void *staging;            /* host packing of strided arguments */
     size_t staging_bytes;
 };
 
-static double now_ms(void)
+void ic_cuda_options_init(ic_cuda_options *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    memset(o, 0, sizeof *o);
 }
 
 #define CU(cc, call, what)                                                                 \
@@ -53,11 +48,10 @@ static double now_ms(void)
             return ic__cuda_error((cc)->d, r_, (what));                                    \
     } while (0)
 
-static void var_destroy(ic_cuda_compiled *cc, ic__cvar *v)
+static void cuda_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
 {
-    if (!v)
-        return;
-    ic_cuda *d = cc->d;
+    ic__cvar *v = (ic__cvar *)b;
+    ic_cuda *d = ((const ic__cuda_bopts *)bopts)->d;
     if (v->exec)
         d->cu.GraphExecDestroy(v->exec);
     if (v->graph)
@@ -65,38 +59,33 @@ static void var_destroy(ic_cuda_compiled *cc, ic__cvar *v)
     if (v->dev) {
         d->cu.StreamSynchronize(d->stream); /* nothing may still use the buffers */
         for (int i = 0; i < v->nbufs; i++) {
-            const ic_buffer *b = ic_program_buffer(v->p, i);
-            if (!(b->kind == IC_BUF_TEMP && b->arena_offset >= 0))
+            const ic_buffer *buf = ic_program_buffer(v->b.prog, i);
+            if (!(buf->kind == IC_BUF_TEMP && buf->arena_offset >= 0))
                 ic_cuda_free(d, v->dev[i]);
         }
         ic_cuda_free(d, v->arena);
     }
     ic_cuda_module_unload(v->cm);
     ic_ptx_module_destroy(v->pm);
-    ic_program_destroy(v->p);
-    ic_graph_destroy(v->sg);
-    ic__free(cc->c, v->dev);
-    ic__free(cc->c, v->kargs);
-    ic__free(cc->c, v->vals);
-    ic__free(cc->c, v);
+    ic__free(c, v->dev);
+    ic__free(c, v->kargs);
 }
 
 /* Device memory for every buffer; params are uploaded. */
-static ic_status var_buffers(ic_cuda_compiled *cc, ic__cvar *v)
+static ic_status var_buffers(ic_ctx *c, ic_cuda *d, ic__cvar *v)
 {
-    ic_cuda *d = cc->d;
-    int nb = ic_program_num_buffers(v->p);
+    int nb = ic_program_num_buffers(v->b.prog);
     v->nbufs = nb;
-    v->dev = ic__calloc(cc->c, (size_t)nb + 1, sizeof *v->dev);
-    v->kargs = ic__calloc(cc->c, (size_t)nb + 1, sizeof *v->kargs);
+    v->dev = ic__calloc(c, (size_t)nb + 1, sizeof *v->dev);
+    v->kargs = ic__calloc(c, (size_t)nb + 1, sizeof *v->kargs);
     if (!v->dev || !v->kargs)
-        return ic__error(cc->c, IC_ENOMEM, "cuda: out of memory");
-    int64_t arena = ic_program_arena_size(v->p);
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    int64_t arena = ic_program_arena_size(v->b.prog);
     ic_status s;
     if (arena > 0 && (s = ic_cuda_alloc(d, (size_t)arena, &v->arena)))
         return s;
     for (int i = 0; i < nb; i++) {
-        const ic_buffer *b = ic_program_buffer(v->p, i);
+        const ic_buffer *b = ic_program_buffer(v->b.prog, i);
         size_t bytes = (size_t)b->numel * ic_dtype_size(b->dtype);
         v->kargs[i] = &v->dev[i];
         if (b->kind == IC_BUF_TEMP && b->arena_offset >= 0) {
@@ -105,79 +94,97 @@ static ic_status var_buffers(ic_cuda_compiled *cc, ic__cvar *v)
         }
         if ((s = ic_cuda_alloc(d, bytes ? bytes : 1, &v->dev[i])))
             return s;
-        if (b->kind == IC_BUF_PARAM && bytes)
-            CU(cc, d->cu.MemcpyHtoDAsync(v->dev[i], b->data, bytes, d->stream), "uploading a param");
+        CUresult r = b->kind == IC_BUF_PARAM && bytes ? d->cu.MemcpyHtoDAsync(v->dev[i], b->data, bytes, d->stream)
+                                                      : CUDA_SUCCESS;
+        if (r != CUDA_SUCCESS)
+            return ic__cuda_error(d, r, "uploading a param");
     }
     return IC_OK;
 }
 
-/* Graph -> loaded module for binding vals (NULL when g has no symbols). */
-static ic_status var_create(ic_cuda_compiled *cc, const int64_t *vals, ic__cvar **out)
+/* PTX options for the device (none: the defaults, sm_90) and the cuda options. */
+static void ptx_options(const ic__cuda_bopts *bo, bool keep_ir, ic_ptx_options *po)
 {
-    ic_ctx *c = cc->c;
-    *out = NULL;
-    ic__cvar *v = ic__calloc(c, 1, sizeof *v);
-    if (!v)
-        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-    ic_status s = IC_OK;
-    double t0 = now_ms();
-    if (cc->nsyms) {
-        v->vals = ic__calloc(c, (size_t)cc->nsyms, sizeof *v->vals);
-        if (!v->vals) {
-            s = ic__error(c, IC_ENOMEM, "cuda: out of memory");
-            goto fail;
-        }
-        memcpy(v->vals, vals, sizeof *v->vals * (size_t)cc->nsyms);
-        if ((s = ic_graph_specialize(cc->g, vals, &v->sg)))
-            goto fail;
+    ic_ptx_options_init(po);
+    if (bo->d) {
+        po->sm = bo->d->sm;
+        po->num_sms = bo->d->nsms;
     }
-    v->g = v->sg ? v->sg : cc->g;
-    ic_program *loops = NULL;
-    if ((s = ic_lower(c, v->g, &loops)))
-        goto fail;
-    ic_fuse_options fo;
-    ic_fuse_options_init(&fo);
-    fo.no_fusion = cc->o.no_fusion;
-    fo.prefix = "gpu_";
-    fo.stash_norm_rows = false;
-    s = ic_fuse(c, loops, &fo, &v->p);
-    ic_program_destroy(loops);
+    if (bo->o) {
+        po->opt_level = bo->o->ptx_opt_level;
+        po->allow_tf32 = bo->o->allow_tf32;
+    }
+    po->keep_ir = keep_ir;
+}
+
+/* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
+static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
+{
+    ic__cvar *v = (ic__cvar *)b;
+    const ic__cuda_bopts *bo = P->bopts;
+    const ic_ptx_params *params = bo->o && bo->o->params ? bo->o->params : NULL;
+    int nk = ic_program_num_kernels(v->b.prog);
+    if (params && bo->o->nparams != nk)
+        return ic__error(P->c, IC_EINVAL, "cuda: %d launch params given for %d kernels of graph '%s'",
+                         bo->o->nparams, nk, ic_graph_name(P->g));
+    ic_ptx_options po;
+    ptx_options(bo, ic__pipe_wants(P, IC_PIPE_LLVM_OPT), &po);
+    ic_status s = ic_ptx_emit(P->c, v->b.prog, &po, params, &v->pm);
     if (s)
-        goto fail;
-    double t1 = now_ms();
-    const ic_ptx_params *params = NULL;
-    if (cc->params) {
-        if (cc->o.nparams != ic_program_num_kernels(v->p)) {
-            s = ic__error(c, IC_EINVAL, "cuda: %d launch params given for %d kernels of graph '%s'",
-                          cc->o.nparams, ic_program_num_kernels(v->p), ic_graph_name(cc->g));
-            goto fail;
-        }
-        params = cc->params;
-    }
-    ic_ptx_options po = { .sm = cc->d->sm, .num_sms = cc->d->nsms, .opt_level = cc->o.ptx_opt_level,
-                          .allow_tf32 = cc->o.allow_tf32 };
-    if ((s = ic_ptx_emit(c, v->p, &po, params, &v->pm)))
-        goto fail;
-    double t2 = now_ms();
-    if ((s = ic_cuda_module_load(cc->d, ic_ptx_module_text(v->pm), &v->cm)))
-        goto fail;
+        return s;
+    if (po.keep_ir)
+        ic__pipe_emit_text(P, IC_PIPE_LLVM_OPT, ic_ptx_module_llvm_ir(v->pm));
+    ic__pipe_emit_text(P, IC_PIPE_PTX, ic_ptx_module_text(v->pm));
+    return IC_OK;
+}
+
+/* The module loaded (every kernel's function looked up) and the device buffers. */
+static ic_status cuda_load(ic__pipe *P, ic__vbase *b)
+{
+    ic__cvar *v = (ic__cvar *)b;
+    ic_cuda *d = ((const ic__cuda_bopts *)P->bopts)->d;
+    if (!d)
+        return ic__error(P->c, IC_EINVAL, "cuda: no device to load graph '%s' on", ic_graph_name(P->g));
+    ic_status s = ic_cuda_module_load(d, ic_ptx_module_text(v->pm), &v->cm);
     for (int i = 0; i < ic_ptx_module_num_kernels(v->pm) && !s; i++) {
         CUfunction f;
         s = ic__cuda_function(v->cm, ic_ptx_module_kernel(v->pm, i)->name, &f);
     }
-    if (s)
-        goto fail;
-    double t3 = now_ms();
-    v->lower_ms = t1 - t0;
-    v->ptx_ms = t2 - t1;
-    v->load_ms = t3 - t2;
-    if ((s = var_buffers(cc, v)))
-        goto fail;
-    *out = v;
+    return s ? s : var_buffers(P->c, d, v);
+}
+
+const ic__backend ic__backend_cuda = {
+    .name = "cuda",
+    .prefix = "gpu_",
+    .stash_norm_rows = false, /* rows stay in registers; an extra global write costs bandwidth */
+    .variant_size = sizeof(ic__cvar),
+    .codegen = cuda_codegen,
+    .load = cuda_load,
+    .variant_free = cuda_variant_free,
+};
+
+/* Copies o into cc (params owned by cc) and checks it. */
+static ic_status take_options(ic_cuda_compiled *cc, const ic_cuda_options *o)
+{
+    ic_ctx *c = cc->c;
+    if (o)
+        cc->o = *o;
+    if ((unsigned)cc->o.mode > IC_CUDA_REDUCE_OVERHEAD)
+        return ic__error(c, IC_EINVAL, "cuda: unknown mode %d", (int)cc->o.mode);
+    if (cc->o.max_variants < -1)
+        return ic__error(c, IC_EINVAL, "cuda: max_variants %d (0: 16, -1: no limit, or a count)",
+                         cc->o.max_variants);
+    const char *dir = cc->o.debug_dir;
+    cc->o.debug_dir = NULL;
+    if (dir && !(cc->o.debug_dir = ic__strdup(c, dir)))
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    if (cc->o.params && cc->o.nparams > 0) {
+        if (!(cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params)))
+            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        memcpy(cc->params, cc->o.params, sizeof *cc->params * (size_t)cc->o.nparams);
+    }
+    cc->o.params = cc->params;
     return IC_OK;
-fail:
-    var_destroy(cc, v);
-    return s;
 }
 
 ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
@@ -194,29 +201,23 @@ ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *
     cc->d = d;
     cc->c = c;
     cc->g = g;
-    if (o)
-        cc->o = *o;
-    if ((unsigned)cc->o.mode > IC_CUDA_REDUCE_OVERHEAD) {
-        ic__free(c, cc);
-        return ic__error(c, IC_EINVAL, "cuda: unknown mode %d", (int)cc->o.mode);
-    }
-    if (cc->o.params && cc->o.nparams > 0) {
-        cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params);
-        if (!cc->params) {
-            ic__free(c, cc);
-            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-        }
-        memcpy(cc->params, cc->o.params, sizeof *cc->params * (size_t)cc->o.nparams);
-    }
-    cc->o.params = cc->params;
     cc->nsyms = ic_graph_num_symbols(g);
-    if (!cc->nsyms) {
-        if ((s = var_create(cc, NULL, &cc->vars))) {
-            ic_cuda_compiled_destroy(cc);
-            return s;
-        }
-        cc->cur = cc->vars;
+    s = take_options(cc, o);
+    cc->bopts = (ic__cuda_bopts){ d, &cc->o };
+    ic__pipe P;
+    ic__pipe_init(&P, c, &ic__backend_cuda, &cc->bopts, g);
+    P.fusion = P.fusion && !cc->o.no_fusion;
+    P.freezing = cc->o.freezing;
+    ic__pipe_set_debug(&P, cc->o.debug, cc->o.debug_dir);
+    ic__vcache_init(&cc->vc, &P, cc->o.max_variants);
+    ic__vbase *v = NULL;
+    if (!s && !cc->nsyms)
+        s = ic__vcache_get(&cc->vc, NULL, &v);
+    if (s) {
+        ic_cuda_compiled_destroy(cc);
+        return s;
     }
+    cc->cur = (ic__cvar *)v;
     *out = cc;
     return IC_OK;
 }
@@ -225,22 +226,16 @@ void ic_cuda_compiled_destroy(ic_cuda_compiled *cc)
 {
     if (!cc)
         return;
-    for (ic__cvar *v = cc->vars, *n; v; v = n) {
-        n = v->next;
-        var_destroy(cc, v);
-    }
+    ic__vcache_free(&cc->vc);
     ic__free(cc->c, cc->params);
+    ic__free(cc->c, (void *)cc->o.debug_dir);
     ic__free(cc->c, cc->staging);
     ic__free(cc->c, cc);
 }
 
-/* The variant for the symbols the args fix (compiled on first sight). */
+/* The variant for the symbols the args fix (compiled on first sight, cached). */
 static ic_status select_variant(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
 {
-    if (!cc->nsyms) {
-        cc->cur = cc->vars;
-        return IC_OK;
-    }
     int64_t vals[64];
     if (cc->nsyms > 64)
         return ic__error(cc->c, IC_EUNSUPPORTED, "cuda: more than 64 symbols");
@@ -253,16 +248,10 @@ static ic_status select_variant(ic_cuda_compiled *cc, int nargs, const ic_tensor
         if (vals[i] < 0)
             return ic__error(cc->c, IC_EINVAL, "graph '%s': symbol '%s' is not fixed by any argument",
                              ic_graph_name(cc->g), ic_graph_symbol_name(cc->g, i));
-    for (ic__cvar *v = cc->vars; v; v = v->next)
-        if (!memcmp(v->vals, vals, sizeof *vals * (size_t)cc->nsyms)) {
-            cc->cur = v;
-            return IC_OK;
-        }
-    ic__cvar *v;
-    if ((s = var_create(cc, vals, &v)))
+    ic__vbase *v;
+    if ((s = ic__vcache_get(&cc->vc, vals, &v)))
         return s;
-    v->next = cc->vars;
-    cc->vars = cc->cur = v;
+    cc->cur = (ic__cvar *)v;
     return IC_OK;
 }
 
@@ -291,10 +280,10 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
     ic__cvar *v = cc->cur;
     ic_cuda *d = cc->d;
     for (int i = 0; i < nargs; i++)
-        if ((s = check_arg(cc, v->g, i, &args[i])))
+        if ((s = check_arg(cc, v->b.g, i, &args[i])))
             return s;
     for (int b = 0; b < v->nbufs; b++) {
-        const ic_buffer *buf = ic_program_buffer(v->p, b);
+        const ic_buffer *buf = ic_program_buffer(v->b.prog, b);
         if (buf->kind != IC_BUF_ARG)
             continue;
         const ic_tensor *t = &args[buf->index];
@@ -312,14 +301,7 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
             }
             /* the previous async copy may still read staging: wait for it */
             CU(cc, d->cu.StreamSynchronize(d->stream), "cuStreamSynchronize");
-            for (int64_t e = 0; e < buf->numel; e++) {
-                int64_t off = 0, rem = e;
-                for (int k = t->rank - 1; k >= 0; k--) {
-                    off += (rem % t->shape[k]) * t->strides[k];
-                    rem /= t->shape[k];
-                }
-                memcpy((char *)cc->staging + (size_t)e * es, (const char *)t->data + off * (int64_t)es, es);
-            }
+            ic__copy_strided(cc->staging, t);
             src = cc->staging;
         }
         CU(cc, d->cu.MemcpyHtoDAsync(v->dev[b], src, bytes, d->stream), "uploading an argument");
@@ -386,17 +368,17 @@ ic_status ic_cuda_download(ic_cuda_compiled *cc, int nouts, ic_tensor *outs)
     ic_cuda *d = cc->d;
     if (!v)
         return ic__error(cc->c, IC_EINVAL, "graph '%s': nothing was run", ic_graph_name(cc->g));
-    int want = ic_graph_num_outputs(v->g);
+    int want = ic_graph_num_outputs(v->b.g);
     if (nouts != want || (nouts && !outs))
-        return ic__error(cc->c, IC_EINVAL, "graph '%s' has %d outputs, got %d", ic_graph_name(v->g), want, nouts);
+        return ic__error(cc->c, IC_EINVAL, "graph '%s' has %d outputs, got %d", ic_graph_name(v->b.g), want, nouts);
     CU(cc, d->cu.StreamSynchronize(d->stream), "running the kernels");
     for (int b = 0; b < v->nbufs; b++) {
-        const ic_buffer *buf = ic_program_buffer(v->p, b);
+        const ic_buffer *buf = ic_program_buffer(v->b.prog, b);
         if (buf->kind != IC_BUF_OUTPUT)
             continue;
         ic_tensor *t = &outs[buf->index];
         ic_node_info ni;
-        ic_graph_node(v->g, ic_graph_output(v->g, buf->index), &ni);
+        ic_graph_node(v->b.g, ic_graph_output(v->b.g, buf->index), &ni);
         int64_t shape[IC_MAX_RANK];
         for (int k = 0; k < ni.rank; k++)
             shape[k] = ni.shape[k].coef;
@@ -411,7 +393,7 @@ ic_status ic_cuda_download(ic_cuda_compiled *cc, int nouts, ic_tensor *outs)
                 ok = t->shape[k] == shape[k];
             if (!ok)
                 return ic__error(cc->c, IC_EINVAL, "graph '%s': output %d ('%s') must be a contiguous %s "
-                                 "tensor of its shape", ic_graph_name(v->g), buf->index, ni.name,
+                                 "tensor of its shape", ic_graph_name(v->b.g), buf->index, ni.name,
                                  ic_dtype_name(ni.dtype));
         }
         size_t bytes = (size_t)buf->numel * ic_dtype_size(buf->dtype);
@@ -472,9 +454,9 @@ void ic_cuda_compiled_times(const ic_cuda_compiled *cc, double *lower_ms, double
                             double *load_ms)
 {
     const ic__cvar *v = cc ? cc->cur : NULL;
-    if (lower_ms) *lower_ms = v ? v->lower_ms : 0;
-    if (ptx_ms) *ptx_ms = v ? v->ptx_ms : 0;
-    if (load_ms) *load_ms = v ? v->load_ms : 0;
+    if (lower_ms) *lower_ms = v ? v->b.lower_ms : 0;
+    if (ptx_ms) *ptx_ms = v ? v->b.codegen_ms : 0;
+    if (load_ms) *load_ms = v ? v->b.load_ms : 0;
 }
 
 const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc)

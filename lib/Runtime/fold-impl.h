@@ -1,4 +1,4 @@
-/* fold-impl.h - freezing's constant folding (fold.c), used by compile.c. */
+/* fold-impl.h - freezing's constant folding (fold.c), used by the pipeline (pipeline.c). */
 #ifndef IC_FOLD_IMPL_H
 #define IC_FOLD_IMPL_H
 

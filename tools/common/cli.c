@@ -126,13 +126,6 @@ double cli_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* IC_DEBUG as the context reads it (lib/Graph/ctx.c): an integer, empty = unset = 0. */
-static int debug_level(void)
-{
-    const char *v = getenv("IC_DEBUG");
-    return v && *v ? atoi(v) : 0;
-}
-
 static int log_level;
 
 static void log_to_stderr(void *user, int level, const char *msg)
@@ -143,6 +136,8 @@ static void log_to_stderr(void *user, int level, const char *msg)
 
 void cli_log_init(ic_ctx *c, const char *tool)
 {
-    log_level = debug_level();
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    log_level = sw.debug; /* IC_DEBUG, as the context read it */
     ic_log_set(c, log_to_stderr, (void *)tool);
 }

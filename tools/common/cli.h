@@ -120,7 +120,7 @@ bool cli_mismatch_msg(const char *backend, const char *output, const ic_tensor *
 
 /* ---- library log messages ----
  * Installs a log callback on c that prints "<tool>: <message>" on stderr for every message of
- * level <= IC_DEBUG (unset = 0: infos such as a debug folder that cannot be made; 1 adds the
+ * level <= the context's IC_DEBUG switch (unset = 0: infos such as a debug folder that cannot be made; 1 adds the
  * debug messages, e.g. per-stage compile times). */
 void cli_log_init(ic_ctx *c, const char *tool);
 

@@ -867,9 +867,228 @@ Test(compile, dump_each_stage)
         free(buf);
     }
     FILE *f = fopen("/dev/null", "w");
-    ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "ptx", f), IC_EINVAL, "unknown stage 'ptx'");
+    ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "nonsense", f), IC_EINVAL, "unknown stage 'nonsense'",
+                     "graph, loops, fused, llvm, llvm-opt, asm, ptx");
+    ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "sass", f), IC_EINVAL, "stage 'sass' is made by ic-dump");
     fclose(f);
     ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* ---- one pipeline: dumps, IC_DUMP and the debug folder show the same text ---- */
+
+/* A file's contents, NUL-terminated (malloc'd). */
+static char *slurp(const char *dir, const char *file)
+{
+    size_t n = 0;
+    char *raw = ict_read_file(ict_path(dir, file), &n), *t = raw ? realloc(raw, n + 1) : NULL;
+    cr_assert(t, "cannot read %s/%s", dir, file);
+    t[n] = 0;
+    return t;
+}
+
+static char *dump_text(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, const char *stage)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cr_assert_eq(ic_compile_dump(c, g, o, NULL, stage, f), IC_OK, "%s: %s", stage, ic_last_error(c));
+    fclose(f);
+    return buf;
+}
+
+static void set_switches(ic_ctx *c, const char *dump, bool no_fusion)
+{
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.dump = dump;
+    sw.no_fusion = no_fusion;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK, "%s", ic_last_error(c));
+}
+
+/* stderr of ic_compile(c, g, o) (IC_DUMP prints there); the compiled graph in *cc. */
+static char *compile_stderr(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **cc)
+{
+    char path[1024];
+    const char *dir = ict_tmpdir();
+    snprintf(path, sizeof path, "%s", ict_path(dir, "stderr.txt"));
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert(freopen(path, "w", stderr), "cannot redirect stderr");
+    ic_status s = ic_compile(c, g, o, cc);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    cr_assert_eq(s, IC_OK, "%s", ic_last_error(c));
+    char *text = slurp(dir, "stderr.txt");
+    ict_rmtree(dir);
+    return text;
+}
+
+Test(compile, dump_and_debug_folder_are_the_compiles_own_stages)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "frozen");
+    ic_value x = ict_input(g, "x", IC_F32, "4,8"), w, wt, y, z;
+    static float wdata[8 * 8];
+    for (int i = 0; i < 64; i++)
+        wdata[i] = (float)(i % 7) - 3.0f;
+    ic_dim d[2] = { ic_dim_const(8), ic_dim_const(8) };
+    cr_assert_eq(ic_graph_add_param(g, "w", IC_F32, 2, d, wdata, sizeof wdata, NULL, NULL, &w), IC_OK);
+    /* a constant subgraph: folded when freezing */
+    cr_assert_eq(ic_graph_unary(g, "wt", IC_OP_NEG, ic_val(w), &wt), IC_OK);
+    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_MATMUL, ic_val(x), ic_val(wt), &y), IC_OK);
+    cr_assert_eq(ic_graph_unary(g, "z", IC_OP_RELU, ic_val(y), &z), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, z), IC_OK);
+    const char *dir = ict_tmpdir();
+    char parent[512];
+    snprintf(parent, sizeof parent, "%s", dir);
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.debug = 1;
+    o.debug_dir = parent;
+    o.freezing = 1;
+    set_switches(c, "llvm,fuse", false);
+    ic_compiled *cc;
+    char *err = compile_stderr(c, g, &o, &cc);
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/frozen_%ld_0", parent, (long)getpid());
+    static const char *const stages[] = { "graph", "loops", "fused", "llvm-opt", "asm" };
+    static const char *const files[] = { "graph.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt", "output_code.ll",
+                                         "output_code.s" };
+    for (int i = 0; i < 5; i++) {
+        char *want = slurp(sub, files[i]), *got = dump_text(c, g, &o, stages[i]);
+        cr_assert_str_eq(got, want, "ic_compile_dump '%s' differs from the compile's %s", stages[i], files[i]);
+        free(want);
+        free(got);
+    }
+    char *graph = slurp(sub, "graph.txt");
+    cr_assert(!strstr(graph, "neg("), "freezing folds the negated weight:\n%s", graph);
+    free(graph);
+    /* IC_DUMP=llvm,fuse (an alias): the same text on stderr, after a banner each */
+    char *fused = dump_text(c, g, &o, "fused"), *llvm = dump_text(c, g, &o, "llvm");
+    char *want = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&want, &n);
+    fprintf(f, "== after fused ==\n%s== after llvm ==\n%s", fused, llvm);
+    fclose(f);
+    cr_assert(strstr(err, want), "IC_DUMP output differs from the dumps:\n%.3000s", err);
+    free(want);
+    free(fused);
+    free(llvm);
+    free(err);
+    ic_compiled_destroy(cc);
+    ict_rmtree(dir);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(compile, stage_names_and_aliases)
+{
+    static const char *const names[][2] = { { "graph", "spec" }, { "loops", "lower" }, { "fused", "fuse" },
+                                            { "llvm-opt", "opt" }, { "asm", "assembly" } };
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = seed_graph(c, "4");
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        ic_pipe_stage a, b;
+        cr_assert(ic_pipe_stage_find(names[i][0], &a) && ic_pipe_stage_find(names[i][1], &b), "%s", names[i][0]);
+        cr_assert_eq(a, b, "'%s' is an alias of '%s'", names[i][1], names[i][0]);
+        cr_assert_str_eq(ic_pipe_stage_get(a)->name, names[i][0]);
+        char *x = dump_text(c, g, NULL, names[i][0]), *y = dump_text(c, g, NULL, names[i][1]);
+        cr_assert_str_eq(x, y, "stage %s", names[i][0]);
+        free(x);
+        free(y);
+    }
+    ic_pipe_stage st;
+    cr_assert(!ic_pipe_stage_find("fusedx", &st) && !ic_pipe_stage_find("", &st));
+    cr_assert_null(ic_pipe_stage_get(IC_PIPE_COUNT));
+    /* the GPU backend's stage, no GPU needed: kernels named as ic_cuda_compile names them */
+    char *ptx = dump_text(c, g, NULL, "ptx");
+    cr_assert(strstr(ptx, ".entry gpu_fused_"), "%.2000s", ptx);
+    free(ptx);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* The GPU's pipeline is the same one with the CUDA backend: its own fuse options (gpu_
+ * kernels), freezing folds constants there too, and the CPU-only stages are refused. */
+Test(compile, gpu_dump_runs_the_gpu_pipeline)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "frozen");
+    ic_value x = ict_input(g, "x", IC_F32, "4,8"), w, wt, y;
+    static float wdata[4 * 8];
+    ic_dim d[2] = { ic_dim_const(4), ic_dim_const(8) };
+    cr_assert_eq(ic_graph_add_param(g, "w", IC_F32, 2, d, wdata, sizeof wdata, NULL, NULL, &w), IC_OK);
+    cr_assert_eq(ic_graph_unary(g, "wt", IC_OP_NEG, ic_val(w), &wt), IC_OK);
+    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_ADD, ic_val(x), ic_val(wt), &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    ic_cuda_options o;
+    ic_cuda_options_init(&o);
+    o.freezing = true;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cr_assert_eq(ic_cuda_compile_dump(c, g, &o, NULL, "fuse", f), IC_OK, "%s", ic_last_error(c));
+    fclose(f);
+    cr_assert(strstr(buf, "gpu_") && !strstr(buf, "cpu_"), "GPU kernel names:\n%s", buf);
+    cr_assert(!strstr(buf, "neg"), "freezing folded neg(w) into a param:\n%s", buf);
+    free(buf);
+    f = fopen("/dev/null", "w");
+    ict_assert_error(c, ic_cuda_compile_dump(c, g, &o, NULL, "asm", f), IC_EINVAL, "stage 'asm' is made by the cpu");
+    ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "ptxx", f), IC_EINVAL, "unknown stage 'ptxx'");
+    fclose(f);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(compile, switches_are_read_once_and_settable)
+{
+    unsetenv("IC_NO_FUSION");
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = seed_graph(c, "4");
+    setenv("IC_NO_FUSION", "1", 1); /* too late for c */
+    ic_compiled *cc;
+    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_compiled_num_kernels(cc), 1, "IC_NO_FUSION set after ic_ctx_create has no effect");
+    ic_compiled_destroy(cc);
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    cr_assert(!sw.no_fusion);
+    set_switches(c, NULL, true);
+    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_compiled_num_kernels(cc), 4, "ic_ctx_set_switches: one kernel per op");
+    ic_compiled_destroy(cc);
+    setenv("IC_COMPILE_THREADS", "3", 1);
+    setenv("IC_COMPILE_DEBUG", "0", 1);
+    setenv("IC_DUMP", "fused", 1);
+    ic_ctx *c2 = ict_ctx(); /* reads them now */
+    unsetenv("IC_NO_FUSION");
+    unsetenv("IC_COMPILE_THREADS");
+    unsetenv("IC_COMPILE_DEBUG");
+    unsetenv("IC_DUMP");
+    ic_ctx_switches(c2, &sw);
+    cr_assert(sw.no_fusion && sw.compile_threads == 3 && !sw.compile_debug, "switches of a new context");
+    cr_assert_str_eq(sw.dump, "fused");
+    /* IC_COMPILE_DEBUG through the API: options' debug 0 follows it, -1 turns it off */
+    sw.compile_debug = true;
+    sw.no_fusion = false;
+    sw.dump = NULL;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", ict_tmpdir());
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.debug_dir = dir;
+    for (int debug = -1; debug <= 0; debug++) {
+        o.debug = debug;
+        cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+        ic_compiled_destroy(cc);
+        cr_assert_eq(ict_count_files(dir), debug + 1, "debug %d: %d folders", debug, ict_count_files(dir));
+    }
+    ict_rmtree(dir);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c2);
     ic_ctx_destroy(c);
 }
 

@@ -1,5 +1,5 @@
 /* test_compile_perf.c - the compile-time and run-time machinery added for speed (lib/Runtime/
- * compile.c, jit.c): kernels that are the same code on other buffers share one compiled body
+ * backend_cpu.c, pool.c, jit.c): kernels that are the same code on other buffers share one compiled body
  * (and are run with a renamed buffer table, also from several threads at once), kernels are
  * compiled on several threads (IC_COMPILE_THREADS) without changing a bit of the results,
  * IC_PROFILE prints a per-kernel table, and f32 exp never computes subnormals (a flush that
@@ -296,13 +296,23 @@ Test(compile_perf, shared_code_runs_concurrently)
 
 /* ---- parallel compilation ---- */
 
-/* One compile under IC_COMPILE_THREADS=threads, run on fixed args; outputs returned. */
+/* The context's IC_COMPILE_THREADS switch, through the API (the environment is read once,
+ * when the context is made). */
+static void set_compile_threads(ic_ctx *c, int n)
+{
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.compile_threads = n;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+}
+
+/* One compile with IC_COMPILE_THREADS=threads, run on fixed args; outputs returned. */
 static ic_tensor *compile_run(ic_ctx *c, const ic_graph *g, const char *threads, const ic_tensor *args)
 {
-    setenv("IC_COMPILE_THREADS", threads, 1);
+    set_compile_threads(c, atoi(threads));
     ic_compiled *cc;
     cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "threads %s: %s", threads, ic_last_error(c));
-    unsetenv("IC_COMPILE_THREADS");
+    set_compile_threads(c, 0);
     ic_tensor *got = run(c, cc, g, args);
     ic_compiled_destroy(cc);
     return got;
@@ -351,10 +361,10 @@ Test(compile_perf, a_failing_job_fails_the_compile)
     }
     cr_assert_eq(ic_graph_add_output(g, sum), IC_OK);
     for (int threads = 1; threads <= 3; threads += 2) {
-        setenv("IC_COMPILE_THREADS", threads == 1 ? "1" : "3", 1);
+        set_compile_threads(c, threads);
         ic_compiled *cc = (ic_compiled *)&cc;
         ic_status s = ic_compile(c, g, NULL, &cc);
-        unsetenv("IC_COMPILE_THREADS");
+        set_compile_threads(c, 0);
         ict_assert_error(c, s, IC_EUNSUPPORTED, "touches", "buffers");
         cr_assert(cc == NULL, "a failed compile left an object");
     }
@@ -371,10 +381,14 @@ Test(compile_perf, profile_prints_every_kernel_at_destroy)
     const char *dir = ict_tmpdir();
     char path[1024];
     snprintf(path, sizeof path, "%s", ict_path(dir, "stderr.txt"));
-    setenv("IC_PROFILE", "1", 1);
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.profile = true; /* IC_PROFILE=1, through the API */
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
     ic_compiled *cc;
     cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
-    unsetenv("IC_PROFILE");
+    sw.profile = false;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
     int nargs = ic_graph_num_args(g), nouts = ic_graph_num_outputs(g), nk = ic_compiled_num_kernels(cc);
     char names[16][128];
     cr_assert(nk > 0 && nk <= 16, "%d kernels", nk);

@@ -22,13 +22,17 @@ static ic_cuda *open_or_skip(ic_ctx *c)
 
 Test(cuda, a_missing_driver_is_reported)
 {
-    ic_ctx *c = ict_ctx();
     setenv("IC_CUDA_DRIVER", "libcuda-ic-missing.so.1", 1);
+    ic_ctx *c = ict_ctx(); /* reads IC_CUDA_DRIVER */
+    unsetenv("IC_CUDA_DRIVER");
     ic_cuda *d = (ic_cuda *)1;
     ic_status s = ic_cuda_open(c, 0, &d);
-    unsetenv("IC_CUDA_DRIVER");
     ict_assert_error(c, s, IC_ECUDA, "no CUDA driver found (libcuda-ic-missing.so.1: ");
     cr_assert_null(d);
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.cuda_driver = NULL;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
     /* and the real one: found, or refused with that message */
     s = ic_cuda_open(c, 0, &d);
     if (s) {
@@ -47,7 +51,7 @@ Test(cuda, a_missing_driver_is_reported)
 static ic_cuda_options opts(ic_cuda_mode mode, bool no_fusion)
 {
     ic_cuda_options o;
-    memset(&o, 0, sizeof o);
+    ic_cuda_options_init(&o);
     o.mode = mode;
     o.no_fusion = no_fusion;
     return o;

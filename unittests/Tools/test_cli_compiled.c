@@ -587,12 +587,23 @@ Test(cli_compiled, compile_debug_writes_a_folder)
     snprintf(sub, sizeof sub, "%s", ict_path(dir, rel));
     static const char *files[] = { "graph.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt",
                                    "output_code.ll", "output_code.s" };
+    static const char *stages[] = { "graph", "loops", "fused", "llvm-opt", "asm" };
+    result_free(&r);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", sub, files[i]);
         struct stat st;
         cr_assert(stat(path, &st) == 0 && st.st_size > 0, "%s should exist and not be empty", path);
+        /* ic-dump runs the compile's pipeline, stopped after the stage: the same text */
+        snprintf(args, sizeof args, "'%s' --stage %s", graph, stages[i]);
+        r = run_tool(dir, "ic-dump", args);
+        assert_ok(r, stages[i]);
+        char *text = read_text(path);
+        const char *body = strchr(r.out, '\n');
+        cr_assert(text && body, "no text for %s", stages[i]);
+        cr_assert_str_eq(body + 1, text, "ic-dump --stage %s differs from the compile's %s", stages[i], files[i]);
+        free(text);
+        result_free(&r);
     }
-    result_free(&r);
     ict_rmtree(dir);
 }
 

@@ -334,6 +334,63 @@ Test(cli_device, fake_driver_reduce_overhead_replays_one_graph)
     ict_rmtree(f.dir);
 }
 
+/* The text of ic-dump's output after its one-line banner (malloc'd). */
+static char *after_banner(const char *out)
+{
+    const char *nl = strchr(out, '\n');
+    cr_assert(nl, "no banner line in:\n%s", out);
+    return strdup(nl + 1);
+}
+
+/* ic-dump --device cuda --stage <stage> for f's graph, without its banner (malloc'd). */
+static char *gpu_dump(const fixture *f, const char *stage)
+{
+    char args[8192];
+    snprintf(args, sizeof args, "'%s' --device cuda --stage %s", f->graph, stage);
+    run_result r = run_tool(f->dir, "ic-dump", args);
+    assert_ok(r, stage);
+    char *text = after_banner(r.out);
+    result_free(&r);
+    return text;
+}
+
+/* IC_COMPILE_DEBUG on a GPU compile writes the graph, the loop IR before and after fusion,
+ * the NVPTX IR and the PTX, each what ic-dump --device cuda prints for that stage (the same
+ * pipeline, stopped there). */
+Test(cli_device, compile_debug_writes_the_gpu_folder)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char so[4200], log[4200], args[8192], env[20000], path[8192];
+    build_fake_driver(f.dir, so, sizeof so);
+    snprintf(env, sizeof env, "%s IC_COMPILE_DEBUG=1", fake_env(f.dir, so, log, sizeof log));
+    snprintf(args, sizeof args, "'%s' --device cuda --no-compare " FAST, f.graph);
+    run_result r = run_tool_env(f.dir, env, "ic-run", args);
+    assert_fake_ok(&r, "IC_COMPILE_DEBUG=1 --device cuda (stand-in driver)");
+    const char *p = strstr(r.err, "ic: compile debug folder: ic_debug/zero_");
+    cr_assert(p, "stderr: %s", r.err);
+    char sub[512];
+    snprintf(sub, sizeof sub, "%.*s", (int)strcspn(p + 26, "\n"), p + 26);
+    result_free(&r);
+    static const char *files[] = { "graph.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt", "output_code.ll",
+                                   "output_code.ptx" };
+    static const char *stages[] = { "graph", "loops", "fused", "llvm-opt", "ptx" };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s/%s", f.dir, sub, files[i]);
+        char *text = read_text(path), *want = gpu_dump(&f, stages[i]);
+        cr_assert(text && *text, "%s missing or empty", path);
+        cr_assert_str_eq(text, want, "the compile's %s differs from ic-dump --device cuda --stage %s", files[i],
+                         stages[i]);
+        free(text);
+        free(want);
+    }
+    snprintf(path, sizeof path, "%s/%s/output_code.ptx", f.dir, sub);
+    char *ptx = read_text(path);
+    cr_assert(strstr(ptx, ".entry gpu_fused_add_mul_0"), "%.2000s", ptx);
+    free(ptx);
+    ict_rmtree(f.dir);
+}
+
 Test(cli_device, fake_driver_mismatch_exits_2)
 {
     fixture f;
@@ -393,6 +450,29 @@ Test(cli_device, fake_driver_other_ordinal_is_refused)
     snprintf(args, sizeof args, "'%s' --device cuda:3 " FAST, f.graph);
     run_result r = run_tool_env(f.dir, env, "ic-run", args);
     assert_fails(r, "ic-run", "cuda:3 on a one-GPU driver", "--device cuda:3", "no device 3");
+    result_free(&r);
+    ict_rmtree(f.dir);
+}
+
+/* ic-dump --device: cuda stages by alias, a bad device and a CPU-only stage refused. */
+Test(cli_device, dump_device_cuda)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char args[8192];
+    snprintf(args, sizeof args, "'%s' --device cuda --stage fuse", f.graph);
+    run_result r = run_tool(f.dir, "ic-dump", args);
+    assert_ok(r, "--device cuda --stage fuse");
+    cr_assert(strstr(r.out, "== fused: zero, fused kernels (Fuse) [cuda] ==\n") && strstr(r.out, "gpu_fused_add_mul_0"),
+              "%s", r.out);
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --device gpu", f.graph);
+    r = run_tool(f.dir, "ic-dump", args);
+    assert_fails(r, "ic-dump", "--device gpu", "--device gpu: cpu or cuda");
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --device cuda --stage asm", f.graph);
+    r = run_tool(f.dir, "ic-dump", args);
+    assert_fails(r, "ic-dump", "--device cuda --stage asm", "stage 'asm' is made by the cpu backend");
     result_free(&r);
     ict_rmtree(f.dir);
 }
