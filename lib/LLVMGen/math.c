@@ -109,7 +109,10 @@ static LLVMValueRef exp_core(M *m, LLVMValueRef x, bool wide)
     LLVMValueRef t, r = reduce_ln2(m, x, &t, SHIFTER, wide);
     LLVMValueRef p = fma3(m, poly(m, r, EXP_P, 5), r, K(m, 1.0));
     LLVMValueRef y = fma3(m, p, r, K(m, 1.0));
-    return flt(m, LLVMBuildAdd(m->b, bits(m, y), pow2_bits(m, t), ""));
+    LLVMValueRef e = flt(m, LLVMBuildAdd(m->b, bits(m, y), pow2_bits(m, t), ""));
+    /* A NaN's bits are the target's (x86 makes 0xffc00000, NVIDIA GPUs 0x7fffffff): added as
+     * integers they can carry into a finite number (FLT_MAX on the GPU). */
+    return sel(m, isnan_(m, y), y, e);
 }
 
 /* e^r - 1 for the reduced r as q, with s = 2^n, so that e^x - 1 = s q + (s - 1): relative
@@ -117,7 +120,8 @@ static LLVMValueRef exp_core(M *m, LLVMValueRef x, bool wide)
 static LLVMValueRef expm1_parts(M *m, LLVMValueRef x, LLVMValueRef *s)
 {
     LLVMValueRef t, r = reduce_ln2(m, x, &t, SHIFTER + 127, false);
-    *s = flt(m, pow2_bits(m, t)); /* the shifter's low bits hold the bias: (n + 127) << 23 */
+    /* the shifter's low bits hold the bias: (n + 127) << 23; a NaN stays NaN (see exp_core) */
+    *s = sel(m, isnan_(m, t), t, flt(m, pow2_bits(m, t)));
     return fma3(m, poly(m, r, EXP_P, 5), mul(m, r, r), r);
 }
 

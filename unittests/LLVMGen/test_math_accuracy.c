@@ -25,6 +25,13 @@ static float bits_f(uint32_t u)
     return f;
 }
 
+static uint32_t f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
 /* ---- references in double ---- */
 
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
@@ -478,6 +485,10 @@ static vec any_inputs(void)
         push(&a, bits_f(u)), push(&a, bits_f(u | 0x80000000u));
     for (size_t i = 0; i < sizeof special / sizeof *special; i++)
         push(&a, special[i]);
+    /* NaN payloads: the GPU's canonical 0x7fffffff, and low bits set (they reach integer code) */
+    static const uint32_t nans[] = { 0x7fffffffu, 0xffffffffu, 0x7f8001ffu, 0x7fc001ffu, 0xff800001u };
+    for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
+        push(&a, bits_f(nans[i]));
     return a;
 }
 
@@ -489,6 +500,13 @@ static void agree(const char *name, ic_op op, int n, const float *x, const float
         cr_assert(out[bk] != NULL);
         run_op((backend)bk, op, 0, IC_F32, n, x, y, out[bk]);
     }
+    for (int bk = 0; bk < BK_COUNT; bk++)
+        for (int i = 0; i < n; i++) { /* NaN in, NaN out, whatever its payload (pow's 1s aside) */
+            bool nan_in = isnan(x[i]) ? !y || y[i] != 0.0f : y && isnan(y[i]) && x[i] != 1.0f;
+            if (nan_in && !isnan(out[bk][i]))
+                cr_assert_fail("%s on %s: x=%a (bits %#x) y=%a gives %a, not NaN", name, bk_name[bk],
+                               x[i], f_bits(x[i]), y ? y[i] : NAN, out[bk][i]);
+        }
     int first = -1, bad = count_mismatch(out[BK_CPU], out[BK_GPU], n, &first);
     fprintf(stderr, "math: %-8s cpu and gpu differ on %d of %d inputs\n", name, bad, n);
     if (bad)

@@ -288,7 +288,8 @@ Test(cuda, bad_arguments_are_refused)
     float buf[32] = { 0 };
     ic_tensor x, y;
     ic_tensor_init(&x, IC_F32, 2, (int64_t[]){ 4, 7 }, buf);
-    ict_assert_error(c, ic_cuda_run(cc, 1, &x, 1, &y), IC_EINVAL, "'x'");
+    /* the shared variant cache binds the arguments first, as ic_run does: a located shape error */
+    ict_assert_error(c, ic_cuda_run(cc, 1, &x, 1, &y), IC_ESHAPE, "'x'", "[4, 7]", "[4, 8]");
     ict_assert_error(c, ic_cuda_run(cc, 0, NULL, 1, &y), IC_EINVAL, "takes 1 arguments");
     ic_tensor_init(&x, IC_F32, 2, (int64_t[]){ 4, 8 }, buf);
     ic_tensor_init(&y, IC_F32, 2, (int64_t[]){ 8, 4 }, buf);
