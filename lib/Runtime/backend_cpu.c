@@ -52,46 +52,6 @@ static ic_status make_signatures(ic_ctx *c, ic__variant *v)
     return IC_OK;
 }
 
-/* Embedding indices outside [0, num_embeddings) are an error in PyTorch; the kernels clamp
- * them (no stray reads), so ic_run checks the ones that come straight from an argument, through
- * value-preserving views, before running. */
-static ic_status make_index_checks(ic_ctx *c, ic__variant *v)
-{
-    const ic_graph *g = v->b.g;
-    int n = ic_graph_num_nodes(g), nargs = ic_graph_num_args(g), k = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (ic_value id = 0; id < n; id++) {
-            ic_node_info ni, wi, xi;
-            ic_graph_node(g, id, &ni);
-            if (ni.op != IC_OP_EMBEDDING || ni.ninputs < 2 || ni.inputs[1].node < 0)
-                continue;
-            ic_value x = ni.inputs[1].node;
-            for (ic_graph_node(g, x, &xi);; ic_graph_node(g, x, &xi)) {
-                bool same_values = xi.op == IC_OP_RESHAPE || xi.op == IC_OP_PERMUTE || xi.op == IC_OP_TRANSPOSE ||
-                                   xi.op == IC_OP_EXPAND || xi.op == IC_OP_UNSQUEEZE || xi.op == IC_OP_SQUEEZE;
-                if (!same_values || xi.ninputs < 1 || xi.inputs[0].node < 0)
-                    break;
-                x = xi.inputs[0].node;
-            }
-            int arg = -1;
-            for (int a = 0; a < nargs && arg < 0; a++)
-                if (ic_graph_arg(g, a) == x)
-                    arg = a;
-            ic_graph_node(g, ni.inputs[0].node, &wi);
-            if (arg < 0 || wi.rank < 1 || !(xi.dtype == IC_I32 || xi.dtype == IC_I64))
-                continue;
-            if (pass == 1)
-                v->checks[k] = (struct ic__index_check){ arg, wi.shape[0].coef, ni.name };
-            k++;
-        }
-        if (pass == 0 && k > 0 && !(v->checks = ic__calloc(c, (size_t)k, sizeof *v->checks)))
-            return ic__error(c, IC_ENOMEM, "compile: out of memory");
-        v->nchecks = pass == 0 ? 0 : k;
-        k = 0;
-    }
-    return IC_OK;
-}
-
 /* ---- kernels that are the same code (dedup) ---- */
 
 /* Kernel b is kernel a with its buffers renamed: the same loops, instructions and parameters,
@@ -184,7 +144,6 @@ static ic_status find_same_code(ic_ctx *c, ic__variant *v, const ic_codegen_para
 static void cpu_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
 {
     ic__variant *v = (ic__variant *)b;
-    ic__free(c, v->checks);
     ic__slots_free(c, v);
     ic__jit_destroy(v->jit);
     ic__free(c, v->fns);
@@ -286,7 +245,7 @@ static ic_status link_objects(ic_ctx *c, ic__variant *v)
 }
 
 /* The JIT owns the code; the run plan: TEMP offsets from the program's arena plan, the
- * signatures ic_run checks, the embedding indices it checks. */
+ * signatures ic_run checks. */
 static ic_status cpu_load(ic__pipe *P, ic__vbase *b)
 {
     ic__variant *v = (ic__variant *)b;
@@ -304,7 +263,7 @@ static ic_status cpu_load(ic__pipe *P, ic__vbase *b)
         return s;
     v->nbufs = ic_program_num_buffers(v->b.prog);
     v->arena_bytes = ic_program_arena_size(v->b.prog);
-    if ((s = make_signatures(c, v)) || (s = make_index_checks(c, v)))
+    if ((s = make_signatures(c, v)))
         return s;
     int ncode = 0;
     for (int k = 0; k < v->nkernels; k++)

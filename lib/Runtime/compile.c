@@ -186,7 +186,7 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
         return s;
     if (!slot)
         return ic__error(cc->c, IC_ENOMEM, "ic_run: out of memory for a run arena");
-    if (!(s = ic__check_outputs(cc, v, nargs, args, nouts, outs)) && !(s = ic__check_indices(cc, v, args)) &&
+    if (!(s = ic__check_outputs(cc, v, nargs, args, nouts, outs)) && !(s = ic__check_indices(cc->g, &v->b, args)) &&
         !(s = ic__bind_buffers(cc, v, slot, args, outs))) {
         if (cc->profile) {
             ic__run_profiled(v, slot);

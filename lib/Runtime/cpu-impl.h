@@ -36,8 +36,6 @@ typedef struct ic__variant {
     ic_tensor *argsig;     /* expected dtype/rank/shape of each arg (data NULL) */
     ic_tensor *outsig;     /* expected dtype/rank/shape of each output */
     ic__slot *free_slots, *all_slots;
-    int nchecks;           /* embedding indices read straight from an argument */
-    struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
     /* between codegen and load only: */
     ic_codegen_target *target;
     ic_codegen_params *params;
@@ -63,7 +61,6 @@ IC_HIDDEN void ic__slot_release(ic_compiled *cc, ic__variant *v, ic__slot *s);
 IC_HIDDEN void ic__slots_free(ic_ctx *c, ic__variant *v);
 IC_HIDDEN ic_status ic__check_outputs(ic_compiled *cc, const ic__variant *v, int nargs,
                                       const ic_tensor *args, int nouts, const ic_tensor *outs);
-IC_HIDDEN ic_status ic__check_indices(const ic_compiled *cc, const ic__variant *v, const ic_tensor *args);
 IC_HIDDEN ic_status ic__bind_buffers(ic_compiled *cc, const ic__variant *v, ic__slot *s,
                                      const ic_tensor *args, const ic_tensor *outs);
 IC_HIDDEN void *const *ic__kernel_table(const ic__variant *v, ic__slot *slot, int k);

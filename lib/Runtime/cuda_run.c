@@ -275,7 +275,7 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
         return ic__error(cc->c, IC_EINVAL, "graph '%s' takes %d arguments, got %d",
                          ic_graph_name(cc->g), want, nargs);
     ic_status s = select_variant(cc, nargs, args);
-    if (s)
+    if (s || (s = ic__check_indices(cc->g, &cc->cur->b, args)))
         return s;
     ic__cvar *v = cc->cur;
     ic_cuda *d = cc->d;

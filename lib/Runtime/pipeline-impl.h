@@ -27,6 +27,8 @@ typedef struct ic__vbase {
     double lower_ms, codegen_ms, load_ms, compile_ms;
     uint64_t used;            /* the cache's tick at its last use (LRU) */
     int busy;                 /* runs in flight: never evicted while > 0 */
+    int nchecks;              /* embedding indices read straight from an argument */
+    struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
 } ic__vbase;
 
 typedef struct ic__pipe ic__pipe;
@@ -89,6 +91,8 @@ IC_HIDDEN void ic__pipe_set_debug(ic__pipe *P, int debug, const char *dir);
  * *out (ic__variant_free), also when stopped early. */
 IC_HIDDEN ic_status ic__pipeline(ic__pipe *P, const int64_t *vals, ic__vbase **out);
 IC_HIDDEN void ic__variant_free(const ic__pipe *P, ic__vbase *v);
+/* Every backend's runs: the embedding indices args hold are in range (g names the node). */
+IC_HIDDEN ic_status ic__check_indices(const ic_graph *g, const ic__vbase *v, const ic_tensor *args);
 
 /* ---- stage outputs (dump.c) ---- */
 

@@ -41,10 +41,75 @@ void ic__variant_free(const ic__pipe *P, ic__vbase *v)
     P->be->variant_free(c, P->bopts, v);
     if (v->prog)
         ic_program_destroy(v->prog);
+    ic__free(c, v->checks);
     ic_graph_destroy(v->folded); /* borrows from spec: first */
     ic_graph_destroy(v->spec);
     ic__free(c, v->vals);
     ic__free(c, v);
+}
+
+/* Embedding indices outside [0, num_embeddings) are an error in PyTorch; the kernels clamp
+ * them (no stray reads), so every backend's run checks the ones that come straight from an
+ * argument, through value-preserving views, before running. */
+static ic_status make_index_checks(ic_ctx *c, ic__vbase *v)
+{
+    const ic_graph *g = v->g;
+    int n = ic_graph_num_nodes(g), nargs = ic_graph_num_args(g), k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (ic_value id = 0; id < n; id++) {
+            ic_node_info ni, wi, xi;
+            ic_graph_node(g, id, &ni);
+            if (ni.op != IC_OP_EMBEDDING || ni.ninputs < 2 || ni.inputs[1].node < 0)
+                continue;
+            ic_value x = ni.inputs[1].node;
+            for (ic_graph_node(g, x, &xi);; ic_graph_node(g, x, &xi)) {
+                bool same_values = xi.op == IC_OP_RESHAPE || xi.op == IC_OP_PERMUTE || xi.op == IC_OP_TRANSPOSE ||
+                                   xi.op == IC_OP_EXPAND || xi.op == IC_OP_UNSQUEEZE || xi.op == IC_OP_SQUEEZE;
+                if (!same_values || xi.ninputs < 1 || xi.inputs[0].node < 0)
+                    break;
+                x = xi.inputs[0].node;
+            }
+            int arg = -1;
+            for (int a = 0; a < nargs && arg < 0; a++)
+                if (ic_graph_arg(g, a) == x)
+                    arg = a;
+            ic_graph_node(g, ni.inputs[0].node, &wi);
+            if (arg < 0 || wi.rank < 1 || !(xi.dtype == IC_I32 || xi.dtype == IC_I64))
+                continue;
+            if (pass == 1)
+                v->checks[k] = (struct ic__index_check){ arg, wi.shape[0].coef, ni.name };
+            k++;
+        }
+        if (pass == 0 && k > 0 && !(v->checks = ic__calloc(c, (size_t)k, sizeof *v->checks)))
+            return ic__error(c, IC_ENOMEM, "compile: out of memory");
+        v->nchecks = pass == 0 ? 0 : k;
+        k = 0;
+    }
+    return IC_OK;
+}
+
+ic_status ic__check_indices(const ic_graph *g, const ic__vbase *v, const ic_tensor *args)
+{
+    for (int i = 0; i < v->nchecks; i++) {
+        const struct ic__index_check *ck = &v->checks[i];
+        const ic_tensor *t = &args[ck->arg];
+        int64_t n = ic_tensor_numel(t), idx[IC_MAX_RANK] = { 0 }, off = 0;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t x = t->dtype == IC_I32 ? ((const int32_t *)t->data)[off] : ((const int64_t *)t->data)[off];
+            if (x < 0 || x >= ck->limit)
+                return ic__node_error(g, ck->node, "embedding", IC_EINVAL,
+                                      "index %lld out of range [0, %lld) (argument %d, element %lld)",
+                                      (long long)x, (long long)ck->limit, ck->arg, (long long)e);
+            for (int d = t->rank - 1; d >= 0; d--) {
+                off += t->strides[d];
+                if (++idx[d] < t->shape[d])
+                    break;
+                off -= t->strides[d] * t->shape[d];
+                idx[d] = 0;
+            }
+        }
+    }
+    return IC_OK;
 }
 
 static void print_graph(FILE *f, const void *g) { ic_graph_print(f, g); }
@@ -138,7 +203,7 @@ ic_status ic__pipeline(ic__pipe *P, const int64_t *vals, ic__vbase **out)
     t2 = ic__now_ms();
     v->lower_ms = t1 - t0;
     v->codegen_ms = t2 - t1;
-    if ((s = P->be->load(P, v)))
+    if ((s = P->be->load(P, v)) || (s = make_index_checks(P->c, v)))
         return s;
     v->load_ms = ic__now_ms() - t2;
     v->compile_ms = ic__now_ms() - t0;

@@ -22,30 +22,6 @@ bool ic__same_sig(const ic_tensor *want, const ic_tensor *got)
     return true;
 }
 
-ic_status ic__check_indices(const ic_compiled *cc, const ic__variant *v, const ic_tensor *args)
-{
-    for (int i = 0; i < v->nchecks; i++) {
-        const struct ic__index_check *ck = &v->checks[i];
-        const ic_tensor *t = &args[ck->arg];
-        int64_t n = ic_tensor_numel(t), idx[IC_MAX_RANK] = { 0 }, off = 0;
-        for (int64_t e = 0; e < n; e++) {
-            int64_t x = t->dtype == IC_I32 ? ((const int32_t *)t->data)[off] : ((const int64_t *)t->data)[off];
-            if (x < 0 || x >= ck->limit)
-                return ic__node_error(cc->g, ck->node, "embedding", IC_EINVAL,
-                                      "index %lld out of range [0, %lld) (argument %d, element %lld)",
-                                      (long long)x, (long long)ck->limit, ck->arg, (long long)e);
-            for (int d = t->rank - 1; d >= 0; d--) {
-                off += t->strides[d];
-                if (++idx[d] < t->shape[d])
-                    break;
-                off -= t->strides[d] * t->shape[d];
-                idx[d] = 0;
-            }
-        }
-    }
-    return IC_OK;
-}
-
 void ic__slots_free(ic_ctx *c, ic__variant *v)
 {
     for (ic__slot *s = v->all_slots, *n; s; s = n) {

@@ -729,3 +729,36 @@ Test(cli_device, sass_real_ptxas_makes_a_cubin)
     result_free(&r);
     ict_rmtree(f.dir);
 }
+
+/* The index checks belong to the pipeline's variants, so the GPU runs them too: an embedding
+ * index out of range is a located error (exit 1) before anything is uploaded, as on the CPU. */
+Test(cli_device, fake_driver_refuses_embedding_indices_out_of_range)
+{
+    fixture f;
+    fixture_init(&f, "{\"ic_graph\": 1, \"name\": \"emb\",\n"
+                     " \"inputs\": [{\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [10, 3]},\n"
+                     "            {\"name\": \"i\", \"dtype\": \"i64\", \"shape\": [3]}],\n"
+                     " \"nodes\": [{\"name\": \"y\", \"op\": \"embedding\", \"inputs\": [\"w\", \"i\"]}],\n"
+                     " \"outputs\": [\"y\"]}\n",
+                 "emb.json");
+    ic_ctx *c = ict_ctx();
+    float w[30] = { 0 };
+    int64_t idx[3] = { 1, 10, 2 };
+    ic_tensor t[2];
+    ic_tensor_init(&t[0], IC_F32, 2, (int64_t[]){ 10, 3 }, w);
+    ic_tensor_init(&t[1], IC_I64, 1, (int64_t[]){ 3 }, idx);
+    char in[4200], so[4200], log[4200], args[16384];
+    snprintf(in, sizeof in, "%s/in.safetensors", f.dir);
+    cr_assert_eq(ic_safetensors_save(c, in, 2, (const char *const[]){ "w", "i" }, t), IC_OK, "%s",
+                 ic_last_error(c));
+    ic_ctx_destroy(c);
+    build_fake_driver(f.dir, so, sizeof so);
+    const char *env = fake_env(f.dir, so, log, sizeof log);
+    snprintf(args, sizeof args, "'%s' --device cuda --inputs '%s' --no-compare " FAST, f.graph, in);
+    run_result r = run_tool_env(f.dir, env, "ic-run", args);
+    cr_assert(!strstr(r.err, "no usable CUDA driver"), "stand-in lacks an entry point: %s", r.err);
+    cr_assert_eq(r.rc, 1, "exit %d; stderr: %s", r.rc, r.err);
+    cr_assert(strstr(r.err, "node 'y' (embedding): index 10 out of range [0, 10)"), "%s", r.err);
+    result_free(&r);
+    ict_rmtree(f.dir);
+}
