@@ -92,6 +92,8 @@ static const char *check_special(const vcx *x, const ic_linstr *in)
 /* The op's type rule (lops.def) on the result type t and the operand types. */
 static const char *check_rule(const vcx *x, const ic_linstr *in, ic_lrule rule)
 {
+    if (rule == IC_LR_SPECIAL) /* VAR, CONST and ACC's a and b are not values */
+        return check_special(x, in);
     ic_dtype t = in->type;
     int n = ic_linstr_arity(in);
     bool same = ty(x, in->a) == t && (n < 2 || ty(x, in->b) == t);
@@ -108,7 +110,7 @@ static const char *check_rule(const vcx *x, const ic_linstr *in, ic_lrule rule)
         return computed(t) && ty(x, in->a) == IC_BOOL && ty(x, in->b) == t && ty(x, in->c) == t
                    ? NULL : "select types";
     default:
-        return check_special(x, in);
+        return "no such type rule";
     }
 }
 
