@@ -21,6 +21,8 @@ struct ic_codegen_target {
 
 /* A fresh target machine for t's host (the JIT's own; the caller owns it). */
 IC_HIDDEN LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t);
+/* "+name" present (and not "-name") in a comma-separated feature list such as t->features. */
+IC_HIDDEN bool ic__has_feature(const char *features, const char *name);
 /* Initialises LLVM's native target, asm printer and parser once per process. */
 IC_HIDDEN void ic__llvm_init(void);
 /* After O3 (prefetch.c): prefetches in the vector loops of functions with an "ic-prefetch"
