@@ -31,6 +31,11 @@ IC_HIDDEN int ic__after_o3(LLVMModuleRef mod);
 /* LLVM's message as a context error: "what: message"; disposes msg. Returns code. */
 IC_HIDDEN ic_status ic__llvm_error(ic_ctx *c, LLVMErrorRef e, const char *what);
 
+/* Copies of p's kernels and buffers, as both backends' ic_program entry points hand them to
+ * their kernel-list generators; errors name who. The caller frees *ks and *bs, also on error. */
+IC_HIDDEN ic_status ic__program_arrays(ic_ctx *c, const ic_program *p, const char *who,
+                                       ic_kernel **ks, ic_buffer **bs);
+
 struct ic_llvm_module {
     ic_ctx *c;
     LLVMOrcThreadSafeContextRef tsc; /* owns ctx */

@@ -8,6 +8,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include "ic/fuse.h"
+#include "llvmgen-impl.h" /* ic__program_arrays */
 #include "ptx-impl.h"
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
@@ -303,26 +304,21 @@ ic_status ic_ptx_emit(ic_ctx *c, const ic_program *p, const ic_ptx_options *o,
                       const ic_ptx_params *params, ic_ptx_module **out)
 {
     *out = NULL;
-    if (!p)
-        return ic__error(c, IC_EINVAL, "ptx: no program");
-    int nk = ic_program_num_kernels(p), nb = ic_program_num_buffers(p);
-    ic_kernel *ks = ic__calloc(c, (size_t)nk + 1, sizeof *ks);
-    ic_buffer *bs = ic__calloc(c, (size_t)nb + 1, sizeof *bs);
-    char **names = ic__calloc(c, (size_t)nk + 1, sizeof *names);
-    ic_status s = IC_OK;
-    if (!ks || !bs || !names)
+    ic_kernel *ks;
+    ic_buffer *bs;
+    char **names = NULL;
+    ic_status s = ic__program_arrays(c, p, "ptx", &ks, &bs);
+    int nk = p ? ic_program_num_kernels(p) : 0;
+    if (!s && !(names = ic__calloc(c, (size_t)nk + 1, sizeof *names)))
         s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
     for (int i = 0; !s && i < nk; i++) {
-        ks[i] = *ic_program_kernel(p, i);
         if (!(names[i] = ic__malloc(c, 256))) /* "gpu_" + what the kernel computes */
             s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
         else
             ic_kernel_format_name(names[i], 256, "gpu_", p, &ks[i], i);
     }
-    for (int i = 0; !s && i < nb; i++)
-        bs[i] = *ic_program_buffer(p, i);
     if (!s)
-        s = emit(c, nk, ks, (const char *const *)names, nb, bs, o, params, out);
+        s = emit(c, nk, ks, (const char *const *)names, ic_program_num_buffers(p), bs, o, params, out);
     for (int i = 0; names && i < nk; i++)
         ic__free(c, names[i]);
     ic__free(c, names);
