@@ -24,12 +24,7 @@ LLVMValueRef ic__pg_call(ic__pg *G, const char *name, LLVMTypeRef *over, int nov
 
 LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t)
 {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(G->ctx);
-    LLVMValueRef first = LLVMGetFirstInstruction(G->entry);
-    if (first)
-        LLVMPositionBuilderBefore(b, first);
-    else
-        LLVMPositionBuilderAtEnd(b, G->entry);
+    LLVMBuilderRef b = ic__entry_builder(G->ctx, G->entry);
     LLVMValueRef a = LLVMBuildAlloca(b, t, "");
     LLVMDisposeBuilder(b);
     return a;
