@@ -426,10 +426,7 @@ static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
         LLVMTypeRef pt[3] = { LLVMTypeOf(p), G->t_i32, LLVMTypeOf(buf) };
         LLVMValueRef a[3] = { p, I32(G, trans), buf };
         ic__pg_ext(G, "ic__emu_ldmatrix", G->t_void, pt, 3, a);
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            out[i] = LLVMBuildLoad2(G->b, G->t_i32, LLVMBuildGEP2(G->b, G->t_i32, buf, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_i32, buf, out, 4);
         return;
     }
     LLVMTypeRef f4[4] = { G->t_i32, G->t_i32, G->t_i32, G->t_i32 };
@@ -450,21 +447,13 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
     if (G->emu) {
         LLVMValueRef ab = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 6));
         LLVMValueRef cb = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, 4));
-        for (int i = 0; i < 6; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, i < 4 ? a[i] : b[i - 4], LLVMBuildGEP2(G->b, G->t_i32, ab, &ix, 1, ""));
-        }
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, c[i], LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""));
-        }
+        LLVMValueRef abv[6] = { a[0], a[1], a[2], a[3], b[0], b[1] };
+        ic__pg_store_n(G, G->t_i32, ab, abv, 6);
+        ic__pg_store_n(G, G->t_f32, cb, c, 4);
         LLVMTypeRef pt[3] = { G->t_i32, LLVMTypeOf(ab), LLVMTypeOf(cb) };
         LLVMValueRef args[3] = { I32(G, X->g->tf32 ? 2 : X->g->bf16), ab, cb }; /* emu_mma's kind */
         ic__pg_ext(G, "ic__emu_mma", G->t_void, pt, 3, args);
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            c[i] = LLVMBuildLoad2(G->b, G->t_f32, LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_f32, cb, c, 4);
         return;
     }
     LLVMTypeRef f4[4] = { G->t_f32, G->t_f32, G->t_f32, G->t_f32 };

@@ -30,6 +30,24 @@ LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t)
     return a;
 }
 
+static LLVMValueRef elem_ptr(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, int i)
+{
+    LLVMValueRef ix = ic__pg_i32(G, i);
+    return LLVMBuildGEP2(G->b, t, buf, &ix, 1, "");
+}
+
+void ic__pg_store_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, const LLVMValueRef *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        LLVMBuildStore(G->b, v[i], elem_ptr(G, t, buf, i));
+}
+
+void ic__pg_load_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, LLVMValueRef *out, int n)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = LLVMBuildLoad2(G->b, t, elem_ptr(G, t, buf, i), "");
+}
+
 LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what)
 {
     if (!cond)

@@ -142,6 +142,10 @@ IC_HIDDEN LLVMValueRef ic__pg_i64(ic__pg *G, int64_t v);
 IC_HIDDEN LLVMValueRef ic__pg_call(ic__pg *G, const char *intrinsic, LLVMTypeRef *over,
                                    int nover, LLVMValueRef *args, int nargs);
 IC_HIDDEN LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t);
+/* v[0..n) stored to, or loaded into out[0..n) from, the array buf of elements of type t:
+ * how the host emulator's calls take register groups (by pointer). */
+IC_HIDDEN void ic__pg_store_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, const LLVMValueRef *v, int n);
+IC_HIDDEN void ic__pg_load_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, LLVMValueRef *out, int n);
 /* Calls external function `name` (declared on first use) of the given signature. */
 IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt,
                                   int n, LLVMValueRef *args);

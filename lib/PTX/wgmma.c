@@ -398,17 +398,11 @@ static void wgmma(wctx *W, LLVMValueRef da, LLVMValueRef db, LLVMValueRef *acc)
     tied(cons, sizeof cons, n, "l,l,r");
     if (G->emu) {
         LLVMValueRef buf = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, (uint64_t)n));
-        for (int i = 0; i < n; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, acc[i], LLVMBuildGEP2(G->b, G->t_f32, buf, &ix, 1, ""));
-        }
+        ic__pg_store_n(G, G->t_f32, buf, acc, n);
         LLVMValueRef a[9] = { W->X.smem, da, db, I32(G, g->BN), I32(G, !g->A.kmajor), I32(G, !g->B.kmajor),
                               I32(G, g->bf16), W->wtid, buf };
         emu_call(W, "ic__emu_wgmma", G->t_void, a, 9);
-        for (int i = 0; i < n; i++) {
-            LLVMValueRef ix = I32(G, i);
-            acc[i] = LLVMBuildLoad2(G->b, G->t_f32, LLVMBuildGEP2(G->b, G->t_f32, buf, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_f32, buf, acc, n);
         return;
     }
     LLVMValueRef args[3 + 128];
