@@ -647,6 +647,22 @@ static void load_stage(gctx *X, LLVMValueRef stage, LLVMValueRef kt)
 
 static LLVMValueRef accv(gctx *X, int i) { return LLVMBuildLoad2(X->G->b, X->G->t_f32, X->acc[i], ""); }
 
+/* The warp's MI x NI accumulator tiles += af[mi] * bfr[ni], whichever way the fragments were
+ * loaded (ldmatrix or TF32 scalar loads). */
+static void mma_tiles(gctx *X, int MI, int NI, LLVMValueRef (*af)[4], LLVMValueRef (*bfr)[2])
+{
+    for (int mi = 0; mi < MI; mi++)
+        for (int ni = 0; ni < NI; ni++) {
+            int a0 = (mi * NI + ni) * 4;
+            LLVMValueRef c[4];
+            for (int i = 0; i < 4; i++)
+                c[i] = accv(X, a0 + i);
+            mma(X, af[mi], bfr[ni], c);
+            for (int i = 0; i < 4; i++)
+                LLVMBuildStore(X->G->b, c[i], X->acc[a0 + i]);
+        }
+}
+
 static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMValueRef warp_n, LLVMValueRef lane)
 {
     ic__pg *G = X->G;
@@ -685,16 +701,7 @@ static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMVal
             bfr[ni + 1][0] = o[2];
             bfr[ni + 1][1] = o[3];
         }
-        for (int mi = 0; mi < MI; mi++)
-            for (int ni = 0; ni < NI; ni++) {
-                int a0 = (mi * NI + ni) * 4;
-                LLVMValueRef c[4];
-                for (int i = 0; i < 4; i++)
-                    c[i] = accv(X, a0 + i);
-                mma(X, af[mi], bfr[ni], c);
-                for (int i = 0; i < 4; i++)
-                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
-            }
+        mma_tiles(X, MI, NI, af, bfr);
     }
 }
 
@@ -746,16 +753,7 @@ static void compute_tf32(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMV
             bfr[ni][0] = frag_tf32(X, &g->B, sbase, n, k0);
             bfr[ni][1] = frag_tf32(X, &g->B, sbase, n, k1);
         }
-        for (int mi = 0; mi < MI; mi++)
-            for (int ni = 0; ni < NI; ni++) {
-                int a0 = (mi * NI + ni) * 4;
-                LLVMValueRef c[4];
-                for (int i = 0; i < 4; i++)
-                    c[i] = accv(X, a0 + i);
-                mma(X, af[mi], bfr[ni], c);
-                for (int i = 0; i < 4; i++)
-                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
-            }
+        mma_tiles(X, MI, NI, af, bfr);
     }
 }
 
