@@ -911,13 +911,7 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
     ic__pg_endif(G, cont);
     ic__pg_barrier(G);
     LLVMValueRef last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i32, pflag, ""), I32(G, 0), "");
-    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "lasttile");
-    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "partial");
-    LLVMBuildCondBr(b, last, go, quit);
-    LLVMPositionBuilderAtEnd(b, quit);
-    LLVMBuildRetVoid(b);
-    LLVMPositionBuilderAtEnd(b, go);
-    ic__pg_fence(G);
+    ic__pg_last_block(G, last, "lasttile", "partial");
     for (int i = 0; i < g->nacc; i++)
         LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), X->acc[i]);
     /* for (s = 0; s < SK; s++) acc += ws[tile, s] */

@@ -496,6 +496,17 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
     LLVMValueRef crow[2] = { zero, row };
     LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, crow, 2, "");
     LLVMValueRef flag_idx = ic__pg_i32(G, pl->flag_off);
+void ic__pg_last_block(ic__pg *G, LLVMValueRef is_last, const char *last, const char *other)
+{
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, last);
+    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, other);
+    LLVMBuildCondBr(G->b, is_last, go, quit);
+    LLVMPositionBuilderAtEnd(G->b, quit);
+    LLVMBuildRetVoid(G->b);
+    LLVMPositionBuilderAtEnd(G->b, go);
+    ic__pg_fence(G);
+}
+
     LLVMValueRef pflag = LLVMBuildGEP2(b, G->t_i8, G->smem, &flag_idx, 1, "");
     LLVMValueRef j0 = LLVMBuildICmp(b, LLVMIntEQ, G->j, ic__pg_i32(G, 0), "");
     /* slot (row, t) of REDUCE number n: 16 bytes, value at +0, argmax index at +8 */
@@ -530,13 +541,7 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
     ic__pg_barrier(G);
     LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
                                          LLVMConstInt(G->t_i8, 0, 0), "");
-    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "last");
-    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "notlast");
-    LLVMBuildCondBr(b, is_last, go, quit);
-    LLVMPositionBuilderAtEnd(b, quit);
-    LLVMBuildRetVoid(b);
-    LLVMPositionBuilderAtEnd(b, go);
-    ic__pg_fence(G);
+    ic__pg_last_block(G, is_last, "last", "notlast");
     /* every thread folds the partials t = j, j + T, ... into lane 0 of its accumulators */
     init_accs(G, s, pl->V);
     LLVMValueRef pt = ic__pg_alloca(G, G->t_i64);

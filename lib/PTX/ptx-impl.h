@@ -185,6 +185,9 @@ IC_HIDDEN void ic__pg_instr(ic__pg *G, int s, int i);
 /* Reduction identity, accumulate, and the combine of two partials (ARGMAX: value and index
  * pairs; *ri receives the index). */
 IC_HIDDEN LLVMValueRef ic__pg_red_init(ic__pg *G, ic_red red, ic_dtype t);
+/* Split reductions: a block that is not is_last returns (block other); the last one goes on
+ * in block last, after a fence, to read what the others wrote to the workspace. */
+IC_HIDDEN void ic__pg_last_block(ic__pg *G, LLVMValueRef is_last, const char *last, const char *other);
 IC_HIDDEN LLVMValueRef ic__pg_red_op(ic__pg *G, ic_red red, ic_dtype t, LLVMValueRef a,
                                      LLVMValueRef b);
 IC_HIDDEN LLVMValueRef ic__pg_argmax_pick(ic__pg *G, ic_dtype t, LLVMValueRef va,
