@@ -915,16 +915,9 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
     for (int i = 0; i < g->nacc; i++)
         LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), X->acc[i]);
     /* for (s = 0; s < SK; s++) acc += ws[tile, s] */
-    LLVMValueRef ps = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, zero, ps);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sum");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sumbody");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "summed");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef s = LLVMBuildLoad2(b, G->t_i64, ps, "");
-    LLVMBuildCondBr(b, slt(G, s, I64(G, g->SK)), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef s = ic__pg_loop_begin(G, &L, zero, LLVMIntSLT, I64(G, g->SK),
+                                       (const char *const[]){ "sum", "sumbody", "summed" });
     LLVMValueRef base = add(G, mul(G, add(G, mul(G, tile, I64(G, g->SK)), s), I64(G, per)), tid64);
     for (int i = 0; i < g->nacc; i++) {
         LLVMValueRef ix = add(G, base, I64(G, (int64_t)i * g->threads));
@@ -932,9 +925,7 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
         LLVMSetVolatile(v, 1);
         LLVMBuildStore(b, LLVMBuildFAdd(b, accv(X, i), v, ""), X->acc[i]);
     }
-    LLVMBuildStore(b, add(G, s, I64(G, 1)), ps);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, s, I64(G, 1));
     cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntEQ, X->tid, I32(G, 0), ""), "reset");
     LLVMBuildStore(b, I32(G, 0), pcnt);
     ic__pg_endif(G, cont);
@@ -1081,16 +1072,9 @@ void ic__pgen_gemm(ic__pg *G)
         cp_commit(&X);
     }
     /* main loop */
-    LLVMValueRef pi = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, I64(G, 0), pi);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kloop");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kbody");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kdone");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef i = LLVMBuildLoad2(b, G->t_i64, pi, "");
-    LLVMBuildCondBr(b, slt(G, i, nkt), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef i = ic__pg_loop_begin(G, &L, I64(G, 0), LLVMIntSLT, nkt,
+                                       (const char *const[]){ "kloop", "kbody", "kdone" });
     cp_wait(&X, g->ST - 2);
     ic__pg_barrier(G);
     LLVMValueRef pf = add(G, i, I64(G, g->ST - 1));
@@ -1106,9 +1090,7 @@ void ic__pgen_gemm(ic__pg *G)
         compute_tf32(&X, sbase, warp_m, warp_n, lane);
     else
         compute_ffma(&X, sbase, tx, ty);
-    LLVMBuildStore(b, add(G, i, I64(G, 1)), pi);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, i, I64(G, 1));
     cp_wait(&X, 0);
     if (g->SK > 1)
         split_k_combine(&X, tile, split);
