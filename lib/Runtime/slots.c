@@ -22,6 +22,20 @@ bool ic__same_sig(const ic_tensor *want, const ic_tensor *got)
     return true;
 }
 
+/* The element offset after off in t's row-major order, idx[0..rank) its index (updated):
+ * walks a strided tensor without a division per element. */
+static int64_t next_elem(const ic_tensor *t, int64_t *idx, int64_t off)
+{
+    for (int d = t->rank - 1; d >= 0; d--) {
+        off += t->strides[d];
+        if (++idx[d] < t->shape[d])
+            break;
+        off -= t->strides[d] * t->shape[d];
+        idx[d] = 0;
+    }
+    return off;
+}
+
 ic_status ic__check_indices(const ic_compiled *cc, const ic__variant *v, const ic_tensor *args)
 {
     for (int i = 0; i < v->nchecks; i++) {
@@ -34,13 +48,7 @@ ic_status ic__check_indices(const ic_compiled *cc, const ic__variant *v, const i
                 return ic__node_error(cc->g, ck->node, "embedding", IC_EINVAL,
                                       "index %lld out of range [0, %lld) (argument %d, element %lld)",
                                       (long long)x, (long long)ck->limit, ck->arg, (long long)e);
-            for (int d = t->rank - 1; d >= 0; d--) {
-                off += t->strides[d];
-                if (++idx[d] < t->shape[d])
-                    break;
-                off -= t->strides[d] * t->shape[d];
-                idx[d] = 0;
-            }
+            off = next_elem(t, idx, off);
         }
     }
     return IC_OK;
@@ -112,13 +120,7 @@ void ic__copy_strided(void *dst, const ic_tensor *t)
     char *d = dst;
     for (int64_t i = 0; i < n; i++) {
         memcpy(d + i * (int64_t)es, (const char *)t->data + off * (int64_t)es, es);
-        for (int k = t->rank - 1; k >= 0; k--) {
-            off += t->strides[k];
-            if (++idx[k] < t->shape[k])
-                break;
-            off -= t->strides[k] * t->shape[k];
-            idx[k] = 0;
-        }
+        off = next_elem(t, idx, off);
     }
 }
 
