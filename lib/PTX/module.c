@@ -87,6 +87,19 @@ static char *take_message(ic_ctx *c, char *msg)
     return r;
 }
 
+ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk)
+{
+    ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
+    if (m)
+        m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
+    if (!m || !m->kernels) {
+        ic__free(c, m);
+        return NULL;
+    }
+    m->c = c;
+    return m;
+}
+
 void ic_ptx_module_destroy(ic_ptx_module *m)
 {
     if (!m)
@@ -245,14 +258,9 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
         LLVMDisposeMessage(msg);
         return s;
     }
-    ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
-    if (m)
-        m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
-    if (!m || !m->kernels) {
-        ic__free(c, m);
+    ic_ptx_module *m = ic__ptx_module_new(c, nk);
+    if (!m)
         return ic__error(c, IC_ENOMEM, "ptx: out of memory");
-    }
-    m->c = c;
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
                                                       LLVMRelocDefault, LLVMCodeModelDefault);
     ic__pg G;

@@ -212,6 +212,9 @@ IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef 
 IC_HIDDEN LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x);
 
 /* module.c */
+/* An empty module with room for nk kernels (NULL when out of memory), for the NVPTX path
+ * and the host emulator alike; ic_ptx_module_destroy frees it. */
+IC_HIDDEN ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk);
 IC_HIDDEN void ic__ptx_llvm_init(void);
 IC_HIDDEN void ic__pg_init_types(ic__pg *G);
 /* Plans and generates every kernel into G->mod, filling m->kernels (names, geometry). */
