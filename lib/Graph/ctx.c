@@ -225,13 +225,18 @@ void ic__free(ic_ctx *c, void *p)
         c->alloc(c->alloc_user, p, 0);
 }
 
-char *ic__strdup(ic_ctx *c, const char *s)
+/* p (fresh storage of n bytes, or NULL when its allocation failed) holding s[0..n). */
+static char *copy_str(char *p, const char *s, size_t n)
 {
-    size_t n = strlen(s) + 1;
-    char *p = ic__malloc(c, n);
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+char *ic__strdup(ic_ctx *c, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return copy_str(ic__malloc(c, n), s, n);
 }
 
 /* ---- arena ---- */
@@ -271,10 +276,7 @@ void *ic__arena_alloc(ic_arena *a, size_t n)
 char *ic__arena_strdup(ic_arena *a, const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = ic__arena_alloc(a, n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
+    return copy_str(ic__arena_alloc(a, n), s, n);
 }
 
 void ic__arena_free(ic_arena *a)

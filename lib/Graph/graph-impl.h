@@ -82,6 +82,9 @@ IC_HIDDEN ic_status ic__graph_set_source(ic_graph *g, const char *path);
 IC_HIDDEN bool ic__mul_ok(int64_t a, int64_t b, int64_t *out);
 /* Number of elements of a concrete shape, -1 on overflow or symbolic dims. */
 IC_HIDDEN int64_t ic__shape_numel(int rank, const ic_dim *shape);
+/* Element i of the array data of dtype t, as double (f16/bf16 widened exactly, bool 0 or 1):
+ * what ic_tensor_get reads at an element's offset and the reference reads directly. */
+IC_HIDDEN double ic__elem_get(ic_dtype t, const void *data, int64_t i);
 
 static inline const ic_node *ic__node(const ic_graph *g, ic_value v) { return g->nodes[v]; }
 

@@ -358,6 +358,19 @@ static ic_status reduce_shape(cx *x, const ic_node *a, uint32_t mask)
     return IC_OK;
 }
 
+/* The node's one axis attrs.dim over a's dims: sets n->axis, and *mask to its bit (none for a
+ * scalar), as softmax and argmax reduce over one dim. */
+static ic_status one_axis(cx *x, const ic_node *a, uint32_t *mask)
+{
+    int d = 0;
+    ic_status s = norm_dim(x, x->n->attrs.dim, a->info.rank, "dim", &d);
+    if (s)
+        return s;
+    x->n->axis = d;
+    *mask = a->info.rank ? 1u << d : 0;
+    return IC_OK;
+}
+
 static ic_status infer_reduce(cx *x)
 {
     ic_status s;
@@ -385,15 +398,8 @@ static ic_status infer_reduce(cx *x)
         n->info.dtype = t;
     }
     n->compute = t;
-    if (n->info.op == IC_OP_ARGMAX) {
-        int d = 0;
-        if ((s = norm_dim(x, n->attrs.dim, a->info.rank, "dim", &d)))
-            return s;
-        n->axis = d;
-        mask = a->info.rank ? 1u << d : 0;
-    } else if ((s = axes_mask(x, a->info.rank, &mask))) {
+    if ((s = n->info.op == IC_OP_ARGMAX ? one_axis(x, a, &mask) : axes_mask(x, a->info.rank, &mask)))
         return s;
-    }
     bool needs_elems = n->info.op == IC_OP_AMAX || n->info.op == IC_OP_AMIN || n->info.op == IC_OP_ARGMAX;
     for (int i = 0; i < a->info.rank; i++)
         if ((mask & (1u << i)) && needs_elems && a->shape[i].nsym == 0 && a->shape[i].coef == 0)
@@ -433,11 +439,8 @@ static ic_status infer_norm(cx *x)
         return s;
     n->info.dtype = n->compute = a->info.dtype;
     if (n->info.op == IC_OP_SOFTMAX || n->info.op == IC_OP_LOG_SOFTMAX) {
-        int d = 0;
-        if ((s = norm_dim(x, n->attrs.dim, a->info.rank, "dim", &d)))
+        if ((s = one_axis(x, a, &n->axes)))
             return s;
-        n->axis = d;
-        n->axes = a->info.rank ? 1u << d : 0;
         set_shape(n, a->info.rank, a->shape);
         return IC_OK;
     }

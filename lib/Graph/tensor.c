@@ -145,19 +145,23 @@ static int64_t offset_of(const ic_tensor *t, int64_t i)
     return off;
 }
 
-double ic_tensor_get(const ic_tensor *t, int64_t i)
+double ic__elem_get(ic_dtype t, const void *data, int64_t i)
 {
-    int64_t o = offset_of(t, i);
-    switch (t->dtype) {
-    case IC_F32: return ((const float *)t->data)[o];
-    case IC_F64: return ((const double *)t->data)[o];
-    case IC_F16: return ic_f16_to_f32(((const uint16_t *)t->data)[o]);
-    case IC_BF16: return ic_bf16_to_f32(((const uint16_t *)t->data)[o]);
-    case IC_I32: return ((const int32_t *)t->data)[o];
-    case IC_I64: return (double)((const int64_t *)t->data)[o];
-    case IC_BOOL: return ((const uint8_t *)t->data)[o] != 0;
+    switch (t) {
+    case IC_F32: return ((const float *)data)[i];
+    case IC_F64: return ((const double *)data)[i];
+    case IC_F16: return ic_f16_to_f32(((const uint16_t *)data)[i]);
+    case IC_BF16: return ic_bf16_to_f32(((const uint16_t *)data)[i]);
+    case IC_I32: return ((const int32_t *)data)[i];
+    case IC_I64: return (double)((const int64_t *)data)[i];
+    case IC_BOOL: return ((const uint8_t *)data)[i] != 0;
     default: return 0;
     }
+}
+
+double ic_tensor_get(const ic_tensor *t, int64_t i)
+{
+    return ic__elem_get(t->dtype, t->data, offset_of(t, i));
 }
 
 void ic_tensor_set(ic_tensor *t, int64_t i, double v)

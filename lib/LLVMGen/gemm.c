@@ -221,19 +221,6 @@ static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static bool has_feature(const char *features, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = features; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0)
-            return true;
-        p = end ? end + 1 : NULL;
-    }
-    return false;
-}
-
 void ic_gemm_params_default(const ic_codegen_target *t, const ic_kernel *k, const ic_buffer *bufs,
                             ic_gemm_params *out)
 {
@@ -267,7 +254,7 @@ void ic_gemm_params_default(const ic_codegen_target *t, const ic_kernel *k, cons
     if (!out->unroll)
         out->unroll = 4;
     if (!out->bf16_dot)
-        out->bf16_dot = t && has_feature(t->features, "avx512bf16") ? 1 : -1;
+        out->bf16_dot = t && ic__has_feature(t->features, "avx512bf16") ? 1 : -1;
     if (!out->serial_flops)
         out->serial_flops = (int64_t)1 << 22;
 }
@@ -358,7 +345,7 @@ static void plan_blocks(const ic__cg *g, ic__gemm *m, ic_gemm_params p)
      * detected at run time), else both operands are converted to f32 when packed */
     m->bf16_dot = p.bf16_dot == 1 && m->x.dt == IC_BF16 && m->y.dt == IC_BF16 && vl == 16 && m->x.expr < 0 &&
                   !m->x.xform && !m->y.xform &&
-                  has_feature(g->t->features, "avx512bf16") && has_feature(g->t->features, "avx512f");
+                  ic__has_feature(g->t->features, "avx512bf16") && ic__has_feature(g->t->features, "avx512f");
     m->esize = m->bf16_dot ? 2 : 4;
     if (m->bf16_dot) /* a pass holds whole pairs */
         p.kc = round_up(p.kc, 2);

@@ -16,6 +16,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
 #include "llvmgen-impl.h"
+#include "math-impl.h"
 #include "gemm-impl.h" /* gemm: ic__gemm_try */
 
 /* ---- small helpers ---- */
@@ -27,12 +28,7 @@ static LLVMBasicBlockRef block(ic__cg *g, const char *name)
 
 static LLVMValueRef entry_alloca(ic__cg *g, LLVMTypeRef ty, LLVMValueRef count, const char *name)
 {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
-    LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
-    if (first)
-        LLVMPositionBuilderBefore(b, first);
-    else
-        LLVMPositionBuilderAtEnd(b, g->entry);
+    LLVMBuilderRef b = ic__entry_builder(g->ctx, g->entry);
     LLVMValueRef a = count ? LLVMBuildArrayAlloca(b, ty, count, name) : LLVMBuildAlloca(b, ty, name);
     LLVMSetAlignment(a, 64);
     LLVMDisposeBuilder(b);

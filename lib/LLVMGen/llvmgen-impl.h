@@ -21,6 +21,8 @@ struct ic_codegen_target {
 
 /* A fresh target machine for t's host (the JIT's own; the caller owns it). */
 IC_HIDDEN LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t);
+/* "+name" present (and not "-name") in a comma-separated feature list such as t->features. */
+IC_HIDDEN bool ic__has_feature(const char *features, const char *name);
 /* Initialises LLVM's native target, asm printer and parser once per process. */
 IC_HIDDEN void ic__llvm_init(void);
 /* After O3 (prefetch.c): prefetches in the vector loops of functions with an "ic-prefetch"
@@ -28,6 +30,11 @@ IC_HIDDEN void ic__llvm_init(void);
 IC_HIDDEN int ic__after_o3(LLVMModuleRef mod);
 /* LLVM's message as a context error: "what: message"; disposes msg. Returns code. */
 IC_HIDDEN ic_status ic__llvm_error(ic_ctx *c, LLVMErrorRef e, const char *what);
+
+/* Copies of p's kernels and buffers, as both backends' ic_program entry points hand them to
+ * their kernel-list generators; errors name who. The caller frees *ks and *bs, also on error. */
+IC_HIDDEN ic_status ic__program_arrays(ic_ctx *c, const ic_program *p, const char *who,
+                                       ic_kernel **ks, ic_buffer **bs);
 
 struct ic_llvm_module {
     ic_ctx *c;

@@ -36,6 +36,9 @@ IC_HIDDEN LLVMValueRef ic__math_ipow_fn(LLVMModuleRef mod, LLVMTypeRef ty);
  * first use (both backends' one way to call an intrinsic). */
 IC_HIDDEN LLVMValueRef ic__llvm_intrinsic(LLVMModuleRef mod, LLVMBuilderRef b, const char *name,
                                           LLVMTypeRef *over, int nover, LLVMValueRef *args, int nargs);
+/* A new builder (the caller disposes it) at the top of block entry, so that the allocas it
+ * makes dominate every use and mem2reg promotes them. */
+IC_HIDDEN LLVMBuilderRef ic__entry_builder(LLVMContextRef ctx, LLVMBasicBlockRef entry);
 /* fn(x) or fn(x, y) (y non-NULL) at b. */
 IC_HIDDEN LLVMValueRef ic__math_call(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef x,
                                      LLVMValueRef y);

@@ -44,6 +44,17 @@ LLVMValueRef ic__llvm_intrinsic(LLVMModuleRef mod, LLVMBuilderRef b, const char 
     LLVMTypeRef fty = LLVMIntrinsicGetType(LLVMGetModuleContext(mod), id, over, (size_t)nover);
     return LLVMBuildCall2(b, fty, fn, args, (unsigned)nargs, "");
 }
+LLVMBuilderRef ic__entry_builder(LLVMContextRef ctx, LLVMBasicBlockRef entry)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first)
+        LLVMPositionBuilderBefore(b, first);
+    else
+        LLVMPositionBuilderAtEnd(b, entry);
+    return b;
+}
+
 static LLVMValueRef call(M *m, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args,
                          int nargs)
 {

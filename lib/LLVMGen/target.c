@@ -31,7 +31,7 @@ ic_status ic__llvm_error(ic_ctx *c, LLVMErrorRef e, const char *what)
 }
 
 /* "+avx512f" present (and not "-avx512f") in a comma-separated feature list. */
-static bool has_feature(const char *features, const char *name)
+bool ic__has_feature(const char *features, const char *name)
 {
     size_t n = strlen(name);
     for (const char *p = features; p && *p;) {
@@ -108,8 +108,8 @@ ic_status ic_codegen_target_create(ic_ctx *c, ic_codegen_target **out)
         return ic__error(c, IC_ELLVM, "codegen: cannot create a target machine for %s (%s)",
                          t->triple, t->cpu);
     }
-    t->vector_bits = has_feature(t->features, "avx512f") ? 512
-                     : has_feature(t->features, "avx") ? 256 : 128;
+    t->vector_bits = ic__has_feature(t->features, "avx512f") ? 512
+                     : ic__has_feature(t->features, "avx") ? 256 : 128;
     t->stream_bytes = stream_threshold(t->triple);
     *out = t;
     return IC_OK;

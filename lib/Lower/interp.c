@@ -144,28 +144,25 @@ static bool ibinary(ic_lop op, ic_dtype t, int64_t a, int64_t b, int64_t *r)
     }
 }
 
+/* pred from the three relations of its operands; a NaN operand makes all three false, so
+ * that only NE holds, as IEEE 754 says. */
+static bool holds(int pred, bool lt, bool eq, bool gt)
+{
+    switch (pred) {
+    case IC_CMP_EQ: return eq;
+    case IC_CMP_NE: return !eq;
+    case IC_CMP_LT: return lt;
+    case IC_CMP_LE: return lt || eq;
+    case IC_CMP_GT: return gt;
+    default: return gt || eq;
+    }
+}
+
 static bool compare(int pred, ic_dtype t, ic__val a, ic__val b)
 {
-    if (ic__is_fp(t)) {
-        double x = a.f, y = b.f;
-        switch (pred) {
-        case IC_CMP_EQ: return x == y;
-        case IC_CMP_NE: return x != y;
-        case IC_CMP_LT: return x < y;
-        case IC_CMP_LE: return x <= y;
-        case IC_CMP_GT: return x > y;
-        default: return x >= y;
-        }
-    }
-    int64_t x = a.i, y = b.i;
-    switch (pred) {
-    case IC_CMP_EQ: return x == y;
-    case IC_CMP_NE: return x != y;
-    case IC_CMP_LT: return x < y;
-    case IC_CMP_LE: return x <= y;
-    case IC_CMP_GT: return x > y;
-    default: return x >= y;
-    }
+    if (ic__is_fp(t))
+        return holds(pred, a.f < b.f, a.f == b.f, a.f > b.f);
+    return holds(pred, a.i < b.i, a.i == b.i, a.i > b.i);
 }
 
 /* ---- reductions ---- */
@@ -292,6 +289,26 @@ static ic_status run_stage_once(icx *x)
     return IC_OK;
 }
 
+/* fn(x) at each point of the loop nest dims[0..n), its index in var[0..n) (row-major, the
+ * last dim fastest): the outer and the inner loops of a kernel, each run as one flat loop. */
+static ic_status for_each_point(icx *x, const int64_t *dims, int n, int64_t *var, ic_status (*fn)(icx *))
+{
+    int64_t total = 1;
+    for (int j = 0; j < n; j++)
+        total *= dims[j];
+    for (int64_t f = 0; f < total; f++) {
+        int64_t r = f;
+        for (int j = n - 1; j >= 0; j--) {
+            var[j] = r % dims[j];
+            r /= dims[j];
+        }
+        ic_status st = fn(x);
+        if (st)
+            return st;
+    }
+    return IC_OK;
+}
+
 static ic_status run_stage(icx *x)
 {
     const ic_kernel *k = x->k;
@@ -302,16 +319,14 @@ static ic_status run_stage(icx *x)
                 acc_init(&x->acc[x->stage][i], s->instr[i].red, s->instr[i].type);
     if (s->kind == IC_STAGE_BODY)
         return run_stage_once(x);
-    int64_t total = 1;
-    for (int j = 0; j < k->ninner; j++)
-        total *= k->inner[j];
-    for (int64_t f = 0; f < total; f++) {
-        int64_t r = f;
-        for (int j = k->ninner - 1; j >= 0; j--) {
-            x->var[k->nouter + j] = r % k->inner[j];
-            r /= k->inner[j];
-        }
-        ic_status st = run_stage_once(x);
+    return for_each_point(x, k->inner, k->ninner, x->var + k->nouter, run_stage_once);
+}
+
+/* The stages of the kernel at one outer point. */
+static ic_status run_stages(icx *x)
+{
+    for (x->stage = 0; x->stage < x->k->nstages; x->stage++) {
+        ic_status st = run_stage(x);
         if (st)
             return st;
     }
@@ -320,23 +335,7 @@ static ic_status run_stage(icx *x)
 
 static ic_status run_kernel(icx *x)
 {
-    const ic_kernel *k = x->k;
-    int64_t total = 1;
-    for (int j = 0; j < k->nouter; j++)
-        total *= k->outer[j];
-    for (int64_t f = 0; f < total; f++) {
-        int64_t r = f;
-        for (int j = k->nouter - 1; j >= 0; j--) {
-            x->var[j] = r % k->outer[j];
-            r /= k->outer[j];
-        }
-        for (x->stage = 0; x->stage < k->nstages; x->stage++) {
-            ic_status st = run_stage(x);
-            if (st)
-                return st;
-        }
-    }
-    return IC_OK;
+    return for_each_point(x, x->k->outer, x->k->nouter, x->var, run_stages);
 }
 
 static ic_status alloc_kernel_state(icx *x)

@@ -309,14 +309,9 @@ ic_status ic_ptx_emulate_kernels_opts(ic_ctx *c, int nk, const ic_kernel *ks, in
     if (nk < 0 || nbufs < 0 || (nk && !ks) || (nbufs && (!bufs || !mem)))
         return ic__error(c, IC_EINVAL, "ptx emulator: bad kernel or buffer list");
     pthread_once(&host_once, host_init_once);
-    ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
-    if (m)
-        m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
-    if (!m || !m->kernels) {
-        ic__free(c, m);
+    ic_ptx_module *m = ic__ptx_module_new(c, nk);
+    if (!m)
         return ic__error(c, IC_ENOMEM, "ptx emulator: out of memory");
-    }
-    m->c = c;
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     ic__pg G;
     memset(&G, 0, sizeof G);

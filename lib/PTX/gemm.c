@@ -426,10 +426,7 @@ static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
         LLVMTypeRef pt[3] = { LLVMTypeOf(p), G->t_i32, LLVMTypeOf(buf) };
         LLVMValueRef a[3] = { p, I32(G, trans), buf };
         ic__pg_ext(G, "ic__emu_ldmatrix", G->t_void, pt, 3, a);
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            out[i] = LLVMBuildLoad2(G->b, G->t_i32, LLVMBuildGEP2(G->b, G->t_i32, buf, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_i32, buf, out, 4);
         return;
     }
     LLVMTypeRef f4[4] = { G->t_i32, G->t_i32, G->t_i32, G->t_i32 };
@@ -450,21 +447,13 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
     if (G->emu) {
         LLVMValueRef ab = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 6));
         LLVMValueRef cb = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, 4));
-        for (int i = 0; i < 6; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, i < 4 ? a[i] : b[i - 4], LLVMBuildGEP2(G->b, G->t_i32, ab, &ix, 1, ""));
-        }
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, c[i], LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""));
-        }
+        LLVMValueRef abv[6] = { a[0], a[1], a[2], a[3], b[0], b[1] };
+        ic__pg_store_n(G, G->t_i32, ab, abv, 6);
+        ic__pg_store_n(G, G->t_f32, cb, c, 4);
         LLVMTypeRef pt[3] = { G->t_i32, LLVMTypeOf(ab), LLVMTypeOf(cb) };
         LLVMValueRef args[3] = { I32(G, X->g->tf32 ? 2 : X->g->bf16), ab, cb }; /* emu_mma's kind */
         ic__pg_ext(G, "ic__emu_mma", G->t_void, pt, 3, args);
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef ix = I32(G, i);
-            c[i] = LLVMBuildLoad2(G->b, G->t_f32, LLVMBuildGEP2(G->b, G->t_f32, cb, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_f32, cb, c, 4);
         return;
     }
     LLVMTypeRef f4[4] = { G->t_f32, G->t_f32, G->t_f32, G->t_f32 };
@@ -658,6 +647,22 @@ static void load_stage(gctx *X, LLVMValueRef stage, LLVMValueRef kt)
 
 static LLVMValueRef accv(gctx *X, int i) { return LLVMBuildLoad2(X->G->b, X->G->t_f32, X->acc[i], ""); }
 
+/* The warp's MI x NI accumulator tiles += af[mi] * bfr[ni], whichever way the fragments were
+ * loaded (ldmatrix or TF32 scalar loads). */
+static void mma_tiles(gctx *X, int MI, int NI, LLVMValueRef (*af)[4], LLVMValueRef (*bfr)[2])
+{
+    for (int mi = 0; mi < MI; mi++)
+        for (int ni = 0; ni < NI; ni++) {
+            int a0 = (mi * NI + ni) * 4;
+            LLVMValueRef c[4];
+            for (int i = 0; i < 4; i++)
+                c[i] = accv(X, a0 + i);
+            mma(X, af[mi], bfr[ni], c);
+            for (int i = 0; i < 4; i++)
+                LLVMBuildStore(X->G->b, c[i], X->acc[a0 + i]);
+        }
+}
+
 static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMValueRef warp_n, LLVMValueRef lane)
 {
     ic__pg *G = X->G;
@@ -696,16 +701,7 @@ static void compute_tc(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMVal
             bfr[ni + 1][0] = o[2];
             bfr[ni + 1][1] = o[3];
         }
-        for (int mi = 0; mi < MI; mi++)
-            for (int ni = 0; ni < NI; ni++) {
-                int a0 = (mi * NI + ni) * 4;
-                LLVMValueRef c[4];
-                for (int i = 0; i < 4; i++)
-                    c[i] = accv(X, a0 + i);
-                mma(X, af[mi], bfr[ni], c);
-                for (int i = 0; i < 4; i++)
-                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
-            }
+        mma_tiles(X, MI, NI, af, bfr);
     }
 }
 
@@ -757,16 +753,7 @@ static void compute_tf32(gctx *X, LLVMValueRef sbase, LLVMValueRef warp_m, LLVMV
             bfr[ni][0] = frag_tf32(X, &g->B, sbase, n, k0);
             bfr[ni][1] = frag_tf32(X, &g->B, sbase, n, k1);
         }
-        for (int mi = 0; mi < MI; mi++)
-            for (int ni = 0; ni < NI; ni++) {
-                int a0 = (mi * NI + ni) * 4;
-                LLVMValueRef c[4];
-                for (int i = 0; i < 4; i++)
-                    c[i] = accv(X, a0 + i);
-                mma(X, af[mi], bfr[ni], c);
-                for (int i = 0; i < 4; i++)
-                    LLVMBuildStore(b, c[i], X->acc[a0 + i]);
-            }
+        mma_tiles(X, MI, NI, af, bfr);
     }
 }
 
@@ -924,26 +911,13 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
     ic__pg_endif(G, cont);
     ic__pg_barrier(G);
     LLVMValueRef last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i32, pflag, ""), I32(G, 0), "");
-    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "lasttile");
-    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "partial");
-    LLVMBuildCondBr(b, last, go, quit);
-    LLVMPositionBuilderAtEnd(b, quit);
-    LLVMBuildRetVoid(b);
-    LLVMPositionBuilderAtEnd(b, go);
-    ic__pg_fence(G);
+    ic__pg_last_block(G, last, "lasttile", "partial");
     for (int i = 0; i < g->nacc; i++)
         LLVMBuildStore(b, LLVMConstReal(G->t_f32, 0), X->acc[i]);
     /* for (s = 0; s < SK; s++) acc += ws[tile, s] */
-    LLVMValueRef ps = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, zero, ps);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sum");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "sumbody");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "summed");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef s = LLVMBuildLoad2(b, G->t_i64, ps, "");
-    LLVMBuildCondBr(b, slt(G, s, I64(G, g->SK)), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef s = ic__pg_loop_begin(G, &L, zero, LLVMIntSLT, I64(G, g->SK),
+                                       (const char *const[]){ "sum", "sumbody", "summed" });
     LLVMValueRef base = add(G, mul(G, add(G, mul(G, tile, I64(G, g->SK)), s), I64(G, per)), tid64);
     for (int i = 0; i < g->nacc; i++) {
         LLVMValueRef ix = add(G, base, I64(G, (int64_t)i * g->threads));
@@ -951,9 +925,7 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
         LLVMSetVolatile(v, 1);
         LLVMBuildStore(b, LLVMBuildFAdd(b, accv(X, i), v, ""), X->acc[i]);
     }
-    LLVMBuildStore(b, add(G, s, I64(G, 1)), ps);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, s, I64(G, 1));
     cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntEQ, X->tid, I32(G, 0), ""), "reset");
     LLVMBuildStore(b, I32(G, 0), pcnt);
     ic__pg_endif(G, cont);
@@ -1100,16 +1072,9 @@ void ic__pgen_gemm(ic__pg *G)
         cp_commit(&X);
     }
     /* main loop */
-    LLVMValueRef pi = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, I64(G, 0), pi);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kloop");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kbody");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "kdone");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef i = LLVMBuildLoad2(b, G->t_i64, pi, "");
-    LLVMBuildCondBr(b, slt(G, i, nkt), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef i = ic__pg_loop_begin(G, &L, I64(G, 0), LLVMIntSLT, nkt,
+                                       (const char *const[]){ "kloop", "kbody", "kdone" });
     cp_wait(&X, g->ST - 2);
     ic__pg_barrier(G);
     LLVMValueRef pf = add(G, i, I64(G, g->ST - 1));
@@ -1125,9 +1090,7 @@ void ic__pgen_gemm(ic__pg *G)
         compute_tf32(&X, sbase, warp_m, warp_n, lane);
     else
         compute_ffma(&X, sbase, tx, ty);
-    LLVMBuildStore(b, add(G, i, I64(G, 1)), pi);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, i, I64(G, 1));
     cp_wait(&X, 0);
     if (g->SK > 1)
         split_k_combine(&X, tile, split);

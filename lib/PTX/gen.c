@@ -24,15 +24,52 @@ LLVMValueRef ic__pg_call(ic__pg *G, const char *name, LLVMTypeRef *over, int nov
 
 LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t)
 {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(G->ctx);
-    LLVMValueRef first = LLVMGetFirstInstruction(G->entry);
-    if (first)
-        LLVMPositionBuilderBefore(b, first);
-    else
-        LLVMPositionBuilderAtEnd(b, G->entry);
+    LLVMBuilderRef b = ic__entry_builder(G->ctx, G->entry);
     LLVMValueRef a = LLVMBuildAlloca(b, t, "");
     LLVMDisposeBuilder(b);
     return a;
+}
+
+LLVMValueRef ic__pg_loop_begin(ic__pg *G, ic__pg_loop *L, LLVMValueRef start, LLVMIntPredicate pred,
+                               LLVMValueRef lim, const char *const name[3])
+{
+    LLVMBuilderRef b = G->b;
+    L->slot = ic__pg_alloca(G, G->t_i64);
+    LLVMBuildStore(b, start, L->slot);
+    L->head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, name[0]);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, name[1]);
+    L->done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, name[2]);
+    LLVMBuildBr(b, L->head);
+    LLVMPositionBuilderAtEnd(b, L->head);
+    LLVMValueRef x = LLVMBuildLoad2(b, G->t_i64, L->slot, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, pred, x, lim, ""), body, L->done);
+    LLVMPositionBuilderAtEnd(b, body);
+    return x;
+}
+
+void ic__pg_loop_end(ic__pg *G, const ic__pg_loop *L, LLVMValueRef x, LLVMValueRef step)
+{
+    LLVMBuildStore(G->b, LLVMBuildAdd(G->b, x, step, ""), L->slot);
+    LLVMBuildBr(G->b, L->head);
+    LLVMPositionBuilderAtEnd(G->b, L->done);
+}
+
+static LLVMValueRef elem_ptr(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, int i)
+{
+    LLVMValueRef ix = ic__pg_i32(G, i);
+    return LLVMBuildGEP2(G->b, t, buf, &ix, 1, "");
+}
+
+void ic__pg_store_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, const LLVMValueRef *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        LLVMBuildStore(G->b, v[i], elem_ptr(G, t, buf, i));
+}
+
+void ic__pg_load_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, LLVMValueRef *out, int n)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = LLVMBuildLoad2(G->b, t, elem_ptr(G, t, buf, i), "");
 }
 
 LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what)
@@ -245,23 +282,14 @@ static void iterate(ic__pg *G, int s)
         return;
     }
     /* a loop: for (x = start; x < N (ROW: x <= N - V); x += step) */
-    LLVMValueRef px = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, start, px);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "loop");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "body");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "done");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef x = LLVMBuildLoad2(b, G->t_i64, px, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, x, ic__pg_i64(G, lim), ""), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef x = ic__pg_loop_begin(G, &L, start, LLVMIntSLE, ic__pg_i64(G, lim),
+                                       (const char *const[]){ "loop", "body", "done" });
     G->valid = NULL;
     G->it = -1;
     inner_at(G, x);
     ic__pg_emit_stage(G, s);
-    LLVMBuildStore(b, LLVMBuildAdd(b, x, ic__pg_i64(G, step), ""), px);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, x, ic__pg_i64(G, step));
 }
 
 /* 32-bit pieces of a register value for shuffles and shared memory. */
@@ -468,6 +496,17 @@ void ic__pg_fence(ic__pg *G)
         ic__pg_call(G, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
 }
 
+void ic__pg_last_block(ic__pg *G, LLVMValueRef is_last, const char *last, const char *other)
+{
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, last);
+    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, other);
+    LLVMBuildCondBr(G->b, is_last, go, quit);
+    LLVMPositionBuilderAtEnd(G->b, quit);
+    LLVMBuildRetVoid(G->b);
+    LLVMPositionBuilderAtEnd(G->b, go);
+    ic__pg_fence(G);
+}
+
 /* Split rows: the block's combined partials go to the workspace; the last block of the row
  * to arrive (an atomic counter per row) reads every block's partial back in slice order,
  * combines them across its threads as before, and goes on to the later stages; the others
@@ -517,25 +556,13 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
     ic__pg_barrier(G);
     LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
                                          LLVMConstInt(G->t_i8, 0, 0), "");
-    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "last");
-    LLVMBasicBlockRef quit = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "notlast");
-    LLVMBuildCondBr(b, is_last, go, quit);
-    LLVMPositionBuilderAtEnd(b, quit);
-    LLVMBuildRetVoid(b);
-    LLVMPositionBuilderAtEnd(b, go);
-    ic__pg_fence(G);
+    ic__pg_last_block(G, is_last, "last", "notlast");
     /* every thread folds the partials t = j, j + T, ... into lane 0 of its accumulators */
     init_accs(G, s, pl->V);
-    LLVMValueRef pt = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(b, LLVMBuildZExt(b, G->j, G->t_i64, ""), pt);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "fold");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "foldbody");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "folded");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef t = LLVMBuildLoad2(b, G->t_i64, pt, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, t, ic__pg_i64(G, pl->S), ""), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
+    ic__pg_loop L;
+    LLVMValueRef t = ic__pg_loop_begin(G, &L, LLVMBuildZExt(b, G->j, G->t_i64, ""), LLVMIntSLT,
+                                       ic__pg_i64(G, pl->S),
+                                       (const char *const[]){ "fold", "foldbody", "folded" });
     n = 0;
     for (int i = 0; i < st->ninstr; i++) {
         const ic_linstr *in = &st->instr[i];
@@ -563,9 +590,7 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
             LLVMBuildStore(b, r.i, G->acci[s][i * IC__PTX_MAXV]);
         n++;
     }
-    LLVMBuildStore(b, LLVMBuildAdd(b, t, ic__pg_i64(G, pl->T), ""), pt);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
+    ic__pg_loop_end(G, &L, t, ic__pg_i64(G, pl->T));
     combine_row(G, s);
     cont = ic__pg_if(G, j0, "reset");
     LLVMBuildStore(b, ic__pg_i32(G, 0), pcnt);

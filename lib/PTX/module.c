@@ -8,6 +8,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include "ic/fuse.h"
+#include "llvmgen-impl.h" /* ic__program_arrays */
 #include "ptx-impl.h"
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
@@ -84,6 +85,19 @@ static char *take_message(ic_ctx *c, char *msg)
     char *r = ic__strdup(c, msg ? msg : "");
     LLVMDisposeMessage(msg);
     return r;
+}
+
+ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk)
+{
+    ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
+    if (m)
+        m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
+    if (!m || !m->kernels) {
+        ic__free(c, m);
+        return NULL;
+    }
+    m->c = c;
+    return m;
 }
 
 void ic_ptx_module_destroy(ic_ptx_module *m)
@@ -244,14 +258,9 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
         LLVMDisposeMessage(msg);
         return s;
     }
-    ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
-    if (m)
-        m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
-    if (!m || !m->kernels) {
-        ic__free(c, m);
+    ic_ptx_module *m = ic__ptx_module_new(c, nk);
+    if (!m)
         return ic__error(c, IC_ENOMEM, "ptx: out of memory");
-    }
-    m->c = c;
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
                                                       LLVMRelocDefault, LLVMCodeModelDefault);
     ic__pg G;
@@ -303,26 +312,21 @@ ic_status ic_ptx_emit(ic_ctx *c, const ic_program *p, const ic_ptx_options *o,
                       const ic_ptx_params *params, ic_ptx_module **out)
 {
     *out = NULL;
-    if (!p)
-        return ic__error(c, IC_EINVAL, "ptx: no program");
-    int nk = ic_program_num_kernels(p), nb = ic_program_num_buffers(p);
-    ic_kernel *ks = ic__calloc(c, (size_t)nk + 1, sizeof *ks);
-    ic_buffer *bs = ic__calloc(c, (size_t)nb + 1, sizeof *bs);
-    char **names = ic__calloc(c, (size_t)nk + 1, sizeof *names);
-    ic_status s = IC_OK;
-    if (!ks || !bs || !names)
+    ic_kernel *ks;
+    ic_buffer *bs;
+    char **names = NULL;
+    ic_status s = ic__program_arrays(c, p, "ptx", &ks, &bs);
+    int nk = p ? ic_program_num_kernels(p) : 0;
+    if (!s && !(names = ic__calloc(c, (size_t)nk + 1, sizeof *names)))
         s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
     for (int i = 0; !s && i < nk; i++) {
-        ks[i] = *ic_program_kernel(p, i);
         if (!(names[i] = ic__malloc(c, 256))) /* "gpu_" + what the kernel computes */
             s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
         else
             ic_kernel_format_name(names[i], 256, "gpu_", p, &ks[i], i);
     }
-    for (int i = 0; !s && i < nb; i++)
-        bs[i] = *ic_program_buffer(p, i);
     if (!s)
-        s = emit(c, nk, ks, (const char *const *)names, nb, bs, o, params, out);
+        s = emit(c, nk, ks, (const char *const *)names, ic_program_num_buffers(p), bs, o, params, out);
     for (int i = 0; names && i < nk; i++)
         ic__free(c, names[i]);
     ic__free(c, names);

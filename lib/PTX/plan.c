@@ -162,21 +162,36 @@ bool ic__pplan_vec_ok(const ic__pplan *pl, const ic__pinfo *off, int V)
     return true;
 }
 
+/* The loads and stores of k's stages (only the REDUCE and INNER ones with inner_stages), in
+ * order: next_access returns the next one, NULL after the last; s is its stage. */
+typedef struct {
+    const ic_kernel *k;
+    bool inner_stages;
+    int s, i;
+} accesses;
+
+static const ic_linstr *next_access(accesses *it)
+{
+    for (; it->s < it->k->nstages; it->s++, it->i = -1) {
+        const ic_stage *st = &it->k->stages[it->s];
+        if (it->inner_stages && st->kind == IC_STAGE_BODY)
+            continue;
+        while (++it->i < st->ninstr)
+            if (st->instr[it->i].op == IC_L_LOAD || st->instr[it->i].op == IC_L_STORE)
+                return &st->instr[it->i];
+    }
+    return NULL;
+}
+
 /* Smallest element (bytes) among the buffers the given stages touch, and how many
  * accesses of those stages are vector-legal with V lanes. */
 static int narrowest(const ic_kernel *k, const ic_buffer *bufs, bool inner_stages)
 {
     int m = 8;
-    for (int s = 0; s < k->nstages; s++) {
-        if (inner_stages && k->stages[s].kind == IC_STAGE_BODY)
-            continue;
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            const ic_linstr *in = &k->stages[s].instr[i];
-            if (in->op == IC_L_LOAD || in->op == IC_L_STORE) {
-                int sz = (int)ic_dtype_size(bufs[in->buf].dtype);
-                m = sz < m ? sz : m;
-            }
-        }
+    accesses it = { k, inner_stages, 0, -1 };
+    for (const ic_linstr *in; (in = next_access(&it));) {
+        int sz = (int)ic_dtype_size(bufs[in->buf].dtype);
+        m = sz < m ? sz : m;
     }
     return m;
 }
@@ -184,17 +199,11 @@ static int narrowest(const ic_kernel *k, const ic_buffer *bufs, bool inner_stage
 static int count_vec(const ic__pplan *pl, const ic_kernel *k, int V, bool inner_stages)
 {
     int n = 0;
-    for (int s = 0; s < k->nstages; s++) {
-        if (inner_stages && k->stages[s].kind == IC_STAGE_BODY)
-            continue;
-        for (int i = 0; i < k->stages[s].ninstr; i++) {
-            const ic_linstr *in = &k->stages[s].instr[i];
-            if ((in->op == IC_L_LOAD || in->op == IC_L_STORE) &&
-                (pl->info[s][in->a].deps & (1u << pl->lanevar)) &&
-                ic__pplan_vec_ok(pl, &pl->info[s][in->a], V))
-                n++;
-        }
-    }
+    accesses it = { k, inner_stages, 0, -1 };
+    for (const ic_linstr *in; (in = next_access(&it));)
+        if ((pl->info[it.s][in->a].deps & (1u << pl->lanevar)) &&
+            ic__pplan_vec_ok(pl, &pl->info[it.s][in->a], V))
+            n++;
     return n;
 }
 

@@ -142,6 +142,21 @@ IC_HIDDEN LLVMValueRef ic__pg_i64(ic__pg *G, int64_t v);
 IC_HIDDEN LLVMValueRef ic__pg_call(ic__pg *G, const char *intrinsic, LLVMTypeRef *over,
                                    int nover, LLVMValueRef *args, int nargs);
 IC_HIDDEN LLVMValueRef ic__pg_alloca(ic__pg *G, LLVMTypeRef t);
+/* A counted loop `for (x = start; x pred lim; x += step)` over i64, with its blocks named
+ * name[0..2] (test, body, exit): ic__pg_loop_begin returns x at the top of the body,
+ * ic__pg_loop_end closes the body and leaves the builder after the loop. */
+typedef struct {
+    LLVMValueRef slot;
+    LLVMBasicBlockRef head, done;
+} ic__pg_loop;
+IC_HIDDEN LLVMValueRef ic__pg_loop_begin(ic__pg *G, ic__pg_loop *L, LLVMValueRef start,
+                                         LLVMIntPredicate pred, LLVMValueRef lim,
+                                         const char *const name[3]);
+IC_HIDDEN void ic__pg_loop_end(ic__pg *G, const ic__pg_loop *L, LLVMValueRef x, LLVMValueRef step);
+/* v[0..n) stored to, or loaded into out[0..n) from, the array buf of elements of type t:
+ * how the host emulator's calls take register groups (by pointer). */
+IC_HIDDEN void ic__pg_store_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, const LLVMValueRef *v, int n);
+IC_HIDDEN void ic__pg_load_n(ic__pg *G, LLVMTypeRef t, LLVMValueRef buf, LLVMValueRef *out, int n);
 /* Calls external function `name` (declared on first use) of the given signature. */
 IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt,
                                   int n, LLVMValueRef *args);
@@ -170,6 +185,9 @@ IC_HIDDEN int ic__pgemm_smem_bytes(const ic__pplan *pl);   /* dynamic shared mem
 /* Generates the kernel body of a GEMM plan (after the entry, tid and ctaid are set up). */
 IC_HIDDEN void ic__pgen_gemm(ic__pg *G);
 IC_HIDDEN void ic__pg_fence(ic__pg *G);             /* membar.gl */
+/* Split reductions: a block that is not is_last returns (block other); the last one goes on
+ * in block last, after a fence, to read what the others wrote to the workspace. */
+IC_HIDDEN void ic__pg_last_block(ic__pg *G, LLVMValueRef is_last, const char *last, const char *other);
 
 /* instr.c */
 IC_HIDDEN LLVMTypeRef ic__pg_type(ic__pg *G, ic_dtype t);       /* in registers */
@@ -194,6 +212,9 @@ IC_HIDDEN LLVMValueRef ic__pmath(ic__pg *G, ic_lop op, ic_dtype t, LLVMValueRef 
 IC_HIDDEN LLVMValueRef ic__pmath_exp_le0(ic__pg *G, ic_dtype t, LLVMValueRef x);
 
 /* module.c */
+/* An empty module with room for nk kernels (NULL when out of memory), for the NVPTX path
+ * and the host emulator alike; ic_ptx_module_destroy frees it. */
+IC_HIDDEN ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk);
 IC_HIDDEN void ic__ptx_llvm_init(void);
 IC_HIDDEN void ic__pg_init_types(ic__pg *G);
 /* Plans and generates every kernel into G->mod, filling m->kernels (names, geometry). */

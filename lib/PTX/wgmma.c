@@ -276,39 +276,17 @@ static LLVMValueRef stage_of(ic__pg *G, LLVMValueRef it, int ST, LLVMValueRef *p
     return LLVMBuildTrunc(G->b, s, G->t_i32, "");
 }
 
-/* A counted loop `for (it = 0; it < n; it++)`: returns it; loop_end closes it. */
-typedef struct {
-    LLVMValueRef slot;
-    LLVMBasicBlockRef head, done;
-} loop;
-
-static LLVMValueRef loop_begin(ic__pg *G, loop *L, LLVMValueRef n, const char *name)
+/* A counted loop `for (it = 0; it < n; it++)`: returns it; ic__pg_loop_end closes it. */
+static LLVMValueRef loop_begin(ic__pg *G, ic__pg_loop *L, LLVMValueRef n, const char *name)
 {
-    L->slot = ic__pg_alloca(G, G->t_i64);
-    LLVMBuildStore(G->b, I64(G, 0), L->slot);
-    L->head = LLVMAppendBasicBlockInContext(G->ctx, G->fn, name);
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "body");
-    L->done = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "done");
-    LLVMBuildBr(G->b, L->head);
-    LLVMPositionBuilderAtEnd(G->b, L->head);
-    LLVMValueRef it = LLVMBuildLoad2(G->b, G->t_i64, L->slot, "");
-    LLVMBuildCondBr(G->b, slt(G, it, n), body, L->done);
-    LLVMPositionBuilderAtEnd(G->b, body);
-    return it;
-}
-
-static void loop_end(ic__pg *G, loop *L, LLVMValueRef it)
-{
-    LLVMBuildStore(G->b, add(G, it, I64(G, 1)), L->slot);
-    LLVMBuildBr(G->b, L->head);
-    LLVMPositionBuilderAtEnd(G->b, L->done);
+    return ic__pg_loop_begin(G, L, I64(G, 0), LLVMIntSLT, n, (const char *const[]){ name, "body", "done" });
 }
 
 static void producer(wctx *W, LLVMValueRef nkt)
 {
     ic__pg *G = W->X.G;
     const ic__pgemm *g = W->X.g;
-    loop L;
+    ic__pg_loop L;
     LLVMValueRef it = loop_begin(G, &L, nkt, "produce");
     LLVMValueRef ph;
     LLVMValueRef s = stage_of(G, it, g->ST, &ph);
@@ -318,7 +296,7 @@ static void producer(wctx *W, LLVMValueRef nkt)
     produce_operand(W, &g->A, 0, sb, k0);
     produce_operand(W, &g->B, 1, sb, k0);
     mbar_arrive(W, bar_addr(W, 0, s), true);
-    loop_end(G, &L, it);
+    ic__pg_loop_end(G, &L, it, I64(G, 1));
 }
 
 /* ---- the consumers ---- */
@@ -398,17 +376,11 @@ static void wgmma(wctx *W, LLVMValueRef da, LLVMValueRef db, LLVMValueRef *acc)
     tied(cons, sizeof cons, n, "l,l,r");
     if (G->emu) {
         LLVMValueRef buf = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, (uint64_t)n));
-        for (int i = 0; i < n; i++) {
-            LLVMValueRef ix = I32(G, i);
-            LLVMBuildStore(G->b, acc[i], LLVMBuildGEP2(G->b, G->t_f32, buf, &ix, 1, ""));
-        }
+        ic__pg_store_n(G, G->t_f32, buf, acc, n);
         LLVMValueRef a[9] = { W->X.smem, da, db, I32(G, g->BN), I32(G, !g->A.kmajor), I32(G, !g->B.kmajor),
                               I32(G, g->bf16), W->wtid, buf };
         emu_call(W, "ic__emu_wgmma", G->t_void, a, 9);
-        for (int i = 0; i < n; i++) {
-            LLVMValueRef ix = I32(G, i);
-            acc[i] = LLVMBuildLoad2(G->b, G->t_f32, LLVMBuildGEP2(G->b, G->t_f32, buf, &ix, 1, ""), "");
-        }
+        ic__pg_load_n(G, G->t_f32, buf, acc, n);
         return;
     }
     LLVMValueRef args[3 + 128];
@@ -440,7 +412,7 @@ static void consumer(wctx *W, LLVMValueRef nkt, LLVMValueRef cw, LLVMValueRef la
     const ic__pgemm *g = W->X.g;
     LLVMBuilderRef b = G->b;
     int n = g->nacc;
-    loop L;
+    ic__pg_loop L;
     LLVMValueRef it = loop_begin(G, &L, nkt, "consume");
     LLVMValueRef ph;
     LLVMValueRef s = stage_of(G, it, g->ST, &ph);
@@ -472,7 +444,7 @@ static void consumer(wctx *W, LLVMValueRef nkt, LLVMValueRef cw, LLVMValueRef la
                                        G->t_i32, "");
     mbar_arrive(W, bar_addr(W, 1, prev), false);
     ic__pg_endif(G, cont);
-    loop_end(G, &L, it);
+    ic__pg_loop_end(G, &L, it, I64(G, 1));
     for (int i = 0; i < n; i++)
         acc[i] = LLVMBuildLoad2(b, G->t_f32, W->X.acc[i], "");
     wgmma_wait(W, 0, acc);

@@ -163,5 +163,8 @@ IC_HIDDEN double ic__now_ms(void);
 /* Copies a strided tensor into contiguous dst, element by element (any rank): the staging of
  * strided arguments, on every backend (slots.c). */
 IC_HIDDEN void ic__copy_strided(void *dst, const ic_tensor *t);
+/* The element offset after off in t's row-major order, idx[0..rank) its index (updated):
+ * walks a strided tensor without a division per element. */
+IC_HIDDEN int64_t ic__next_elem(const ic_tensor *t, int64_t *idx, int64_t off);
 
 #endif

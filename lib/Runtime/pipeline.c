@@ -100,13 +100,7 @@ ic_status ic__check_indices(const ic_graph *g, const ic__vbase *v, const ic_tens
                 return ic__node_error(g, ck->node, "embedding", IC_EINVAL,
                                       "index %lld out of range [0, %lld) (argument %d, element %lld)",
                                       (long long)x, (long long)ck->limit, ck->arg, (long long)e);
-            for (int d = t->rank - 1; d >= 0; d--) {
-                off += t->strides[d];
-                if (++idx[d] < t->shape[d])
-                    break;
-                off -= t->strides[d] * t->shape[d];
-                idx[d] = 0;
-            }
+            off = ic__next_elem(t, idx, off);
         }
     }
     return IC_OK;

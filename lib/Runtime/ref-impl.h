@@ -11,18 +11,7 @@
 
 /* Element i of a contiguous tensor, as double (floats; f16/bf16 widened exactly) or as
  * int64 (integers and bool; exact). */
-static inline double ic__ref_getf(const ic_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case IC_F32: return ((const float *)t->data)[i];
-    case IC_F64: return ((const double *)t->data)[i];
-    case IC_F16: return ic_f16_to_f32(((const uint16_t *)t->data)[i]);
-    case IC_BF16: return ic_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    case IC_I32: return ((const int32_t *)t->data)[i];
-    case IC_I64: return (double)((const int64_t *)t->data)[i];
-    default: return ((const uint8_t *)t->data)[i] != 0;
-    }
-}
+static inline double ic__ref_getf(const ic_tensor *t, int64_t i) { return ic__elem_get(t->dtype, t->data, i); }
 
 static inline int64_t ic__ref_geti(const ic_tensor *t, int64_t i)
 {

@@ -22,6 +22,20 @@ bool ic__same_sig(const ic_tensor *want, const ic_tensor *got)
     return true;
 }
 
+/* The element offset after off in t's row-major order, idx[0..rank) its index (updated):
+ * walks a strided tensor without a division per element. */
+int64_t ic__next_elem(const ic_tensor *t, int64_t *idx, int64_t off)
+{
+    for (int d = t->rank - 1; d >= 0; d--) {
+        off += t->strides[d];
+        if (++idx[d] < t->shape[d])
+            break;
+        off -= t->strides[d] * t->shape[d];
+        idx[d] = 0;
+    }
+    return off;
+}
+
 void ic__slots_free(ic_ctx *c, ic__variant *v)
 {
     for (ic__slot *s = v->all_slots, *n; s; s = n) {
@@ -88,13 +102,7 @@ void ic__copy_strided(void *dst, const ic_tensor *t)
     char *d = dst;
     for (int64_t i = 0; i < n; i++) {
         memcpy(d + i * (int64_t)es, (const char *)t->data + off * (int64_t)es, es);
-        for (int k = t->rank - 1; k >= 0; k--) {
-            off += t->strides[k];
-            if (++idx[k] < t->shape[k])
-                break;
-            off -= t->strides[k] * t->shape[k];
-            idx[k] = 0;
-        }
+        off = ic__next_elem(t, idx, off);
     }
 }
 
