@@ -131,8 +131,9 @@ static LLVMValueRef exp_core(M *m, LLVMValueRef x, bool wide)
 static LLVMValueRef expm1_parts(M *m, LLVMValueRef x, LLVMValueRef *s)
 {
     LLVMValueRef t, r = reduce_ln2(m, x, &t, SHIFTER + 127, false);
-    /* the shifter's low bits hold the bias: (n + 127) << 23; a NaN stays NaN (see exp_core) */
-    *s = sel(m, isnan_(m, t), t, flt(m, pow2_bits(m, t)));
+    /* the shifter's low bits hold the bias: (n + 127) << 23. For a NaN x, s is whatever the
+     * target's NaN bits make, but q is NaN, and every caller's result has q in it. */
+    *s = flt(m, pow2_bits(m, t));
     return fma3(m, poly(m, r, EXP_P, 5), mul(m, r, r), r);
 }
 
