@@ -607,7 +607,7 @@ static ic_status infer_view(cx *x)
         return infer_permute(x, a, at->dims, at->has_dims ? at->ndims : -1);
     case IC_OP_TRANSPOSE: {
         int64_t dims[IC_MAX_RANK];
-        int d0, d1;
+        int d0 = 0, d1 = 0;
         if ((s = norm_dim(x, at->dim0, r, "dim0", &d0)) || (s = norm_dim(x, at->dim1, r, "dim1", &d1)))
             return s;
         if (r == 0) { /* PyTorch lets a 0-d tensor name dim 0 / -1: the identity */

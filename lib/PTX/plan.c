@@ -6,7 +6,6 @@
 #include "analysis-impl.h"
 #include "ptx-impl.h"
 
-static bool is_int(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
 static bool is_16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
 static int64_t pow2_floor(int64_t x)

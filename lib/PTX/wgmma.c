@@ -134,7 +134,6 @@ static LLVMValueRef I32(ic__pg *G, int64_t v) { return ic__pg_i32(G, v); }
 static LLVMValueRef I64(ic__pg *G, int64_t v) { return ic__pg_i64(G, v); }
 static LLVMValueRef add(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(G->b, a, b, ""); }
 static LLVMValueRef mul(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(G->b, a, b, ""); }
-static LLVMValueRef slt(ic__pg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(G->b, LLVMIntSLT, a, b, ""); }
 static LLVMValueRef z64(ic__pg *G, LLVMValueRef a) { return LLVMBuildZExt(G->b, a, G->t_i64, ""); }
 
 typedef struct {
