@@ -142,6 +142,9 @@ typedef struct ic_program ic_program;
  * computing op; views (reshape permute transpose expand slice squeeze unsqueeze) become
  * index arithmetic, never copies. The program borrows g (param data): destroy it first. */
 IC_API ic_status ic_lower(ic_ctx *c, const ic_graph *g, ic_program **out);
+/* ic_lower with the kernel names of a backend: prefix "gpu_" makes "gpu_add_0". */
+IC_API ic_status ic_lower_prefixed(ic_ctx *c, const ic_graph *g, const char *prefix,
+                                   ic_program **out);
 IC_API void ic_program_destroy(ic_program *p);
 
 IC_API const ic_graph *ic_program_graph(const ic_program *p);

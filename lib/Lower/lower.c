@@ -390,10 +390,15 @@ ic_status ic__lower_unfused(ic_ctx *c, const ic_graph *g, const char *reason, co
 
 ic_status ic_lower(ic_ctx *c, const ic_graph *g, ic_program **out)
 {
+    return ic_lower_prefixed(c, g, "cpu_", out);
+}
+
+ic_status ic_lower_prefixed(ic_ctx *c, const ic_graph *g, const char *prefix, ic_program **out)
+{
     if (!out)
         return ic__error(c, IC_EINVAL, "ic_lower: out is NULL");
     *out = NULL;
-    if (!g)
-        return ic__error(c, IC_EINVAL, "ic_lower: graph is NULL");
-    return ic__lower_unfused(c, g, NULL, "cpu_", out);
+    if (!g || !prefix)
+        return ic__error(c, IC_EINVAL, "ic_lower: graph or prefix is NULL");
+    return ic__lower_unfused(c, g, NULL, prefix, out);
 }

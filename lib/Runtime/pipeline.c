@@ -145,7 +145,7 @@ static void fuse_options(const ic__backend *be, ic_fuse_options *fo)
 static ic_status lower_and_fuse(ic__pipe *P, ic__vbase *v)
 {
     ic_program *loops = NULL;
-    ic_status s = ic_lower(P->c, v->g, &loops);
+    ic_status s = ic_lower_prefixed(P->c, v->g, P->be->prefix, &loops);
     if (s)
         return s;
     ic__pipe_emit(P, IC_PIPE_LOOPS, print_program, loops);

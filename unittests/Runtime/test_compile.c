@@ -1034,6 +1034,12 @@ Test(compile, gpu_dump_runs_the_gpu_pipeline)
     cr_assert(strstr(buf, "gpu_") && !strstr(buf, "cpu_"), "GPU kernel names:\n%s", buf);
     cr_assert(!strstr(buf, "neg"), "freezing folded neg(w) into a param:\n%s", buf);
     free(buf);
+    /* the loop IR before fusion is the GPU's too: its kernels are named for it */
+    f = open_memstream(&buf, &n);
+    cr_assert_eq(ic_cuda_compile_dump(c, g, &o, NULL, "loops", f), IC_OK, "%s", ic_last_error(c));
+    fclose(f);
+    cr_assert(strstr(buf, "gpu_add_0") && !strstr(buf, "cpu_"), "GPU loop IR names:\n%s", buf);
+    free(buf);
     f = fopen("/dev/null", "w");
     ict_assert_error(c, ic_cuda_compile_dump(c, g, &o, NULL, "asm", f), IC_EINVAL, "stage 'asm' is made by the cpu");
     ict_assert_error(c, ic_compile_dump(c, g, NULL, NULL, "ptxx", f), IC_EINVAL, "unknown stage 'ptxx'");
