@@ -255,19 +255,6 @@ static ic_status select_variant(ic_cuda_compiled *cc, int nargs, const ic_tensor
     return IC_OK;
 }
 
-static ic_status check_arg(ic_cuda_compiled *cc, const ic_graph *g, int i, const ic_tensor *t)
-{
-    ic_node_info ni;
-    ic_graph_node(g, ic_graph_arg(g, i), &ni);
-    bool ok = t->dtype == ni.dtype && t->rank == ni.rank && (t->data || !ic_tensor_numel(t));
-    for (int d = 0; ok && d < ni.rank; d++)
-        ok = t->shape[d] == ni.shape[d].coef;
-    if (!ok)
-        return ic__error(cc->c, IC_EINVAL, "graph '%s': argument %d ('%s') must be %s of %d dims "
-                         "as the graph says", ic_graph_name(g), i, ni.name, ic_dtype_name(ni.dtype), ni.rank);
-    return IC_OK;
-}
-
 ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
 {
     int want = ic_graph_num_args(cc->g);
@@ -279,9 +266,6 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
         return s;
     ic__cvar *v = cc->cur;
     ic_cuda *d = cc->d;
-    for (int i = 0; i < nargs; i++)
-        if ((s = check_arg(cc, v->b.g, i, &args[i])))
-            return s;
     for (int b = 0; b < v->nbufs; b++) {
         const ic_buffer *buf = ic_program_buffer(v->b.prog, b);
         if (buf->kind != IC_BUF_ARG)
