@@ -138,6 +138,12 @@ typedef struct ic_kernel {
 
 typedef struct ic_program ic_program;
 
+/* Composite ops (conv, pooling, batch_norm, attention...; see expand-impl.h) rewritten as
+ * existing ops of a new specialised graph *out, which borrows param data from g (destroy it
+ * first). *out is NULL when g has no composite op. */
+IC_API bool ic_graph_has_composites(const ic_graph *g);
+IC_API ic_status ic_graph_expand(ic_ctx *c, const ic_graph *g, ic_graph **out);
+
 /* Lowers a specialised graph (no symbols; ic_graph_specialize) to one kernel per
  * computing op; views (reshape permute transpose expand slice squeeze unsqueeze) become
  * index arithmetic, never copies. The program borrows g (param data): destroy it first. */

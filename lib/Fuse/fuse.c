@@ -706,10 +706,14 @@ ic_status ic_fuse(ic_ctx *c, const ic_program *in, const ic_fuse_options *opt, i
     ic_status st = ic__check_specialised(c, g);
     if (st)
         return st;
-    if (o.no_fusion || c->sw.no_fusion)
-        return ic__lower_unfused(c, g, o.no_fusion ? "no_fusion option: one kernel per op"
-                                                   : "IC_NO_FUSION: one kernel per op",
-                                 o.prefix, out);
+    if (o.no_fusion || c->sw.no_fusion) {
+        st = ic__lower_unfused(c, g, o.no_fusion ? "no_fusion option: one kernel per op"
+                                                 : "IC_NO_FUSION: one kernel per op",
+                               o.prefix, out);
+        if (!st)
+            ic__program_share_graph(*out, in);
+        return st;
+    }
     fz f;
     memset(&f, 0, sizeof f);
     f.c = c;
@@ -719,5 +723,7 @@ ic_status ic_fuse(ic_ctx *c, const ic_program *in, const ic_fuse_options *opt, i
     f.nout = ic_graph_num_outputs(g);
     st = fuse(&f, out);
     fz_free(&f);
+    if (!st)
+        ic__program_share_graph(*out, in);
     return st;
 }

@@ -88,4 +88,10 @@ IC_HIDDEN double ic__elem_get(ic_dtype t, const void *data, int64_t i);
 
 static inline const ic_node *ic__node(const ic_graph *g, ic_value v) { return g->nodes[v]; }
 
+/* A param whose data (row-major, may be NULL) is borrowed, not copied: the caller keeps it
+ * alive while g lives (specialised, expanded and folded graphs share their source's weights). */
+IC_HIDDEN ic_status ic__graph_param_borrow(ic_graph *g, const char *name, ic_dtype dt, int rank,
+                                           const ic_dim *shape, const void *data,
+                                           const char *file, const char *key, ic_value *out);
+
 #endif

@@ -481,6 +481,20 @@ static ic_status eval_shape(const ic_graph *g, const char *name, int rank, const
     return IC_OK;
 }
 
+ic_status ic__graph_param_borrow(ic_graph *g, const char *name, ic_dtype dt, int rank,
+                                 const ic_dim *shape, const void *data, const char *file,
+                                 const char *key, ic_value *out)
+{
+    ic_value v;
+    ic_status st = ic_graph_add_param(g, name, dt, rank, shape, NULL, 0, file, key, &v);
+    if (st)
+        return st;
+    g->nodes[v]->info.data = data;
+    if (out)
+        *out = v;
+    return IC_OK;
+}
+
 static ic_status specialize_node(const ic_graph *g, ic_graph *s, const ic_node *n,
                                  const int64_t *vals)
 {
@@ -500,11 +514,8 @@ static ic_status specialize_node(const ic_graph *g, ic_graph *s, const ic_node *
             return IC_OK;
         }
         /* params share (borrow) the source graph's data */
-        if ((st = ic_graph_add_param(s, in->name, in->dtype, in->rank, shape, NULL, 0, in->file,
-                                     in->key, NULL)))
-            return st;
-        s->nodes[s->nnodes - 1]->info.data = in->data;
-        return IC_OK;
+        return ic__graph_param_borrow(s, in->name, in->dtype, in->rank, shape, in->data,
+                                      in->file, in->key, NULL);
     }
     ic_attrs a = n->attrs;
     if ((st = eval_shape(g, in->name, a.nshape, n->attrs.shape, vals, a.shape, true)))

@@ -8,10 +8,18 @@
 #include "graph-impl.h"
 #include "ic/lower.h"
 
+/* A graph programs share and the last one destroys: the expansion ic_lower made of a graph
+ * with composite ops, kept alive by the programs Fuse builds from that one. */
+typedef struct ic__gshare {
+    ic_graph *g;
+    int refs;
+} ic__gshare;
+
 struct ic_program {
     ic_ctx *c;
     ic_arena arena;        /* kernels, stages, instructions, names, node lists */
-    const ic_graph *g;     /* borrowed */
+    const ic_graph *g;     /* borrowed, or owned through own */
+    ic__gshare *own;       /* NULL unless g is an expansion made by ic_lower */
     int nbufs, capbufs;
     ic_buffer *bufs;       /* ic__realloc'd */
     int nkernels, capkernels;
@@ -81,5 +89,8 @@ static inline ic_dtype ic__regty(ic_dtype t)
 {
     return t == IC_F16 || t == IC_BF16 ? IC_F32 : t;
 }
+
+/* dst reads src's graph: it shares src's ownership of it (if any). */
+IC_HIDDEN void ic__program_share_graph(ic_program *dst, const ic_program *src);
 
 #endif

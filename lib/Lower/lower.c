@@ -400,5 +400,22 @@ ic_status ic_lower_prefixed(ic_ctx *c, const ic_graph *g, const char *prefix, ic
     *out = NULL;
     if (!g || !prefix)
         return ic__error(c, IC_EINVAL, "ic_lower: graph or prefix is NULL");
-    return ic__lower_unfused(c, g, NULL, prefix, out);
+    ic_graph *x = NULL;
+    ic_status s = ic_graph_expand(c, g, &x);
+    if (s || !x)
+        return s ? s : ic__lower_unfused(c, g, NULL, prefix, out);
+    ic__gshare *own = ic__calloc(c, 1, sizeof *own);
+    if (!own) {
+        ic_graph_destroy(x);
+        return ic__error(c, IC_ENOMEM, "ic_lower: out of memory");
+    }
+    own->g = x;
+    own->refs = 1;
+    if ((s = ic__lower_unfused(c, x, NULL, prefix, out))) {
+        ic_graph_destroy(x);
+        ic__free(c, own);
+        return s;
+    }
+    (*out)->own = own;
+    return IC_OK;
 }

@@ -23,7 +23,19 @@ void ic_program_destroy(ic_program *p)
     ic__free(c, p->bufs);
     ic__free(c, p->kernels);
     ic__free(c, p->node_buf);
+    if (p->own && --p->own->refs == 0) {
+        ic_graph_destroy(p->own->g);
+        ic__free(c, p->own);
+    }
     ic__free(c, p);
+}
+
+void ic__program_share_graph(ic_program *dst, const ic_program *src)
+{
+    if (src->own && !dst->own && dst->g == src->g) {
+        dst->own = src->own;
+        dst->own->refs++;
+    }
 }
 
 const ic_graph *ic_program_graph(const ic_program *p) { return p->g; }

@@ -42,7 +42,8 @@ void ic__variant_free(const ic__pipe *P, ic__vbase *v)
     if (v->prog)
         ic_program_destroy(v->prog);
     ic__free(c, v->checks);
-    ic_graph_destroy(v->folded); /* borrows from spec: first */
+    ic_graph_destroy(v->folded); /* borrows from expanded and spec: first */
+    ic_graph_destroy(v->expanded);
     ic_graph_destroy(v->spec);
     ic__free(c, v->vals);
     ic__free(c, v);
@@ -124,6 +125,10 @@ static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vba
             return s;
         v->g = v->spec;
     }
+    /* before freezing, so that it folds what composites compute from weights (batch_norm) */
+    if ((s = ic_graph_expand(P->c, v->g, &v->expanded)))
+        return s;
+    v->g = v->expanded ? v->expanded : v->g;
     if (P->freezing) {
         if ((s = ic__graph_fold_constants(P->c, v->g, &v->folded)))
             return s;
