@@ -7,6 +7,7 @@ The module is traced with torch.fx (every submodule traced through, down to torc
 converted call by call while PyTorch runs each call on the real tensors (convert.py).
 """
 import inspect
+import operator
 import json
 import math
 import os
@@ -21,6 +22,7 @@ import torch.fx as fx
 from .graph import ExportError, Sym
 from .convert import Converter, check_unsupported, _leaves
 from . import safetensors, graphnet, compat
+from . import ops as opmod
 
 __all__ = ["export", "export_graphnet", "ExportError"]
 
@@ -39,6 +41,90 @@ def _trace(module, concrete):
     tracer = _Tracer()
     try:
         graph = tracer.trace(module, concrete_args=concrete or None)
+    except ExportError:
+        raise
+    except Exception as e:
+        raise ExportError("torch.fx cannot trace %s: %s: %s" % (type(module).__name__, type(e).__name__, e))
+    return fx.GraphModule(tracer.root, graph)
+
+
+class _CProxy(fx.Proxy):
+    """A proxy that knows its real value: shapes, lengths, truth values and iteration are
+    concrete (specialised to the example inputs, as torch.compile specialises)."""
+    def __getattr__(self, k):
+        r = self.tracer.real.get(self.node)
+        v = getattr(r, k, None) if r is not None else None
+        if v is not None and not callable(v) and not any(isinstance(x, torch.Tensor) for x in _leaves(v)):
+            return v
+        return super().__getattr__(k)
+
+    def __bool__(self):
+        return bool(self.tracer.real[self.node])
+
+    def __len__(self):
+        return len(self.tracer.real[self.node])
+
+    def __iter__(self):
+        return iter([self[i] for i in range(len(self.tracer.real[self.node]))])
+
+    def __setitem__(self, k, v):
+        self.tracer.create_proxy("call_function", operator.setitem, (self, k, v), {})
+
+
+class _ConcreteTracer(_Tracer):
+    """Runs every traced call on the example inputs while tracing; a call whose result holds
+    no tensor is not recorded: its Python value is used."""
+    def __init__(self, inputs):
+        super().__init__()
+        self.inputs, self.real, self._ph = list(inputs), {}, 0
+
+    def proxy(self, node):
+        return _CProxy(node, self)
+
+    def _realise(self, a):
+        return fx.node.map_aggregate(a, lambda x: self.real[x.node] if isinstance(x, fx.Proxy) else x)
+
+    def create_proxy(self, kind, target, args, kwargs, *rest, **kw):
+        if kind == "placeholder":
+            real = self.inputs[self._ph] if self._ph < len(self.inputs) else None
+            self._ph += 1
+        else:
+            ra, rk = self._realise(args), self._realise(kwargs)
+            if kind == "call_function":
+                real = target(*ra, **rk)
+            elif kind == "call_method":
+                real = getattr(ra[0], target)(*ra[1:], **rk)
+            elif kind == "get_attr":
+                real = _attr_of(self.root, target)
+            else:
+                raise ExportError("cannot trace a %s call" % kind)
+            if not any(isinstance(x, torch.Tensor) for x in _leaves(real)) and \
+                    opmod.mutated_arg(kind, target, ra, rk) is None:
+                return real
+        p = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+        self.real[p.node] = real
+        return p
+
+
+def _attr_of(root, target):
+    """root.<target> read from the module dicts (fx patches Module.__getattr__ while tracing)."""
+    obj = root
+    for part in target.split("."):
+        for d in ("_parameters", "_buffers", "_modules"):
+            table = obj.__dict__.get(d, {}) if isinstance(obj, torch.nn.Module) else {}
+            if part in table:
+                obj = table[part]
+                break
+        else:
+            obj = object.__getattribute__(obj, part)
+    return obj
+
+
+def _trace_concrete(module, inputs, concrete=None):
+    tracer = _ConcreteTracer(inputs)
+    try:
+        with torch.no_grad():
+            graph = tracer.trace(module, concrete_args=concrete or None)
     except ExportError:
         raise
     except Exception as e:
@@ -207,7 +293,7 @@ def export(module, example_inputs, out_dir, name=None, check=True):
     name = name or type(module).__name__
     compat.install()
     outs = _run(None, None, None, lambda: module(*example_inputs), None, name)
-    gm = _trace(module, None)
+    gm = _trace_concrete(module, example_inputs)
     weights = {}
     for n, t in list(module.named_parameters()) + list(module.named_buffers()):
         weights.setdefault(id(t), n)
@@ -246,7 +332,7 @@ def export_graphnet(sample, out_dir, seed=0, dtype="f32", check=True):
     name = os.path.basename(os.path.normpath(sample))
     outs = _run(None, None, None, lambda: module(*values), src, name)
     concrete = {a[0]: a[1] for a in args if a[2] == "const"}
-    gm = _trace(module, concrete)
+    gm = _trace_concrete(module, values, concrete)
     cv = Converter(gm, name, os.path.basename(src))
     phs, inputs = [], {}
     for a in args:

@@ -7,6 +7,7 @@ only where a graph node uses it. In-place ops are written functionally: every li
 shares storage with the mutated tensor is rebuilt (see Converter.mutated).
 """
 import operator
+import os
 import re
 
 import torch
@@ -39,6 +40,8 @@ def target_name(node):
         return t
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
+    if name.startswith("_VariableFunctionsClass.") or name.startswith("_TensorBase."):
+        return ("torch." if name[0:2] == "_V" else "Tensor.") + t.__name__
     if isinstance(t, torch._ops.OpOverloadPacket) or isinstance(t, torch._ops.OpOverload):
         return "torch.ops." + str(t)
     if mod in ("_operator", "operator"):
@@ -52,14 +55,17 @@ def target_name(node):
     return mod + "." + name
 
 
+_SKIP = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+
+
 def _location(node, source_hint):
+    """file:line of the user's code that made this call (not PyTorch's, not ours)."""
     st = getattr(node, "stack_trace", None) or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', st)
-    for f, line in reversed(frames):
-        if source_hint is None or f.endswith(source_hint):
-            return "%s:%s" % (f, line)
-    if frames:
-        return "%s:%s" % frames[-1]
+    frames = [(f, line) for f, line in re.findall(r'File "([^"]+)", line (\d+)', st)
+              if not f.startswith(_SKIP) and not f.endswith("ic-export")]
+    hinted = [fl for fl in frames if source_hint and fl[0].endswith(source_hint)]
+    for f, line in hinted or frames:
+        return "%s:%s" % (f, line)
     return "node '%s'" % node.name
 
 
@@ -156,7 +162,7 @@ class Converter:
         mutates = opmod.mutated_arg(n.op, key, args, kwargs)
         real = self._call(n, args, kwargs)
         self.real[n] = real
-        if not any(isinstance(x, torch.Tensor) for x in _leaves(real)):
+        if mutates is None and not any(isinstance(x, torch.Tensor) for x in _leaves(real)):
             self.sym[n] = None          # a Python value (a size, a flag)
             return
         if not (_has_sym(sargs) or _has_sym(skw)):

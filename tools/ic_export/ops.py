@@ -291,7 +291,7 @@ def index_tensor(cv, sym, x, idx, out, sidx=None):
         sidx = sidx[:k] + (None,) * fill + sidx[k + 1:]
     tensors = [i for i in idx if isinstance(i, torch.Tensor)]
     if len(tensors) > 1:
-        raise Unsupported("more than one tensor index")
+        return _multi_index(cv, sym, x, idx, sidx, out)
     cur, t, d = sym, x, 0
     for i, si in zip(idx, sidx):
         if i is None:
@@ -319,6 +319,47 @@ def index_tensor(cv, sym, x, idx, out, sidx=None):
         else:
             raise Unsupported("index %r" % (i,))
     return reshape_to(cv, cur, t, out.shape, out.dtype)
+
+
+def _multi_index(cv, sym, x, idx, sidx, out):
+    """x[..., i0, i1, ...] with adjacent integer tensor indices (the rest full slices): one
+    index_select on the adjacent dims flattened, at the linear index sum(i_k * stride_k)."""
+    pos = [k for k, i in enumerate(idx) if isinstance(i, torch.Tensor)]
+    if pos != list(range(pos[0], pos[-1] + 1)) or any(
+            not (isinstance(i, slice) and i == slice(None)) for k, i in enumerate(idx) if k not in pos):
+        raise Unsupported("non-adjacent tensor indices")
+    if any(i.dtype == torch.bool or i.dtype.is_floating_point for i in (idx[k] for k in pos)):
+        raise Unsupported("mask index")
+    a, b = pos[0], pos[-1] + 1
+    sizes = list(x.shape[a:b])
+    bshape = list(torch.broadcast_shapes(*[idx[k].shape for k in pos]))
+    strides = [1] * len(sizes)
+    for k in range(len(sizes) - 2, -1, -1):
+        strides[k] = strides[k + 1] * sizes[k + 1]
+    if not any(isinstance(sidx[k], Sym) for k in pos):
+        lin = sum((idx[k].to(torch.int64) % sizes[j]) * strides[j] for j, k in enumerate(pos))
+        lin_s = cv.const(lin.expand(bshape).reshape(-1).contiguous())
+    else:
+        lin_s = None
+        for j, k in enumerate(pos):
+            t = cast(cv, idx[k], sidx[k], torch.int64)
+            t = cv.emit("remainder", [t, sizes[j]], None, (idx[k].shape, torch.int64))
+            if strides[j] != 1:
+                t = cv.emit("mul", [t, strides[j]], None, (idx[k].shape, torch.int64))
+            lin_s = t if lin_s is None else cv.emit("add", [lin_s, t], None, (bshape, torch.int64))
+        lin_s = cv.emit("expand", [lin_s], {"shape": bshape}, (bshape, torch.int64))
+        lin_s = cv.emit("reshape", [lin_s], {"shape": [-1]}, ((max(1, math.prod(bshape)),) if bshape else (1,), torch.int64))
+    n = math.prod(bshape) if bshape else 1
+    flat_shape = list(x.shape[:a]) + [math.prod(sizes)] + list(x.shape[b:])
+    xf = reshape_to(cv, sym, x, flat_shape, x.dtype)
+    sel_shape = list(x.shape[:a]) + [n] + list(x.shape[b:])
+    got = cv.emit("index_select", [xf, lin_s], {"dim": a}, (sel_shape, x.dtype))
+    return reshape_to(cv, got, torch.empty(0).expand(0) if False else _Shape(sel_shape), out.shape, out.dtype)
+
+
+class _Shape:
+    def __init__(self, shape):
+        self.shape = list(shape)
 
 
 @reg("aten.index", "index")
