@@ -272,7 +272,12 @@ def _run(gm, conv_cls_args, placeholders, eager, source_hint, name):
 
 
 def _convert(cv, placeholders, outs):
+    versions = [(i, r._version) for i, (r, _) in enumerate(placeholders) if isinstance(r, torch.Tensor)]
     real_out, sym_out = cv.run(placeholders)
+    for i, v in versions:
+        if placeholders[i][0]._version != v:
+            raise ExportError("forward writes in place into its argument %d (a weight or input): "
+                              "not supported" % i)
     check_unsupported(cv)
     got = _outputs(real_out)
     if len(got) != len(outs):

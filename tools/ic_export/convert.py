@@ -6,6 +6,7 @@ Python; a tensor computed from constants alone stays a constant and is written a
 only where a graph node uses it. In-place ops are written functionally: every live value that
 shares storage with the mutated tensor is rebuilt (see Converter.mutated).
 """
+import math
 import operator
 import os
 import re
@@ -90,6 +91,7 @@ class Converter:
         self.real, self.sym = {}, {}
         self.unsupported = {}        # target -> [count, first location]
         self._consts = {}            # (id, version) -> (tensor, Sym)
+        self._scalars = {}           # (value, dtype) -> Sym of a non-finite 0-d constant
         self._order = {}
         self.node = None
 
@@ -114,7 +116,28 @@ class Converter:
         raise ExportError("%s: cannot use %r as a tensor operand" % (self.where(), real))
 
     def emit(self, op, inputs, attrs, like, base=None):
+        if any(isinstance(x, float) and not math.isfinite(x) for x in inputs):
+            inputs = self._nonfinite(inputs, like)
         return self.g.add_node(op, inputs, attrs, like, base or (self.node.name if self.node is not None else op))
+
+    def _nonfinite(self, inputs, like):
+        """JSON numbers are finite: inf and NaN operands become 0-d constant params, in the
+        dtype of the first graph operand (or of the result)."""
+        from .safetensors import DTYPES
+        by_ic = {v[1]: k for k, v in DTYPES.items()}
+        dt = next((by_ic[self.g.info[x.name][1]] for x in inputs
+                   if isinstance(x, Sym) and x.name in self.g.info), None)
+        if dt is None or not dt.is_floating_point:
+            dt = like[1] if isinstance(like, tuple) else like.dtype
+        out = []
+        for x in inputs:
+            if isinstance(x, float) and not math.isfinite(x):
+                key = (repr(x), dt)
+                if key not in self._scalars:
+                    self._scalars[key] = self.const(torch.tensor(x, dtype=dt))
+                x = self._scalars[key]
+            out.append(x)
+        return out
 
     def where(self):
         return _location(self.node, self.source_hint) if self.node is not None else "export"

@@ -28,10 +28,8 @@ class Sym:
 def _number(v):
     if isinstance(v, bool):
         return 1 if v else 0
-    if isinstance(v, float) and v != v:
-        raise ExportError("a NaN scalar cannot be written in ic-graph JSON")
-    if isinstance(v, float) and v in (float("inf"), float("-inf")):
-        return 3.4028234663852886e38 if v > 0 else -3.4028234663852886e38
+    if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+        raise ExportError("internal: a non-finite number operand reached the JSON writer")
     return v
 
 

@@ -87,7 +87,7 @@ def is_weight(name):
     return "_parameters_" in name or "_buffers_" in name
 
 
-def load_sample(sample, seed=0, dtype="f32"):
+def load_sample(sample, seed=0, dtype="f32", run_device="cpu"):
     """Returns (module, [(name, value, kind)], source path); kind: input, weight, const."""
     sample = os.path.abspath(sample)
     path = os.path.join(sample, "model.py")
@@ -103,8 +103,8 @@ def load_sample(sample, seed=0, dtype="f32"):
         raise ExportError("%s: model.py calls torch._functorch.predispatch (vmap internals of "
                           "PyTorch 2.x); export it with PyTorch 2.x (this is %s)" % (sample, torch.__version__))
     mod = _exec_file(path, "ic_export_graphnet_model")
-    # tensors that forward creates on 'cuda' are created where this run is (the CPU)
-    mod.device = lambda *a, **k: torch.device("cpu")
+    # tensors that forward creates on 'cuda' are created where this run is
+    mod.device = lambda *a, **k: torch.device(run_device)
     cls = getattr(mod, "GraphModule", None)
     if cls is None:
         raise ExportError("%s: no class GraphModule" % path)

@@ -42,27 +42,29 @@ def _raw_bytes(t):
     return t.numpy().tobytes()
 
 
-def encode(tensors):
-    """The bytes of a safetensors file holding `tensors` (a dict name -> tensor)."""
+def _layout(tensors):
     order = sorted(tensors, key=lambda n: (-tensors[n].element_size(), n))
-    header, blobs, offset = {}, [], 0
+    header, offset = {}, 0
     for name in order:
         t = tensors[name]
         if t.dtype not in DTYPES:
             raise ValueError("tensor '%s': dtype %s has no safetensors name" % (name, t.dtype))
-        raw = _raw_bytes(t)
+        nbytes = t.numel() * t.element_size()
         header[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
+                        "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+    return order, struct.pack("<Q", len(text)) + text
 
 
 def save(tensors, path):
+    """Writes `tensors` (a dict name -> tensor), one tensor's bytes at a time."""
+    order, head = _layout(tensors)
     with open(path, "wb") as f:
-        f.write(encode(tensors))
+        f.write(head)
+        for name in order:
+            f.write(_raw_bytes(tensors[name]))
 
 
 def load(path):
