@@ -101,9 +101,25 @@ class _ConcreteTracer(_Tracer):
             if not any(isinstance(x, torch.Tensor) for x in _leaves(real)) and \
                     opmod.mutated_arg(kind, target, ra, rk) is None:
                 return real
+            if _in_vmap(target, ra, rk, real):
+                # inside a torch._functorch vmap region (2.x masks): evaluated here, on the
+                # sample's values, and used as a constant
+                return real
         p = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
         self.real[p.node] = real
         return p
+
+
+def _is_batched(x):
+    f = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
+    return f is not None and isinstance(x, torch.Tensor) and f(x)
+
+
+def _in_vmap(target, ra, rk, real):
+    """A call on or giving a vmap BatchedTensor, or one of the predispatch vmap helpers."""
+    if "predispatch" in (getattr(target, "__module__", "") or ""):
+        return True
+    return any(_is_batched(x) for x in list(_leaves(ra)) + list(_leaves(rk)) + list(_leaves(real)))
 
 
 def _attr_of(root, target):
@@ -258,26 +274,30 @@ def _check_finite(outs):
                               % (i, n, t.numel()))
 
 
-def _run(gm, conv_cls_args, placeholders, eager, source_hint, name):
-    """Runs eager PyTorch (the expected outputs), then converts."""
-    versions = [a._version for a in placeholders if isinstance(a[0], torch.Tensor)] if False else None
+def _eager(values, fn, name):
+    """PyTorch eager's outputs (the expected ones); `values` are checked not to be written."""
+    versions = [(t, t._version) for t in values if isinstance(t, torch.Tensor)]
     with torch.no_grad():
         try:
-            ref = eager()
+            ref = fn()
         except Exception as e:
             raise ExportError("%s: PyTorch eager run failed: %s: %s" % (name, type(e).__name__, e))
+    _unwritten(versions)
     outs = [t.detach().clone() for t in _outputs(ref)]
     _check_finite(outs)
     return outs
 
 
+def _unwritten(versions):
+    if any(t._version != v for t, v in versions):
+        raise ExportError("forward writes in place into one of its arguments (a weight or an input): "
+                          "not supported")
+
+
 def _convert(cv, placeholders, outs):
-    versions = [(i, r._version) for i, (r, _) in enumerate(placeholders) if isinstance(r, torch.Tensor)]
+    versions = [(r, r._version) for r, _ in placeholders if isinstance(r, torch.Tensor)]
     real_out, sym_out = cv.run(placeholders)
-    for i, v in versions:
-        if placeholders[i][0]._version != v:
-            raise ExportError("forward writes in place into its argument %d (a weight or input): "
-                              "not supported" % i)
+    _unwritten(versions)
     check_unsupported(cv)
     got = _outputs(real_out)
     if len(got) != len(outs):
@@ -297,7 +317,7 @@ def export(module, example_inputs, out_dir, name=None, check=True):
     module = module.eval()
     name = name or type(module).__name__
     compat.install()
-    outs = _run(None, None, None, lambda: module(*example_inputs), None, name)
+    outs = _eager(example_inputs, lambda: module(*example_inputs), name)
     gm = _trace_concrete(module, example_inputs)
     weights = {}
     for n, t in list(module.named_parameters()) + list(module.named_buffers()):
@@ -335,7 +355,7 @@ def export_graphnet(sample, out_dir, seed=0, dtype="f32", check=True):
     module, args, src = graphnet.load_sample(sample, seed, dtype)
     values = [a[1] for a in args]
     name = os.path.basename(os.path.normpath(sample))
-    outs = _run(None, None, None, lambda: module(*values), src, name)
+    outs = _eager(values, lambda: module(*values), name)
     concrete = {a[0]: a[1] for a in args if a[2] == "const"}
     gm = _trace_concrete(module, values, concrete)
     cv = Converter(gm, name, os.path.basename(src))
