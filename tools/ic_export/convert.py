@@ -65,7 +65,7 @@ def _location(node, source_hint):
     frames = [(f, line) for f, line in re.findall(r'File "([^"]+)", line (\d+)', st)
               if not f.startswith(_SKIP) and not f.endswith("ic-export")]
     hinted = [fl for fl in frames if source_hint and fl[0].endswith(source_hint)]
-    for f, line in hinted or frames:
+    for f, line in reversed(hinted or frames):      # the innermost frame
         return "%s:%s" % (f, line)
     return "node '%s'" % node.name
 

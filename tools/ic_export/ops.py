@@ -1027,6 +1027,50 @@ def _nmha(cv, c):
     return (y, None)
 
 
+@reg("multi_head_attention_forward")
+def _mha_forward(cv, c):
+    """F.multi_head_attention_forward (sequence-first inputs, packed in_proj, no masks or
+    extra biases, need_weights=False) as linear + sdpa + linear."""
+    q, k, v = c.args[0], c.args[1], c.args[2]
+    h = int(c.get(4, "num_heads"))
+    extra = [c.get(7, "bias_k"), c.get(8, "bias_v"), c.kwargs.get("key_padding_mask"), c.kwargs.get("attn_mask"),
+             c.kwargs.get("q_proj_weight"), c.kwargs.get("static_k"), c.kwargs.get("static_v")]
+    if any(x is not None for x in extra) or c.get(9, "add_zero_attn") or c.kwargs.get("use_separate_proj_weight") \
+            or c.kwargs.get("need_weights", True) or c.kwargs.get("is_causal") \
+            or (c.kwargs.get("training", True) and c.get(10, "dropout_p")):
+        raise Unsupported("masks, extra biases, separate projections, need_weights or dropout")
+    out = c.real[0]
+    L, N, E = q.shape
+    S = k.shape[0]
+    wq, bq = c.get(5, "in_proj_weight"), c.get(6, "in_proj_bias")
+    wo, bo = c.get(11, "out_proj_weight"), c.get(12, "out_proj_bias")
+    sw, sb = cv.ref(wq, c.sget(5, "in_proj_weight")), cv.ref(bq, c.sget(6, "in_proj_bias")) if bq is not None else None
+    d = E // h
+    heads = []
+    for i, (x, sx, n) in enumerate(((q, c.sargs[0], L), (k, c.sargs[1], S), (v, c.sargs[2], S))):
+        wi, _ = slice_node(cv, sw, wq, 0, i * E, (i + 1) * E)
+        ins = [cv.ref(x, sx), wi]
+        if sb is not None:
+            ins.append(slice_node(cv, sb, bq, 0, i * E, (i + 1) * E)[0])
+        p = cv.emit("linear", ins, None, ((n, N, E), out.dtype))
+        p = cv.emit("reshape", [p], {"shape": [n, N, h, d]}, ((n, N, h, d), out.dtype))
+        heads.append(cv.emit("permute", [p], {"dims": [1, 2, 0, 3]}, ((N, h, n, d), out.dtype)))
+    a = cv.emit("scaled_dot_product_attention", heads, None, ((N, h, L, d), out.dtype))
+    a = cv.emit("permute", [a], {"dims": [2, 0, 1, 3]}, ((L, N, h, d), out.dtype))
+    a = cv.emit("reshape", [a], {"shape": [L, N, E]}, ((L, N, E), out.dtype))
+    ins = [a, cv.ref(wo, c.sget(11, "out_proj_weight"))]
+    if bo is not None:
+        ins.append(cv.ref(bo, c.sget(12, "out_proj_bias")))
+    return (cv.emit("linear", ins, None, out), None)
+
+
+@reg("stochastic_depth")
+def _stochastic_depth(cv, c):
+    if c.get(3, "training", True) and c.get(1, "p", 0.0) > 0:
+        raise Unsupported("training mode")
+    return c.sget(0, "input")
+
+
 @reg("_weight_norm")
 def _weight_norm(cv, c):
     """v * (g / ||v||), the norm over every dim but `dim` (torch._weight_norm)."""
