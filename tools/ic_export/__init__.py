@@ -211,6 +211,8 @@ def check_with_ic_dump(model_json, info, exe):
     """Loads the written graph with ic-dump and compares every value's inferred shape and
     dtype with PyTorch's. Returns a note when ic cannot load the graph for lack of an op."""
     p = subprocess.run([exe, model_json], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode < 0:
+        return "not checked against ic's shape inference (ic-dump died of signal %d)" % -p.returncode
     if p.returncode != 0:
         msg = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "exit %d" % p.returncode
         if "unknown op" in msg:
