@@ -49,9 +49,8 @@ class Model:
     def build(self, device, dtype, seed):
         """(callable module, args) on `device` in `dtype`."""
         if self.kind == "graphnet":
-            m, args, _ = graphnet.load_sample(self.source, seed, "bf16" if dtype == torch.bfloat16 else "f32",
+            m, vals = ic_export.load_graphnet(self.source, seed, "bf16" if dtype == torch.bfloat16 else "f32",
                                               run_device=device)
-            vals = [a[1].to(device) if isinstance(a[1], torch.Tensor) else a[1] for a in args]
             return m, vals
         import torchvision
         torch.manual_seed(seed)

@@ -24,7 +24,7 @@ from .convert import Converter, check_unsupported, _leaves
 from . import safetensors, graphnet, compat
 from . import ops as opmod
 
-__all__ = ["export", "export_graphnet", "ExportError"]
+__all__ = ["export", "export_graphnet", "load_graphnet", "ExportError"]
 
 
 class _Tracer(fx.Tracer):
@@ -71,12 +71,30 @@ class _CProxy(fx.Proxy):
         self.tracer.create_proxy("call_function", operator.setitem, (self, k, v), {})
 
 
+_AMP_FUNCTIONS = {"matmul", "mm", "bmm", "linear", "conv1d", "conv2d", "conv3d",
+                  "scaled_dot_product_attention", "sdpa_math"}
+_AMP_METHODS = {"matmul", "mm", "bmm"}
+
+
 class _ConcreteTracer(_Tracer):
     """Runs every traced call on the example inputs while tracing; a call whose result holds
-    no tensor is not recorded: its Python value is used."""
-    def __init__(self, inputs):
+    no tensor is not recorded: its Python value is used. With `amp` (a dtype), float32
+    operands of matmuls, linears, convolutions and attention are cast to it first, as
+    GraphNet's dtype generalization pass does."""
+    def __init__(self, inputs, amp=None):
         super().__init__()
-        self.inputs, self.real, self._ph = list(inputs), {}, 0
+        self.inputs, self.real, self._ph, self.amp = list(inputs), {}, 0, amp
+
+    def _amp_args(self, kind, target, args):
+        name = target if kind == "call_method" else getattr(target, "__name__", "")
+        if self.amp is None or name not in (_AMP_METHODS if kind == "call_method" else _AMP_FUNCTIONS):
+            return args
+        def conv(a):
+            r = self.real.get(a.node) if isinstance(a, fx.Proxy) else None
+            if isinstance(r, torch.Tensor) and r.dtype == torch.float32:
+                return self.create_proxy("call_method", "to", (a, self.amp), {})
+            return a
+        return tuple(conv(a) for a in args)
 
     def proxy(self, node):
         return _CProxy(node, self)
@@ -89,6 +107,7 @@ class _ConcreteTracer(_Tracer):
             real = self.inputs[self._ph] if self._ph < len(self.inputs) else None
             self._ph += 1
         else:
+            args = self._amp_args(kind, target, args)
             ra, rk = self._realise(args), self._realise(kwargs)
             if kind == "call_function":
                 real = target(*ra, **rk)
@@ -136,8 +155,8 @@ def _attr_of(root, target):
     return obj
 
 
-def _trace_concrete(module, inputs, concrete=None):
-    tracer = _ConcreteTracer(inputs)
+def _trace_concrete(module, inputs, concrete=None, amp=None):
+    tracer = _ConcreteTracer(inputs, amp)
     try:
         with torch.no_grad():
             graph = tracer.trace(module, concrete_args=concrete or None)
@@ -350,6 +369,17 @@ def _save(cv, inputs, outs, out_dir, check):
             "params": len(cv.g.params), "outputs": len(outs), "note": note}
 
 
+def load_graphnet(sample, seed=0, dtype="f32", run_device="cpu"):
+    """(callable, argument values) of a sample as exported: the module itself in f32, the
+    traced graph with GraphNet's casts in bf16/f16 (for timing it in PyTorch)."""
+    module, args, _ = graphnet.load_sample(sample, seed, dtype, run_device)
+    values = [a[1].to(run_device) if isinstance(a[1], torch.Tensor) else a[1] for a in args]
+    if dtype == "f32":
+        return module, values
+    concrete = {a[0]: a[1] for a in args if a[2] == "const"}
+    return _trace_concrete(module, values, concrete, amp=graphnet.CAST[dtype]), values
+
+
 def export_graphnet(sample, out_dir, seed=0, dtype="f32", check=True):
     """Exports a GraphNet sample folder to OUT_DIR (see tools/ic-export)."""
     if dtype not in graphnet.CAST:
@@ -357,9 +387,15 @@ def export_graphnet(sample, out_dir, seed=0, dtype="f32", check=True):
     module, args, src = graphnet.load_sample(sample, seed, dtype)
     values = [a[1] for a in args]
     name = os.path.basename(os.path.normpath(sample))
-    outs = _eager(values, lambda: module(*values), name)
     concrete = {a[0]: a[1] for a in args if a[2] == "const"}
-    gm = _trace_concrete(module, values, concrete)
+    if dtype == "f32":
+        outs = _eager(values, lambda: module(*values), name)
+        gm = _trace_concrete(module, values, concrete)
+    else:
+        # the sample as GraphNet generalises it to bf16/f16: the traced graph with its casts
+        # is what eager PyTorch runs
+        gm = _trace_concrete(module, values, concrete, amp=graphnet.CAST[dtype])
+        outs = _eager(values, lambda: gm(*values), name)
     cv = Converter(gm, name, os.path.basename(src))
     phs, inputs = [], {}
     for a in args:
