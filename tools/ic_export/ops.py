@@ -69,10 +69,6 @@ def mutated_arg(op, target, args, kwargs):
     return None
 
 
-def is_input_dependent(target):
-    return False
-
-
 def run_function(target, args, kwargs):
     return target(*args, **kwargs)
 
@@ -132,10 +128,6 @@ def _icd(dtype):
     if d is None:
         raise Unsupported("dtype %s" % dtype)
     return d
-
-
-def ndim(t):
-    return t.dim()
 
 
 def nd(d, rank):
@@ -260,7 +252,7 @@ def _split(cv, c):
     dim = nd(dim, x.dim())
     res, off = [], 0
     for o in outs:
-        n = x.shape[dim] if False else (1 if name == "unbind" else o.shape[dim])
+        n = 1 if name == "unbind" else o.shape[dim]
         s, sub = slice_node(cv, c.sargs[0], x, dim, off, off + n)
         off += n
         if name == "unbind":
@@ -354,10 +346,11 @@ def _multi_index(cv, sym, x, idx, sidx, out):
     xf = reshape_to(cv, sym, x, flat_shape, x.dtype)
     sel_shape = list(x.shape[:a]) + [n] + list(x.shape[b:])
     got = cv.emit("index_select", [xf, lin_s], {"dim": a}, (sel_shape, x.dtype))
-    return reshape_to(cv, got, torch.empty(0).expand(0) if False else _Shape(sel_shape), out.shape, out.dtype)
+    return reshape_to(cv, got, _Shape(sel_shape), out.shape, out.dtype)
 
 
 class _Shape:
+    """Stands for a tensor of this shape where only the shape is read."""
     def __init__(self, shape):
         self.shape = list(shape)
 
@@ -506,7 +499,6 @@ for _k, _v in _CMP.items():
     _F[_k] = _binary_for(_v, "cmp")
 for _k, _v in _LOGIC.items():
     _F[_k] = _binary_for(_v, "logic")
-_F["matmul_op"] = None
 
 
 @reg("rsub", "__rsub__")
