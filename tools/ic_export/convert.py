@@ -201,6 +201,12 @@ class Converter:
         except opmod.Unsupported as e:
             self.unsupported_call(target_name(n) + (" (%s)" % e if str(e) else ""))
             s = self._dummy(real)
+        except ExportError:
+            raise
+        except Exception as e:  # arguments this converter does not expect: still one message
+            self.unsupported_call("%s (cannot convert these arguments: %s: %s)" % (
+                target_name(n), type(e).__name__, e))
+            s = self._dummy(real)
         if mutates is not None and isinstance(args[mutates], torch.Tensor):
             view = args[mutates]
             if n.target is operator.setitem:
