@@ -327,7 +327,7 @@ static ic_status infer_pad(cx *x, const ic_node *a)
             return FAIL(x, IC_EDTYPE, "%s padding takes floating-point tensors, not %s",
                         at->mode == IC_PAD_REFLECT ? "reflect" : "replicate", ic_dtype_name(a->info.dtype));
         for (int d = r - np - (r == np + 2 ? 1 : 0); d < r; d++)
-            if (a->shape[d].nsym == 0 && a->shape[d].coef == 0 && at->mode != IC_PAD_CIRCULAR)
+            if (a->shape[d].nsym == 0 && a->shape[d].coef == 0)
                 return FAIL(x, IC_ESHAPE, "non-batch dim %d has size 0", d);
     }
     for (int p = 0; p < np; p++) {
@@ -343,6 +343,9 @@ static ic_status infer_pad(cx *x, const ic_node *a)
             return FAIL(x, IC_EINVAL, "Padding size should be less than the corresponding input "
                         "dimension, but got: padding (%lld, %lld) at dimension %d of input %d",
                         (long long)lo, (long long)hi, d, r);
+        if (at->mode == IC_PAD_CIRCULAR && n - (lo < 0 ? -lo : 0) - (hi < 0 ? -hi : 0) < 1)
+            return FAIL(x, IC_ESHAPE, "circular padding (%lld, %lld) crops all of dimension %d",
+                        (long long)lo, (long long)hi, d);
         if (at->mode == IC_PAD_CIRCULAR && (lo > n || hi > n))
             return FAIL(x, IC_EINVAL, "Padding value causes wrapping around more than once: "
                         "padding (%lld, %lld) at dimension %d of size %lld", (long long)lo,

@@ -29,10 +29,10 @@ IC_HIDDEN bool ic__spatial_geom(ic_op op, const ic_attrs *a, int xr, const int64
  * interpolate); n is not yet part of g. */
 IC_HIDDEN ic_status ic__infer_spatial(ic_graph *g, ic_node *n);
 
-/* The source index of output index o along one padded dim of size len (pad: before, mode
- * IC_PAD_*): -1 when it falls in constant padding. Shared by the reference and Lower's
- * comment-level documentation of the same formulas. */
-static inline int64_t ic__pad_source(int64_t o, int64_t before, int64_t len, int mode)
+/* The source index of output index o along one padded dim of size len (pads before and
+ * after, mode IC_PAD_*), -1 where it falls in constant padding. Circular pads wrap around
+ * the cropped input (negative pads crop first, as PyTorch). */
+static inline int64_t ic__pad_source(int64_t o, int64_t before, int64_t after, int64_t len, int mode)
 {
     int64_t i = o - before;
     switch (mode) {
@@ -43,7 +43,11 @@ static inline int64_t ic__pad_source(int64_t o, int64_t before, int64_t len, int
             i = 2 * (len - 1) - i;
         return i;
     case 2: return i < 0 ? 0 : i >= len ? len - 1 : i;             /* replicate */
-    case 3: return ((i % len) + len) % len;                          /* circular */
+    case 3: {                                                         /* circular */
+        int64_t base = before < 0 ? -before : 0, m = len - base - (after < 0 ? -after : 0);
+        int64_t j = o - (before > 0 ? before : 0);
+        return base + ((j % m) + m) % m;
+    }
     default: return i < 0 || i >= len ? -1 : i;                      /* constant */
     }
 }

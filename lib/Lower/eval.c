@@ -510,19 +510,26 @@ static const ic__ix *ix_abs(ic__ixtab *t, const ic__ix *e)
     return ic__ix_add(t, ic__ix_scale(t, pos, 2), ic__ix_scale(t, e, -1));
 }
 
-/* Source index of padded index i - before (= j) along a dim of size len: reflect is
- * (len-1) - |(len-1) - |j||, replicate clamps, circular is (j + len) mod len (pads are at most
- * len, checked by inference); constant clamps and *inside says where j is in range. */
-static const ic__ix *pad_source(ic__gen *G, const ic__ix *j, int64_t len, int mode, int *inside)
+/* Source index of output index o padded by (before, after) along a dim of size len, with
+ * j = o - before: reflect is (len-1) - |(len-1) - |j||, replicate clamps, circular wraps
+ * around the cropped input (ic__pad_source); constant clamps and *inside says where j is in
+ * range. */
+static const ic__ix *pad_source(ic__gen *G, const ic__ix *o, int64_t before, int64_t after,
+                                int64_t len, int mode, int *inside)
 {
     ic__ixtab *t = &G->ix;
     ic__kb *b = &G->kb;
+    const ic__ix *j = ic__ix_addc(t, o, -before);
+    if (mode == IC_PAD_CIRCULAR) {
+        int64_t base = before < 0 ? -before : 0, m = len - base - (after < 0 ? -after : 0);
+        int64_t lo = before > 0 ? before : 0, k = (lo + m - 1) / m + 1; /* o - lo + k*m >= 0 */
+        return ic__ix_addc(t, ic__ix_mod(t, ic__ix_addc(t, o, k * m - lo), m), base);
+    }
     switch (mode) {
     case IC_PAD_REFLECT:
         return ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, j), -1),
                                                                     len - 1)), -1), len - 1);
     case IC_PAD_REPLICATE: return ic__ix_clamp(t, j, 0, len - 1);
-    case IC_PAD_CIRCULAR: return ic__ix_mod(t, ic__ix_addc(t, j, len), len);
     default: break;
     }
     int in = -1;
@@ -553,7 +560,7 @@ static int eval_pad(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
             return scalar_const(G, at->value, n->info.dtype);
         sidx[d] = idx[d];
         if (p < at->npad / 2)
-            sidx[d] = pad_source(G, ic__ix_addc(&G->ix, idx[d], -before), len, at->mode, &inside);
+            sidx[d] = pad_source(G, idx[d], before, at->pad[2 * p + 1], len, at->mode, &inside);
     }
     int v = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[0].node, sidx));
     if (inside < 0 || v < 0)

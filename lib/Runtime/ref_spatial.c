@@ -54,8 +54,8 @@ static int64_t src_pad(const ic_node *n, const ic_tensor *x, const int64_t *idx)
     strides_of(x->rank, x->shape, st);
     for (int d = 0; d < x->rank; d++) {
         int p = x->rank - 1 - d; /* F.pad order: last dim first */
-        int64_t before = p < a->npad / 2 ? a->pad[2 * p] : 0;
-        int64_t i = ic__pad_source(idx[d], before, x->shape[d], a->mode);
+        int64_t before = p < a->npad / 2 ? a->pad[2 * p] : 0, after = p < a->npad / 2 ? a->pad[2 * p + 1] : 0;
+        int64_t i = ic__pad_source(idx[d], before, after, x->shape[d], a->mode);
         if (i < 0)
             return -1;
         off += i * st[d];
