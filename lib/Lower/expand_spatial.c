@@ -48,6 +48,14 @@ static ic_status node(X *x, const char *what, ic_op op, int nin, const ic_operan
     return ic__exp_node(x->E, nm, op, nin, in, a, out);
 }
 
+static ic_status constant(X *x, const char *what, ic_dtype dt, int rank, const int64_t *shape,
+                         const void *data, ic_value *out)
+{
+    char nm[64];
+    snprintf(nm, sizeof nm, "%s%d", what, x->seq++);
+    return ic__exp_const(x->E, nm, dt, rank, shape, data, out);
+}
+
 static void shape_of(X *x, ic_value v, int *rank, int64_t *s)
 {
     ic_node_info ni;
@@ -337,7 +345,7 @@ static ic_status divisor_operand(X *x, const ic__sgeom *g, ic_dtype dt, ic_opera
         for (int64_t i = 0; i < n; i++) /* small integers: exact in every float dtype */
             elem_set(dt, buf, i, d[i]);
         ic_value v;
-        s = ic__exp_const(x->E, "divisor", dt, g->k, g->out, buf, &v);
+        s = constant(x, "divisor", dt, g->k, g->out, buf, &v);
         ic__free(x->E->c, buf);
         *out = ic_val(v);
     }
@@ -455,7 +463,7 @@ static ic_status expand_adaptive(ic__exp *E, const ic_operand *in, ic_value *out
         ic_operand d = ic_scalar_i((int64_t)first);
         if (!uni) {
             ic_value c;
-            s = ic__exp_const(E, "count", dt, g.k, g.out, buf, &c);
+            s = constant(&x, "count", dt, g.k, g.out, buf, &c);
             d = ic_val(c);
         }
         ic__free(E->c, buf);
@@ -507,6 +515,151 @@ static ic_status expand_roll(ic__exp *E, const ic_operand *in, ic_value *out)
     return reshape(&x, NULL, v, r, s, out);
 }
 
+/* ---- interpolate: separable, one spatial dim (i of k) at a time ---- */
+
+/* PyTorch's scale for dim i: align_corners (in-1)/(out-1), else 1/scale_factor when given,
+ * else in/out (area_pixel_compute_scale, compute_scales_value). */
+static double interp_scale(const ic_attrs *a, int i, int64_t in, int64_t out, bool align)
+{
+    if (align)
+        return out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0;
+    if (a->nscale)
+        return 1.0 / a->scale_factor[a->nscale == 1 ? 0 : i];
+    return (double)in / (double)out;
+}
+
+/* nearest / nearest-exact source index (float arithmetic, as PyTorch's nearest_idx). */
+static int64_t nearest_src(const ic_attrs *a, int i, int64_t o, int64_t in, int64_t out)
+{
+    if (out == in && !a->nscale)
+        return o;
+    float sc = (float)interp_scale(a, i, in, out, false);
+    float f = a->mode == IC_INTERP_NEAREST_EXACT ? floorf(((float)o + 0.5f) * sc) : floorf((float)o * sc);
+    int64_t s = (int64_t)f;
+    return s < in - 1 ? s : in - 1;
+}
+
+/* Nearest along dim: a strided slice, an integer upscale (expand + reshape) or a cat of the
+ * runs of consecutive sources. */
+static ic_status nearest_dim(X *x, ic_value v, int dim, int i, int64_t in, int64_t outn, ic_value *out)
+{
+    const ic_attrs *a = x->E->n.attrs;
+    int64_t src[4096];
+    if (outn > 4096)
+        return ic__exp_fail(x->E, "nearest interpolation to more than 4096 positions along a dim");
+    for (int64_t o = 0; o < outn; o++)
+        src[o] = nearest_src(a, i, o, in, outn);
+    int64_t step = outn > 1 ? src[1] - src[0] : 1, f = outn / in;
+    bool arith = step >= 1, up = outn % in == 0 && f > 1;
+    for (int64_t o = 0; o < outn; o++) {
+        arith &= src[o] == src[0] + step * o;
+        up &= src[o] == o / (f ? f : 1);
+    }
+    if (arith)
+        return slice(x, v, dim, src[0], src[0] + step * (outn - 1) + 1, step, out);
+    int r;
+    int64_t s[IC_MAX_RANK], e[IC_MAX_RANK] = { 0 };
+    shape_of(x, v, &r, s);
+    ic_status st;
+    if (up) { /* [.., in, 1, ..] -> expand [.., in, f, ..] -> [.., in * f, ..] */
+        ic_attrs ea;
+        ic_attrs_init(&ea, IC_OP_EXPAND);
+        for (int j = 0, q = 0; j < r; j++) {
+            e[q++] = s[j];
+            if (j == dim)
+                e[q++] = 1;
+        }
+        if ((st = reshape(x, "rep", v, r + 1, e, &v)))
+            return st;
+        e[dim + 1] = f;
+        ea.nshape = r + 1;
+        for (int j = 0; j <= r; j++)
+            ea.shape[j] = ic_dim_const(e[j]);
+        ic_operand op = ic_val(v);
+        if ((st = node(x, "expand", IC_OP_EXPAND, 1, &op, &ea, &v)))
+            return st;
+        s[dim] = outn;
+        return reshape(x, "up", v, r, s, out);
+    }
+    ic_value parts[4096];
+    int np = 0;
+    for (int64_t o = 0; o < outn;) {
+        int64_t len = 1;
+        while (o + len < outn && src[o + len] == src[o] + len)
+            len++;
+        if ((st = slice(x, v, dim, src[o], src[o] + len, 1, &parts[np++])))
+            return st;
+        o += len;
+    }
+    return cat(x, parts, np, dim, out);
+}
+
+/* Linear along dim: v (dim moved last) @ M^T with M^T [in, out] holding PyTorch's two taps
+ * per output (area_pixel_compute_source_index; float math as PyTorch's opmath, double for
+ * f64). */
+static ic_status linear_dim(X *x, ic_value v, int dim, int i, int64_t in, int64_t outn, ic_value *out)
+{
+    const ic_attrs *a = x->E->n.attrs;
+    ic_dtype dt = dtype_of(x, v);
+    bool dbl = dt == IC_F64;
+    void *m = ic__calloc(x->E->c, (size_t)(in * outn), ic_dtype_size(dt));
+    if (!m)
+        return ic__exp_fail(x->E, "out of memory");
+    double sc = interp_scale(a, i, in, outn, a->align_corners);
+    for (int64_t o = 0; o < outn; o++) {
+        double src;
+        if (dbl) {
+            src = a->align_corners ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+        } else {
+            float fs = (float)sc;
+            src = a->align_corners ? fs * (float)o : fs * ((float)o + 0.5f) - 0.5f;
+        }
+        if (src < 0)
+            src = 0;
+        int64_t i0 = (int64_t)src, i1 = i0 + (i0 < in - 1 ? 1 : 0);
+        double w1 = dbl ? src - (double)i0 : (double)((float)src - (float)i0);
+        elem_set(dt, m, i0 * outn + o, (i0 == i1 ? 1.0 : 1 - w1));
+        if (i1 != i0)
+            elem_set(dt, m, i1 * outn + o, w1);
+    }
+    int r;
+    int64_t s[IC_MAX_RANK], perm[IC_MAX_RANK], ms[2] = { in, outn };
+    shape_of(x, v, &r, s);
+    for (int j = 0; j < r; j++)
+        perm[j] = j == dim ? r - 1 : j == r - 1 ? dim : j;
+    ic_value mt;
+    ic_status st = constant(x, "lerp", dt, 2, ms, m, &mt);
+    ic__free(x->E->c, m);
+    if (st)
+        return st;
+    if (dim != r - 1 && (st = permute(x, v, r, perm, &v)))
+        return st;
+    if ((st = binary(x, "mm", IC_OP_MATMUL, ic_val(v), ic_val(mt), &v)))
+        return st;
+    if (dim != r - 1)
+        return permute(x, v, r, perm, out);
+    *out = v;
+    return IC_OK;
+}
+
+static ic_status expand_interpolate(ic__exp *E, const ic_operand *in, ic_value *out)
+{
+    X x = { E, 0 };
+    ic__sgeom g;
+    ic_status s = geom(&x, in, &g);
+    if (s)
+        return s;
+    bool lin = E->n.attrs->mode >= IC_INTERP_LINEAR;
+    ic_value v = in[0].node;
+    for (int i = 0; i < g.k && !s; i++) {
+        if (g.in[i] == g.out[i] && !E->n.attrs->nscale)
+            continue; /* same size: identity in every mode (source index = o) */
+        s = lin ? linear_dim(&x, v, 2 + i, i, g.in[i], g.out[i], &v)
+                : nearest_dim(&x, v, 2 + i, i, g.in[i], g.out[i], &v);
+    }
+    return s ? s : finish(&x, v, out);
+}
+
 ic__expand_fn ic__expand_spatial(ic_op op)
 {
     switch (op) {
@@ -514,6 +667,7 @@ ic__expand_fn ic__expand_spatial(ic_op op)
     case IC_OP_MAX_POOL: case IC_OP_AVG_POOL: return expand_pool;
     case IC_OP_ADAPTIVE_AVG_POOL: case IC_OP_ADAPTIVE_MAX_POOL: return expand_adaptive;
     case IC_OP_ROLL: return expand_roll;
+    case IC_OP_INTERPOLATE: return expand_interpolate;
     default: return NULL;
     }
 }

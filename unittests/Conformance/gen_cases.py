@@ -1181,6 +1181,33 @@ def view_spatial_cases(c):
     sp(c, "err_roll_mismatch", "roll", [T("f32", [3, 4])], {"shifts": [1, 2], "dims": [0]}, expect="error")
 
 
+def interpolate_cases(c):
+    for dt in FLOATS:
+        sp(c, "interpolate_nearest_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])], {"size": [8, 10]})
+        sp(c, "interpolate_bilinear_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])],
+           {"size": [7, 9], "mode": "bilinear"})
+    sp(c, "interpolate_nearest_down", "interpolate", [T("f32", [1, 2, 9, 8])], {"size": [4, 3]})
+    sp(c, "interpolate_nearest_exact", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [8, 3], "mode": "nearest-exact"})
+    sp(c, "interpolate_nearest_scale", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [7, 10], "scale_factor": [1.5, 1.5]})
+    sp(c, "interpolate_linear_1d", "interpolate", [T("f32", [2, 3, 6])], {"size": [11], "mode": "linear"})
+    sp(c, "interpolate_bilinear_align", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [7, 5], "mode": "bilinear", "align_corners": True})
+    sp(c, "interpolate_bilinear_scale", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [10, 15], "scale_factor": [2.5, 2.5], "mode": "bilinear"})
+    sp(c, "interpolate_trilinear", "interpolate", [T("f64", [1, 2, 3, 4, 5])],
+       {"size": [5, 3, 7], "mode": "trilinear"})
+    sp(c, "interpolate_nearest_3d", "interpolate", [T("f32", [1, 2, 3, 4, 5])], {"size": [6, 8, 4]})
+    sp(c, "interpolate_permuted", "interpolate", [T("f32", [1, 3, 4, 5])], {"size": [8, 10], "mode": "bilinear"},
+       perm=[0, 3, 1, 2])
+    sp(c, "err_interpolate_mode_rank", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "mode": "linear"}, expect="error")
+    sp(c, "err_interpolate_align_nearest", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "align_corners": True}, expect="error")
+    sp(c, "err_interpolate_int", "interpolate", [T("i64", [1, 2, 4, 5])], {"size": [8, 10]}, expect="error")
+
+
 def main(argv):
     if len(argv) != 1:
         sys.stderr.write(__doc__)
@@ -1193,7 +1220,7 @@ def main(argv):
                   symbolic_cases, model_cases, special_value_cases, error_cases, edge_cases,
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
                   integer_attr_cases, new_pointwise_cases,
-                  conv_cases, pool_cases, pad_cases, view_spatial_cases):
+                  conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS
