@@ -20,11 +20,16 @@ static bool why_f(char *why, size_t n, const char *fmt, ...)
     return false;
 }
 
+/* A shape for messages; a symbolic dim (-1) shows as "?". */
 static const char *list_str(int n, const int64_t *v, char *buf, size_t cap)
 {
     size_t k = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+    for (int i = 0; i < n && k < cap; i++) {
+        if (v[i] < 0)
+            k += (size_t)snprintf(buf + k, cap - k, "%s?", i ? ", " : "");
+        else
+            k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+    }
     if (k < cap)
         snprintf(buf + k, cap - k, "]");
     return buf;
