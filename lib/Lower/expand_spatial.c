@@ -234,6 +234,18 @@ static ic_status windows(X *x, const ic__sgeom *g, ic_value v, ic_value *out)
     return s;
 }
 
+/* An identity pad: a computed copy of v (the im2col buffer), so that the matmul reading it
+ * sees a contiguous operand with affine offsets (the GEMM path) instead of the window views'
+ * div/mod index math per element. */
+static ic_status materialise(X *x, ic_value v, ic_value *out)
+{
+    ic_attrs a;
+    ic_attrs_init(&a, IC_OP_PAD);
+    a.npad = 2;
+    ic_operand in = ic_val(v);
+    return node(x, "im2col", IC_OP_PAD, 1, &in, &a, out);
+}
+
 /* ---- conv ---- */
 
 static ic_status expand_conv(ic__exp *E, const ic_operand *in, ic_value *out)
@@ -266,6 +278,8 @@ static ic_status expand_conv(ic__exp *E, const ic_operand *in, ic_value *out)
     /* cols [N, G, C/G * k, L]; weight [G, Cout/G, C/G * k] (2-d when G = 1) */
     int64_t cs[4] = { g.n, G, cg * kp, L }, wsh[3] = { G, g.cout / G, cg * kp };
     if ((s = reshape(&x, "cols", v, G > 1 ? 4 : 3, G > 1 ? cs : (int64_t[]){ g.n, cg * kp, L }, &cols)))
+        return s;
+    if (!pointwise && (s = materialise(&x, cols, &cols)))
         return s;
     if ((s = reshape(&x, "w", in[1].node, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;
