@@ -50,8 +50,8 @@ static bool per_dim(const char *name, int cnt, const int64_t *v, int k, int64_t 
 
 static const char *op_word(ic_op op, int k, char *buf, size_t n)
 {
-    const char *base = op == IC_OP_CONV ? "conv" : op == IC_OP_MAX_POOL ? "max_pool"
-                     : op == IC_OP_AVG_POOL ? "avg_pool" : op == IC_OP_ADAPTIVE_AVG_POOL
+    const char *base = op == IC_OP_CONV ? "conv" : op == IC_OP_CONV_TRANSPOSE ? "conv_transpose"
+                     : op == IC_OP_MAX_POOL ? "max_pool" : op == IC_OP_AVG_POOL ? "avg_pool" : op == IC_OP_ADAPTIVE_AVG_POOL
                      ? "adaptive_avg_pool" : op == IC_OP_ADAPTIVE_MAX_POOL ? "adaptive_max_pool"
                      : "interpolate";
     snprintf(buf, n, "%s%dd", base, k);
@@ -134,6 +134,56 @@ static bool conv_geom(const ic_attrs *a, int xr, const int64_t *xs, int wr, cons
                          "%d. Kernel size: %lld (dilated). Kernel size can't be greater than "
                          "actual input size", (long long)padded, i, (long long)(span + 1));
         g->out[i] = (padded - span - 1) / g->stride[i] + 1;
+    }
+    return true;
+}
+
+/* conv_transpose: weight [Cin, Cout/groups, *k]; out = (in-1)*s - 2p + d*(k-1) + op + 1. */
+static bool convt_geom(const ic_attrs *a, int xr, const int64_t *xs, int wr, const int64_t *ws,
+                       ic__sgeom *g, char *why, size_t nwhy)
+{
+    char b1[200], b2[200];
+    int k = wr - 2;
+    if (k < 1 || k > IC_SPATIAL_MAX)
+        return why_f(why, nwhy, "weight %s must have 3, 4 or 5 dims (1-d, 2-d or 3-d conv_transpose)",
+                     list_str(wr, ws, b1, sizeof b1));
+    if (!input_rank(IC_OP_CONV_TRANSPOSE, k, xr, xs, g, why, nwhy))
+        return false;
+    g->groups = a->groups;
+    if (g->groups <= 0)
+        return why_f(why, nwhy, "non-positive groups is not supported");
+    if (a->padding_str != IC_PADDING_INTS)
+        return why_f(why, nwhy, "padding must be integers for conv_transpose");
+    if (g->c != ws[0] || ws[0] % g->groups)
+        return why_f(why, nwhy, "Given transposed=1, groups=%lld, weight of size %s, expected input%s "
+                     "to have %lld channels (divisible by groups), but got %lld channels instead",
+                     (long long)g->groups, list_str(wr, ws, b1, sizeof b1),
+                     list_str(xr, xs, b2, sizeof b2), (long long)ws[0], (long long)g->c);
+    g->cout = ws[1] * g->groups;
+    for (int i = 0; i < k; i++)
+        g->kernel[i] = ws[2 + i];
+    int64_t op[IC_SPATIAL_MAX];
+    if (!per_dim("stride", a->nstride, a->stride, k, 1, NULL, g->stride, why, nwhy) ||
+        !per_dim("padding", a->npadding, a->padding, k, 0, NULL, g->pad_lo, why, nwhy) ||
+        !per_dim("output_padding", a->noutput_padding, a->output_padding, k, 0, NULL, op, why, nwhy) ||
+        !per_dim("dilation", a->ndilation, a->dilation, k, 1, NULL, g->dil, why, nwhy))
+        return false;
+    for (int i = 0; i < k; i++) {
+        if (g->stride[i] <= 0)
+            return why_f(why, nwhy, "non-positive stride is not supported");
+        if (g->pad_lo[i] < 0 || op[i] < 0)
+            return why_f(why, nwhy, "negative padding is not supported");
+        if (g->dil[i] <= 0)
+            return why_f(why, nwhy, "dilation should be greater than zero");
+        if (op[i] >= g->stride[i] && op[i] >= g->dil[i])
+            return why_f(why, nwhy, "output padding must be smaller than either stride or dilation, "
+                         "but got output_padding %lld, stride %lld, dilation %lld at spatial dim %d",
+                         (long long)op[i], (long long)g->stride[i], (long long)g->dil[i], i);
+        g->pad_hi[i] = op[i]; /* output_padding, for the expansion and the reference */
+        g->out[i] = (g->in[i] - 1) * g->stride[i] - 2 * g->pad_lo[i] + g->dil[i] * (g->kernel[i] - 1) + op[i] + 1;
+        if (g->out[i] <= 0)
+            return why_f(why, nwhy, "Given input size %lld at spatial dim %d, the calculated output size "
+                         "is %lld. Output size is too small", (long long)g->in[i], i, (long long)g->out[i]);
     }
     return true;
 }
@@ -248,6 +298,7 @@ bool ic__spatial_geom(ic_op op, const ic_attrs *a, int xr, const int64_t *xs, in
     memset(g, 0, sizeof *g);
     switch (op) {
     case IC_OP_CONV: return conv_geom(a, xr, xs, wr, ws, g, why, nwhy);
+    case IC_OP_CONV_TRANSPOSE: return convt_geom(a, xr, xs, wr, ws, g, why, nwhy);
     case IC_OP_MAX_POOL: case IC_OP_AVG_POOL: return pool_geom(op, a, xr, xs, g, why, nwhy);
     case IC_OP_ADAPTIVE_AVG_POOL: case IC_OP_ADAPTIVE_MAX_POOL:
         return adaptive_geom(op, a, xr, xs, g, why, nwhy);
@@ -458,10 +509,11 @@ static ic_status infer_windowed(cx *x, const ic_node *a)
     ic_status s;
     if ((s = need_float(x, a->info.dtype)))
         return s;
-    if (op == IC_OP_CONV && (s = need_tensor(x, 1)))
+    bool conv = op == IC_OP_CONV || op == IC_OP_CONV_TRANSPOSE;
+    if (conv && (s = need_tensor(x, 1)))
         return s;
     int64_t xs[IC_MAX_RANK], ws[IC_MAX_RANK] = { 0 };
-    const ic_node *w = op == IC_OP_CONV ? arg(x, 1) : NULL;
+    const ic_node *w = conv ? arg(x, 1) : NULL;
     sizes(a, xs);
     if (w)
         sizes(w, ws);

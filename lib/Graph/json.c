@@ -79,6 +79,9 @@ static void op_attrs(ic_op op, attr_mask *allowed, attr_mask *required)
     case IC_OP_CONV:
         al = BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_DILATION) | BIT(A_GROUPS);
         break;
+    case IC_OP_CONV_TRANSPOSE:
+        al = BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_OUTPUT_PADDING) | BIT(A_DILATION) | BIT(A_GROUPS);
+        break;
     case IC_OP_MAX_POOL:
         al = BIT(A_KERNEL) | BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_DILATION) | BIT(A_CEIL);
         rq = BIT(A_KERNEL);

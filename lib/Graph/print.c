@@ -60,8 +60,9 @@ static void print_spatial(FILE *f, const ic_node *n)
         if (a->has_dims)
             print_dims(f, "dims", a->ndims, a->dims);
         break;
-    case IC_OP_CONV:
+    case IC_OP_CONV: case IC_OP_CONV_TRANSPOSE:
         print_list(f, "stride", a->nstride, a->stride);
+        print_list(f, "output_padding", a->noutput_padding, a->output_padding);
         if (a->padding_str)
             fprintf(f, " padding=%s", a->padding_str == IC_PADDING_SAME ? "same" : "valid");
         print_list(f, "padding", a->npadding, a->padding);

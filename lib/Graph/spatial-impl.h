@@ -16,10 +16,11 @@ typedef struct {
     int64_t cout, groups;      /* conv: out channels, groups */
     int64_t in[IC_SPATIAL_MAX], out[IC_SPATIAL_MAX];
     int64_t kernel[IC_SPATIAL_MAX], stride[IC_SPATIAL_MAX], dil[IC_SPATIAL_MAX];
-    int64_t pad_lo[IC_SPATIAL_MAX], pad_hi[IC_SPATIAL_MAX]; /* conv "same": hi may be lo + 1 */
+    int64_t pad_lo[IC_SPATIAL_MAX], pad_hi[IC_SPATIAL_MAX]; /* conv "same": hi may be lo + 1;
+                                                             * conv_transpose: hi = output_padding */
 } ic__sgeom;
 
-/* The geometry of node op (conv, max_pool, avg_pool, adaptive pools, interpolate) with attrs
+/* The geometry of node op (conv, conv_transpose, max_pool, avg_pool, adaptive pools, interpolate) with attrs
  * a, input x (rank xr, shape xs; a symbolic dim is -1) and, for conv, weight w. false with a
  * PyTorch-like message in why when PyTorch refuses the sizes or attrs. */
 IC_HIDDEN bool ic__spatial_geom(ic_op op, const ic_attrs *a, int xr, const int64_t *xs, int wr,

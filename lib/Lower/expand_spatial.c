@@ -4,6 +4,9 @@
  *                 -> slice step d (dilation) -> permute to [N, C, k..., out...] -> reshape to
  *                 [N, G, C/G*k, L] -> matmul with the weight as [G, Cout/G, C/G*k] (groups a
  *                 batch dim) -> [N, Cout, out...] (+ bias). 1x1 stride-1 convs skip the windows.
+ *                 The columns are materialised (an identity pad) for the GEMM path.
+ *   conv_transpose  zeros inserted (reshape + pad + reshape), then a stride-1 conv with the
+ *                 flipped, channel-swapped weight.
  *   max_pool      pad with -inf (right pad set so that exactly `out` windows fit, ceil_mode
  *                 included; negative = crop) -> unfold -> slice (dilation) -> amax.
  *   avg_pool      the same with 0 and sum, divided by PyTorch's divisor per output position
@@ -190,7 +193,7 @@ static ic_status geom(X *x, const ic_operand *in, ic__sgeom *g)
     int64_t xs[IC_MAX_RANK], ws[IC_MAX_RANK] = { 0 };
     char why[512];
     shape_of(x, in[0].node, &xr, xs);
-    if (E->n.op == IC_OP_CONV)
+    if (E->n.op == IC_OP_CONV || E->n.op == IC_OP_CONV_TRANSPOSE)
         shape_of(x, in[1].node, &wr, ws);
     if (!ic__spatial_geom(E->n.op, E->n.attrs, xr, xs, wr, ws, g, why, sizeof why))
         return ic__exp_fail(E, "%s", why);
@@ -248,51 +251,138 @@ static ic_status materialise(X *x, ic_value v, ic_value *out)
 
 /* ---- conv ---- */
 
-static ic_status expand_conv(ic__exp *E, const ic_operand *in, ic_value *out)
+/* The convolution of v ([N, C, *in], batched) with weight w ([Cout, C/G, *k]) and bias
+ * (IC_NONE: none) under geometry g, as the node's output. */
+static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic_value bias, ic_value *out)
 {
-    X x = { E, 0 };
-    ic__sgeom g;
-    ic_status s = geom(&x, in, &g);
-    if (s)
-        return s;
-    int k = g.k;
-    int64_t G = g.groups, cg = g.c / G, kp = 1, L = 1, perm[IC_MAX_RANK];
+    int k = g->k;
+    int64_t G = g->groups, cg = g->c / G, kp = 1, L = 1, perm[IC_MAX_RANK];
     bool pointwise = true;
+    ic_status s;
     for (int i = 0; i < k; i++) {
-        kp *= g.kernel[i];
-        L *= g.out[i];
-        pointwise &= g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_lo[i] == 0 && g.pad_hi[i] == 0;
+        kp *= g->kernel[i];
+        L *= g->out[i];
+        pointwise &= g->kernel[i] == 1 && g->stride[i] == 1 && g->pad_lo[i] == 0 && g->pad_hi[i] == 0;
     }
-    ic_value v, cols, w, y;
-    if ((s = batched(&x, &g, in[0].node, &v)))
-        return s;
+    ic_value cols, w, y;
     if (!pointwise) { /* [N, C, *out, *k] -> [N, C, *k, *out] */
-        if ((s = pad_spatial(&x, v, k, g.pad_lo, g.pad_hi, 0.0, &v)) || (s = windows(&x, &g, v, &v)))
+        if ((s = pad_spatial(x, v, k, g->pad_lo, g->pad_hi, 0.0, &v)) || (s = windows(x, g, v, &v)))
             return s;
         perm[0] = 0, perm[1] = 1;
         for (int i = 0; i < k; i++)
             perm[2 + i] = 2 + k + i, perm[2 + k + i] = 2 + i;
-        if ((s = permute(&x, v, 2 + 2 * k, perm, &v)))
+        if ((s = permute(x, v, 2 + 2 * k, perm, &v)))
             return s;
     }
     /* cols [N, G, C/G * k, L]; weight [G, Cout/G, C/G * k] (2-d when G = 1) */
-    int64_t cs[4] = { g.n, G, cg * kp, L }, wsh[3] = { G, g.cout / G, cg * kp };
-    if ((s = reshape(&x, "cols", v, G > 1 ? 4 : 3, G > 1 ? cs : (int64_t[]){ g.n, cg * kp, L }, &cols)))
+    int64_t cs[4] = { g->n, G, cg * kp, L }, wsh[3] = { G, g->cout / G, cg * kp };
+    if ((s = reshape(x, "cols", v, G > 1 ? 4 : 3, G > 1 ? cs : (int64_t[]){ g->n, cg * kp, L }, &cols)))
         return s;
-    if (!pointwise && (s = materialise(&x, cols, &cols)))
+    if (!pointwise && (s = materialise(x, cols, &cols)))
         return s;
-    if ((s = reshape(&x, "w", in[1].node, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
+    if ((s = reshape(x, "w", wv, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;
-    if ((s = binary(&x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)))
+    if ((s = binary(x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)))
         return s;
-    if (E->n.ninputs > 2 && in[2].node >= 0) { /* bias as [Cout, 1] over [N, Cout, L] */
-        int64_t ys[3] = { g.n, g.cout, L }, bs[2] = { g.cout, 1 };
+    if (bias >= 0) { /* bias as [Cout, 1] over [N, Cout, L] */
+        int64_t ys[3] = { g->n, g->cout, L }, bs[2] = { g->cout, 1 };
         ic_value b;
-        if ((s = reshape(&x, "y", y, 3, ys, &y)) || (s = reshape(&x, "bias", in[2].node, 2, bs, &b)) ||
-            (s = binary(&x, "add", IC_OP_ADD, ic_val(y), ic_val(b), &y)))
+        if ((s = reshape(x, "y", y, 3, ys, &y)) || (s = reshape(x, "bias", bias, 2, bs, &b)) ||
+            (s = binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), &y)))
             return s;
     }
-    return finish(&x, y, out);
+    return finish(x, y, out);
+}
+
+static ic_value bias_of(const ic__exp *E, const ic_operand *in)
+{
+    return E->n.ninputs > 2 && in[2].node >= 0 ? in[2].node : IC_NONE;
+}
+
+static ic_status expand_conv(ic__exp *E, const ic_operand *in, ic_value *out)
+{
+    X x = { E, 0 };
+    ic__sgeom g;
+    ic_value v;
+    ic_status s = geom(&x, in, &g);
+    if (s || (s = batched(&x, &g, in[0].node, &v)))
+        return s;
+    return conv_core(&x, &g, v, in[1].node, bias_of(E, in), out);
+}
+
+/* x [N, C, *in] with stride-1 zeros after each element along every spatial dim: [N, C,
+ * *(in * stride)] (the trailing zeros are cropped by the conv's padding). */
+static ic_status zero_insert(X *x, const ic__sgeom *g, ic_value v, ic_value *out)
+{
+    for (int i = 0; i < g->k; i++) {
+        if (g->stride[i] == 1)
+            continue;
+        int r, d = 2 + i;
+        int64_t s[IC_MAX_RANK], e[IC_MAX_RANK] = { 0 };
+        shape_of(x, v, &r, s);
+        for (int j = 0, q = 0; j < r; j++) { /* [.., in, 1, ..] */
+            e[q++] = s[j];
+            if (j == d)
+                e[q++] = 1;
+        }
+        ic_attrs a;
+        ic_attrs_init(&a, IC_OP_PAD);
+        a.npad = 2 * (r - d); /* pads the new dim (d + 1) after by stride - 1 */
+        a.pad[2 * (r - d - 1) + 1] = g->stride[i] - 1;
+        ic_status st = reshape(x, "zi", v, r + 1, e, &v);
+        ic_operand op = ic_val(v);
+        if (st || (st = node(x, "zeros", IC_OP_PAD, 1, &op, &a, &v)))
+            return st;
+        s[d] *= g->stride[i];
+        if ((st = reshape(x, "zs", v, r, s, &v)))
+            return st;
+    }
+    *out = v;
+    return IC_OK;
+}
+
+/* conv_transpose: a stride-1 conv of the zero-inserted input, padded by d*(k-1) - p before
+ * and d*(k-1) - p + output_padding after (negative: cropped), with the weight's kernel
+ * flipped and its in/out channels swapped per group: [G, Cin/G, Cout/G, *k] ->
+ * [G, Cout/G, Cin/G, *k] -> [Cout, Cin/G, *k]. */
+static ic_status expand_conv_transpose(ic__exp *E, const ic_operand *in, ic_value *out)
+{
+    X x = { E, 0 };
+    ic__sgeom g, c;
+    ic_value v, w;
+    ic_status s = geom(&x, in, &g);
+    if (s || (s = batched(&x, &g, in[0].node, &v)) || (s = zero_insert(&x, &g, v, &v)))
+        return s;
+    int k = g.k;
+    c = g;
+    for (int i = 0; i < k; i++) {
+        int64_t span = g.dil[i] * (g.kernel[i] - 1);
+        c.in[i] = g.in[i] * g.stride[i];
+        c.pad_lo[i] = span - g.pad_lo[i];
+        c.pad_hi[i] = span - g.pad_lo[i] + g.pad_hi[i] - (g.stride[i] - 1);
+        c.stride[i] = 1;
+    }
+    int64_t G = g.groups, ws[IC_MAX_RANK], perm[IC_MAX_RANK], flip[IC_MAX_RANK];
+    ws[0] = G, ws[1] = g.c / G, ws[2] = g.cout / G;
+    perm[0] = 0, perm[1] = 2, perm[2] = 1;
+    for (int i = 0; i < k; i++)
+        ws[3 + i] = g.kernel[i], perm[3 + i] = 3 + i, flip[i] = 3 + i;
+    ic_attrs fa;
+    ic_attrs_init(&fa, IC_OP_FLIP);
+    fa.has_dims = true;
+    fa.ndims = k;
+    memcpy(fa.dims, flip, sizeof(int64_t) * (size_t)k);
+    if ((s = reshape(&x, "wg", in[1].node, 3 + k, ws, &w)) || (s = permute(&x, w, 3 + k, perm, &w)))
+        return s;
+    ic_operand op = ic_val(w);
+    if ((s = node(&x, "wflip", IC_OP_FLIP, 1, &op, &fa, &w)))
+        return s;
+    ws[0] = g.cout, ws[1] = g.c / G;
+    for (int i = 0; i < k; i++)
+        ws[2 + i] = g.kernel[i];
+    if ((s = reshape(&x, "wt", w, 2 + k, ws, &w)))
+        return s;
+    return conv_core(&x, &c, v, w, bias_of(E, in), out);
 }
 
 /* ---- pooling ---- */
@@ -678,6 +768,7 @@ ic__expand_fn ic__expand_spatial(ic_op op)
 {
     switch (op) {
     case IC_OP_CONV: return expand_conv;
+    case IC_OP_CONV_TRANSPOSE: return expand_conv_transpose;
     case IC_OP_MAX_POOL: case IC_OP_AVG_POOL: return expand_pool;
     case IC_OP_ADAPTIVE_AVG_POOL: case IC_OP_ADAPTIVE_MAX_POOL: return expand_adaptive;
     case IC_OP_ROLL: return expand_roll;

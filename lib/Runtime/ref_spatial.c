@@ -145,7 +145,7 @@ static ic_status geom_of(const ic_graph *g, const ic_node *n, const ic_tensor *x
         return FAIL(g, n, IC_ESHAPE, "%s", why);
     G->n = sg->n;
     G->c = sg->c;
-    G->co = n->info.op == IC_OP_CONV ? sg->cout : sg->c;
+    G->co = n->info.op == IC_OP_CONV || n->info.op == IC_OP_CONV_TRANSPOSE ? sg->cout : sg->c;
     G->groups = sg->groups;
     for (int i = 0; i < 3; i++) {
         int j = i - (3 - sg->k);
@@ -196,8 +196,39 @@ static double conv_point(const geom3 *G, const ic_tensor *x, const ic_tensor *w,
     return acc;
 }
 
+/* conv_transpose output o gathers input i and tap kk where i * s = o + p - kk * d (PyTorch's
+ * scatter written as a gather); weight [Cin, Cout/groups, *k]. */
+static bool convt_tap(const geom3 *G, int i, int64_t o, int64_t kk, int64_t *src)
+{
+    int64_t t = o + G->p[i] - kk * G->d[i];
+    if (t < 0 || t % G->s[i])
+        return false;
+    *src = t / G->s[i];
+    return *src < G->in[i];
+}
+
+static double convt_point(const geom3 *G, const ic_tensor *x, const ic_tensor *w, int64_t b,
+                          int64_t co, const int64_t *o)
+{
+    int64_t cg = G->c / G->groups, per = G->co / G->groups, grp = co / per, c0 = co % per;
+    double acc = 0;
+    for (int64_t ci = grp * cg; ci < (grp + 1) * cg; ci++)
+        for (int64_t kz = 0; kz < G->k[0]; kz++)
+            for (int64_t ky = 0; ky < G->k[1]; ky++)
+                for (int64_t kx = 0; kx < G->k[2]; kx++) {
+                    int64_t z, y, xx;
+                    if (!convt_tap(G, 0, o[0], kz, &z) || !convt_tap(G, 1, o[1], ky, &y) ||
+                        !convt_tap(G, 2, o[2], kx, &xx))
+                        continue;
+                    int64_t wi = (((ci * per + c0) * G->k[0] + kz) * G->k[1] + ky) * G->k[2] + kx;
+                    acc += ic__ref_getf(x, at5(G, b, ci, G->c, z, y, xx)) * ic__ref_getf(w, wi);
+                }
+    return acc;
+}
+
 static ic_status ref_conv(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out)
 {
+    bool tr = n->info.op == IC_OP_CONV_TRANSPOSE;
     ic__sgeom sg;
     geom3 G;
     ic_status s = geom_of(g, n, ins[0], ins[1], &sg, &G);
@@ -208,7 +239,8 @@ static ic_status ref_conv(const ic_graph *g, const ic_node *n, const ic_tensor *
         for (int64_t co = 0; co < G.co; co++) {
             int64_t o[3] = { 0, 0, 0 };
             do {
-                double v = conv_point(&G, ins[0], ins[1], b, co, o);
+                double v = tr ? convt_point(&G, ins[0], ins[1], b, co, o)
+                              : conv_point(&G, ins[0], ins[1], b, co, o);
                 if (bias)
                     v += ic__ref_getf(bias, co);
                 ic__ref_setf(out, out5(&G, b, co, G.co, o), v);
@@ -401,7 +433,7 @@ static ic_status ref_windowed(const ic_graph *g, const ic_node *n, const ic_tens
 ic_status ic__ref_spatial(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins,
                           ic_tensor *out)
 {
-    int need = n->info.op == IC_OP_CONV ? 2 : 1;
+    int need = n->info.op == IC_OP_CONV || n->info.op == IC_OP_CONV_TRANSPOSE ? 2 : 1;
     for (int i = 0; i < need; i++)
         if (!ins[i] || (!ins[i]->data && ic_tensor_numel(ins[i]) != 0))
             return FAIL(g, n, IC_EINVAL, "input %d is missing", i);
@@ -412,7 +444,7 @@ ic_status ic__ref_spatial(const ic_graph *g, const ic_node *n, const ic_tensor *
     case IC_OP_UNFOLD: return index_map(n, ins[0], out, src_unfold);
     case IC_OP_FLIP: return index_map(n, ins[0], out, src_flip);
     case IC_OP_ROLL: return index_map(n, ins[0], out, src_roll);
-    case IC_OP_CONV: return ref_conv(g, n, ins, out);
+    case IC_OP_CONV: case IC_OP_CONV_TRANSPOSE: return ref_conv(g, n, ins, out);
     case IC_OP_MAX_POOL: case IC_OP_AVG_POOL: case IC_OP_ADAPTIVE_AVG_POOL:
     case IC_OP_ADAPTIVE_MAX_POOL: case IC_OP_INTERPOLATE:
         return ref_windowed(g, n, ins, out);

@@ -40,7 +40,8 @@ logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax 
 rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
 embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
 softplus
-pad unfold flip roll conv max_pool avg_pool adaptive_avg_pool adaptive_max_pool interpolate""".split())
+pad unfold flip roll conv max_pool avg_pool adaptive_avg_pool adaptive_max_pool interpolate
+conv_transpose""".split())
 
 def defined_ops():
     """The op names include/ic/ops.def defines (the library's list): each must also be in
@@ -1097,6 +1098,27 @@ def conv_cases(c):
     sp(c, "err_conv_dtype_mix", "conv", [T("f32", [2, 3, 5, 6]), T("f64", [4, 3, 3, 3])], expect="error")
 
 
+def conv_transpose_cases(c):
+    for dt in FLOATS:
+        sp(c, "convt2d_%s" % dt, "conv_transpose", [T(dt, [2, 4, 5, 4]), T(dt, [4, 3, 3, 3]), T(dt, [3])],
+           {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 0]})
+    sp(c, "convt1d", "conv_transpose", [T("f32", [2, 3, 7]), T("f32", [3, 2, 4])], {"stride": [3]})
+    sp(c, "convt3d", "conv_transpose", [T("f32", [1, 2, 3, 4, 3]), T("f32", [2, 2, 2, 3, 2]), T("f32", [2])],
+       {"stride": [2, 1, 2], "padding": [0, 1, 1]})
+    sp(c, "convt2d_groups_dil", "conv_transpose", [T("f32", [2, 4, 5, 6]), T("f32", [4, 3, 3, 2]), T("f32", [6])],
+       {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 1], "groups": 2, "output_padding": [1, 2]})
+    sp(c, "convt2d_1x1", "conv_transpose", [T("f32", [2, 4, 3, 5]), T("f32", [4, 6, 1, 1])])
+    sp(c, "convt2d_unbatched", "conv_transpose", [T("f32", [3, 4, 5]), T("f32", [3, 2, 2, 2])], {"stride": [2]})
+    sp(c, "convt2d_crop", "conv_transpose", [T("f32", [1, 2, 6, 6]), T("f32", [2, 2, 3, 3])],
+       {"padding": [2, 2]})
+    sp(c, "convt2d_permuted", "conv_transpose", [T("f32", [2, 3, 4, 5]), T("f32", [3, 2, 3, 3])],
+       {"stride": [2]}, perm=[0, 2, 3, 1])
+    sp(c, "err_convt_outpad", "conv_transpose", [T("f32", [1, 2, 4, 4]), T("f32", [2, 2, 3, 3])],
+       {"output_padding": [1]}, expect="error")
+    sp(c, "err_convt_channels", "conv_transpose", [T("f32", [1, 3, 4, 4]), T("f32", [2, 2, 3, 3])],
+       expect="error")
+
+
 def pool_cases(c):
     for dt in FLOATS:
         sp(c, "pool_max2d_%s" % dt, "max_pool", [T(dt, [2, 3, 7, 6])],
@@ -1220,7 +1242,8 @@ def main(argv):
                   symbolic_cases, model_cases, special_value_cases, error_cases, edge_cases,
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
                   integer_attr_cases, new_pointwise_cases,
-                  conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases):
+                  conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases,
+                  conv_transpose_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS

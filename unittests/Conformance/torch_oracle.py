@@ -31,7 +31,10 @@ documented meaning of the op:
   apply;
 - mean of f16/bf16 is taken in f32 and rounded once (see op_mean);
 - torch.prod and torch.squeeze take one dim at a time: several dims are
-  reduced one after the other.
+  reduced one after the other;
+- bf16 conv_transpose on CPU refuses valid channel counts ("expected input
+  ... to have 3 channels, but got 4"): it is run on f32 copies and rounded,
+  as the f16 kernels above.
 """
 
 import json
@@ -475,6 +478,25 @@ def op_conv(args, attrs):
                          [x, w, b])
 
 
+def op_conv_transpose(args, attrs):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    k = w.dim() - 2
+    if k not in (1, 2, 3):
+        raise OracleError("conv_transpose: weight must have 3 to 5 dims")
+    fn = getattr(F, "conv_transpose%dd" % k)
+    stride = _one_or_list(attrs.get("stride", 1), k)
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    outpad = _one_or_list(attrs.get("output_padding", 0), k)
+    dilation = _one_or_list(attrs.get("dilation", 1), k)
+    groups = attrs.get("groups", 1)
+    run = lambda t, wt, bt: fn(t, wt, bt, stride, padding, outpad, groups, dilation)  # noqa: E731
+    if x.dtype == torch.bfloat16 and w.dtype == torch.bfloat16:
+        # 1.13's bf16 CPU kernel refuses valid channel counts: the f32 fallback, as for Half
+        return run(x.float(), w.float(), None if b is None else b.float()).to(torch.bfloat16)
+    return half_fallback(run, [x, w, b])
+
+
 def op_pool(op, x, attrs):
     ks = attrs["kernel_size"]
     k = len(ks)
@@ -528,6 +550,8 @@ def op_spatial(op, args, attrs):
         return torch.roll(x, attrs["shifts"])
     if op == "conv":
         return op_conv(args, attrs)
+    if op == "conv_transpose":
+        return op_conv_transpose(args, attrs)
     if op in ("max_pool", "avg_pool"):
         return op_pool(op, x, attrs)
     if op in ("adaptive_avg_pool", "adaptive_max_pool"):
@@ -541,7 +565,7 @@ def op_spatial(op, args, attrs):
 
 
 SPATIAL = {"pad", "unfold", "flip", "roll", "conv", "max_pool", "avg_pool",
-           "adaptive_avg_pool", "adaptive_max_pool", "interpolate"}
+           "adaptive_avg_pool", "adaptive_max_pool", "interpolate", "conv_transpose"}
 
 
 # ---------------------------------------------------------------- graphs

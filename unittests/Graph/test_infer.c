@@ -969,6 +969,21 @@ Test(infer, conv_shapes_and_errors)
     bad_msg("e7", IC_OP_CONV, OPS(V(x), V(w4), V(b5)), NULL, "expected bias to be 1-dimensional with 6 elements");
 }
 
+Test(infer, conv_transpose_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,4,5,6"), w = ict_input(g, "w", IC_F32, "4,3,3,3");
+    ic_attrs a = attrs(IC_OP_CONV_TRANSPOSE);
+    a.groups = 2;
+    a.nstride = 1, a.stride[0] = 2;
+    a.npadding = 1, a.padding[0] = 1;
+    a.noutput_padding = 2, a.output_padding[0] = 1, a.output_padding[1] = 0;
+    ict_assert_shape(g, ok_node("t", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a), "[2, 6, 10, 11]");
+    a.noutput_padding = 1, a.output_padding[0] = 2;
+    bad_msg("e1", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a, "output padding must be smaller than either stride or dilation");
+    ic_value w3 = ict_input(g, "w3", IC_F32, "3,3,3,3");
+    bad_msg("e2", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w3)), NULL, "to have 3 channels (divisible by groups), but got 4");
+}
+
 Test(infer, pool_shapes_and_errors)
 {
     ic_value x = ict_input(g, "x", IC_F32, "2,3,9,8"), u = ict_input(g, "u", IC_F32, "3,10");

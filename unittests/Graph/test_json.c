@@ -242,7 +242,8 @@ static const char *all_ops_json =
     "  {\"name\": \"lnw\", \"dtype\": \"f32\", \"shape\": [6]},\n"
     "  {\"name\": \"lnb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
     "  {\"name\": \"cw\", \"dtype\": \"f32\", \"shape\": [6, 2, 3]},\n"
-    "  {\"name\": \"cb\", \"dtype\": \"f32\", \"shape\": [6]}],\n"
+    "  {\"name\": \"cb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
+    "  {\"name\": \"tw\", \"dtype\": \"f32\", \"shape\": [4, 3, 2]}],\n"
     " \"nodes\": [\n"
     "  {\"name\": \"neg\", \"op\": \"neg\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"abs\", \"op\": \"abs\", \"inputs\": [\"x\"]},\n"
@@ -330,7 +331,8 @@ static const char *all_ops_json =
     "  {\"name\": \"avg_pool\", \"op\": \"avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"kernel_size\": [2], \"count_include_pad\": false, \"divisor_override\": 3}},\n"
     "  {\"name\": \"aap\", \"op\": \"adaptive_avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [4]}},\n"
     "  {\"name\": \"amp\", \"op\": \"adaptive_max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [5]}},\n"
-    "  {\"name\": \"interp\", \"op\": \"interpolate\", \"inputs\": [\"x\"], \"attrs\": {\"size\": [12], \"scale_factor\": [2.0], \"mode\": \"linear\", \"align_corners\": false}}],\n"
+    "  {\"name\": \"interp\", \"op\": \"interpolate\", \"inputs\": [\"x\"], \"attrs\": {\"size\": [12], \"scale_factor\": [2.0], \"mode\": \"linear\", \"align_corners\": false}},\n"
+    "  {\"name\": \"convt\", \"op\": \"conv_transpose\", \"inputs\": [\"x\", \"tw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"output_padding\": [1], \"dilation\": [1], \"groups\": 2}}],\n"
     " \"outputs\": [\"add\", \"sum\", \"embedding\", \"x\", \"w\", \"add\"]}\n";
 
 Test(json, every_op_is_covered)
@@ -387,6 +389,7 @@ Test(json, load_reads_what_the_file_says)
     cr_assert_str_eq(shape_of(g, "aap"), "[B, 4, 4]");
     cr_assert_str_eq(shape_of(g, "amp"), "[B, 4, 5]");
     cr_assert_str_eq(shape_of(g, "interp"), "[B, 4, 12]");
+    cr_assert_str_eq(shape_of(g, "convt"), "[B, 6, 11]"); /* (6-1)*2 - 2 + (2-1) + 1 + 1 */
 
     ic_graph_node(g, find(g, "sum"), &in);
     cr_assert(in.attrs->has_dims && in.attrs->ndims == 2 && in.attrs->dims[0] == 1 &&

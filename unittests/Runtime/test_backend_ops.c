@@ -109,6 +109,8 @@ static const op_hint HINTS[] = {
     { "adaptive_avg_pool", "f32 f16", "T:2,3,9,8", "{\"output_size\": [4, 3]}" },
     { "adaptive_max_pool", NULL, "T:2,3,9,8", "{\"output_size\": [4, 5]}" },
     { "interpolate", "f32 f64", "T:2,3,4,5", "{\"size\": [7, 9], \"mode\": \"bilinear\"}" },
+    { "conv_transpose", "f32 bf16", "T:2,4,5,4 T:4,3,3,3 T:6",
+      "{\"stride\": [2, 1], \"padding\": [1, 0], \"output_padding\": [1, 0], \"groups\": 2}" },
 };
 #define NHINTS ((int)(sizeof HINTS / sizeof HINTS[0]))
 
