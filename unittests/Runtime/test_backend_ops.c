@@ -95,6 +95,22 @@ static const op_hint HINTS[] = {
     { "hardsigmoid", NULL, "T:4,33:-5:5", NULL },
     { "leaky_relu", NULL, NULL, "{\"negative_slope\": 0.2}" },
     { "softplus", "f32 f64 f16", "T:4,33:-8:8", "{\"beta\": 2, \"threshold\": 5}" },
+    /* --- spatial ops (issue 12) --- */
+    { "pad", "f32 i32 bf16", "T:2,3,9", "{\"pad\": [2, 3, -1, 1], \"value\": 1.5}" },
+    { "unfold", "f32 i64 bool", "T:3,10,2", "{\"dim\": 1, \"size\": 4, \"step\": 3}" },
+    { "flip", "f32 i32", "T:3,4,5", "{\"dims\": [0, 2]}" },
+    { "roll", "f32 i64", "T:3,4,5", "{\"shifts\": [1, -2], \"dims\": [0, 2]}" },
+    { "conv", "f32 f64 f16", "T:2,4,9,8 T:6,2,3,3 T:6",
+      "{\"stride\": [2, 1], \"padding\": [1, 2], \"dilation\": [1, 2], \"groups\": 2}" },
+    { "max_pool", "f32 bf16", "T:2,3,9,8",
+      "{\"kernel_size\": [3, 2], \"stride\": [2, 2], \"padding\": [1, 1], \"ceil_mode\": true}" },
+    { "avg_pool", "f32 f64", "T:2,3,9,8",
+      "{\"kernel_size\": [3, 3], \"stride\": [2, 2], \"padding\": [1, 1], \"count_include_pad\": false}" },
+    { "adaptive_avg_pool", "f32 f16", "T:2,3,9,8", "{\"output_size\": [4, 3]}" },
+    { "adaptive_max_pool", NULL, "T:2,3,9,8", "{\"output_size\": [4, 5]}" },
+    { "interpolate", "f32 f64", "T:2,3,4,5", "{\"size\": [7, 9], \"mode\": \"bilinear\"}" },
+    { "conv_transpose", "f32 bf16", "T:2,4,5,4 T:4,3,3,3 T:6",
+      "{\"stride\": [2, 1], \"padding\": [1, 0], \"output_padding\": [1, 0], \"groups\": 2}" },
 };
 #define NHINTS ((int)(sizeof HINTS / sizeof HINTS[0]))
 
