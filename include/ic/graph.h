@@ -106,6 +106,13 @@ typedef struct ic_attrs {
     int approximate;                /* gelu: 0 = "none", 1 = "tanh" */
     double negative_slope;          /* leaky_relu (0.01) */
     double beta, threshold;         /* softplus (1, 20): x where x * beta > threshold */
+    /* --- nn ops (issue 12) --- */
+    int64_t num_groups;             /* group_norm (required) */
+    bool is_causal;                 /* scaled_dot_product_attention (false) */
+    bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    int64_t diagonal;               /* triu tril (0) */
+    double min_val, max_val;        /* hardtanh (-1, 1) */
+    double alpha;                   /* elu (1) */
 } ic_attrs;
 
 IC_API void ic_attrs_init(ic_attrs *a, ic_op op);

@@ -22,12 +22,17 @@
 
 enum {
     A_DIMS, A_KEEPDIM, A_DIM, A_DIM0, A_DIM1, A_SHAPE, A_NSHAPE, A_START, A_END, A_STEP,
-    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD, A_COUNT
+    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD,
+    /* --- nn ops --- */
+    A_NUM_GROUPS, A_IS_CAUSAL, A_SCALE, A_DIAGONAL, A_MIN_VAL, A_MAX_VAL, A_ALPHA,
+    A_COUNT
 };
 static const char *const attr_names[A_COUNT] = {
     "dims", "keepdim", "dim", "dim0", "dim1", "shape", "normalized_shape", "start", "end",
     "step", "value", "min", "max", "eps", "dtype", "approximate", "negative_slope", "beta",
-    "threshold"
+    "threshold",
+    /* --- nn ops --- */
+    "num_groups", "is_causal", "scale", "diagonal", "min_val", "max_val", "alpha"
 };
 #define BIT(a) (1u << (a))
 
@@ -62,6 +67,16 @@ static void op_attrs(ic_op op, unsigned *allowed, unsigned *required)
         al = BIT(A_START) | BIT(A_END) | BIT(A_STEP) | BIT(A_DTYPE);
         rq = BIT(A_END);
         break;
+    /* --- nn ops --- */
+    case IC_OP_BATCH_NORM: al = BIT(A_EPS); break;
+    case IC_OP_GROUP_NORM: al = BIT(A_NUM_GROUPS) | BIT(A_EPS); rq = BIT(A_NUM_GROUPS); break;
+    case IC_OP_SDPA: al = BIT(A_IS_CAUSAL) | BIT(A_SCALE); break;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK: al = rq = BIT(A_DIM); break;
+    case IC_OP_CUMSUM: al = BIT(A_DIM) | BIT(A_DTYPE); rq = BIT(A_DIM); break;
+    case IC_OP_MASKED_FILL: al = rq = BIT(A_VALUE); break;
+    case IC_OP_HARDTANH: al = BIT(A_MIN_VAL) | BIT(A_MAX_VAL); break;
+    case IC_OP_ELU: al = BIT(A_ALPHA); break;
+    case IC_OP_TRIU: case IC_OP_TRIL: al = BIT(A_DIAGONAL); break;
     default: break;
     }
     *allowed = al;
@@ -309,6 +324,16 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
     case A_DTYPE:
         a->has_dtype = true;
         return get_dtype(s, j, what, &a->dtype);
+    /* --- nn ops --- */
+    case A_NUM_GROUPS: return get_int(s, j, what, &a->num_groups);
+    case A_IS_CAUSAL: return get_bool(s, j, what, &a->is_causal);
+    case A_SCALE:
+        a->has_scale = !json_is_null(j);
+        return a->has_scale ? get_real(s, j, what, &a->scale) : IC_OK;
+    case A_DIAGONAL: return get_int(s, j, what, &a->diagonal);
+    case A_MIN_VAL: return get_real(s, j, what, &a->min_val);
+    case A_MAX_VAL: return get_real(s, j, what, &a->max_val);
+    case A_ALPHA: return get_real(s, j, what, &a->alpha);
     case A_APPROX: {
         const char *v = json_string_value(j);
         if (!v)
@@ -1015,6 +1040,14 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
         case A_THRESHOLD: st = put_scalar(sv, n, o, k, ic_scalar_f(a->threshold).scalar); break;
         case A_DTYPE: if (a->has_dtype) st = put(sv, o, k, json_string(ic_dtype_name(a->dtype))); break;
         case A_APPROX: st = put(sv, o, k, json_string(a->approximate ? "tanh" : "none")); break;
+        /* --- nn ops --- */
+        case A_NUM_GROUPS: st = put(sv, o, k, json_integer(a->num_groups)); break;
+        case A_IS_CAUSAL: st = put(sv, o, k, json_boolean(a->is_causal)); break;
+        case A_SCALE: if (a->has_scale) st = put_scalar(sv, n, o, k, ic_scalar_f(a->scale).scalar); break;
+        case A_DIAGONAL: st = put(sv, o, k, json_integer(a->diagonal)); break;
+        case A_MIN_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->min_val).scalar); break;
+        case A_MAX_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->max_val).scalar); break;
+        case A_ALPHA: st = put_scalar(sv, n, o, k, ic_scalar_f(a->alpha).scalar); break;
         }
     }
     return st;
