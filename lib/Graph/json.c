@@ -179,6 +179,15 @@ static ic_status get_scalar(site *s, const json_t *j, const char *what, ic_scala
         *out = ic_scalar_i(json_is_true(j)).scalar;
         return IC_OK;
     }
+    if (json_is_string(j)) { /* JSON has no infinities: masked_fill(value="-inf") */
+        const char *v = json_string_value(j);
+        double f = !strcmp(v, "inf") ? INFINITY : !strcmp(v, "-inf") ? -INFINITY : !strcmp(v, "nan") ? NAN : 0;
+        if (f == 0)
+            return SITE_ERR(s, IC_EFORMAT, "%s must be a number, \"inf\", \"-inf\" or \"nan\", not '%s'",
+                            what, v);
+        *out = ic_scalar_f(f).scalar;
+        return IC_OK;
+    }
     return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not %s", what, jtype(j));
 }
 
@@ -958,10 +967,10 @@ static ic_status shape_json(saver *sv, const ic_node *n, const char *what, int r
 static ic_status scalar_json(saver *sv, const ic_node *n, const char *what, ic_scalar s,
                              json_t **out)
 {
-    if (!s.is_int && !isfinite(s.f))
-        return SAVE_ERR(sv, n->info.name, ic_op_name(n->info.op), IC_EUNSUPPORTED,
-                        "%s is %g, which JSON cannot hold", what, s.f);
-    *out = s.is_int ? json_integer(s.i) : json_real(s.f);
+    if (!s.is_int && !isfinite(s.f)) /* as the strings get_scalar reads */
+        *out = json_string(isnan(s.f) ? "nan" : s.f > 0 ? "inf" : "-inf");
+    else
+        *out = s.is_int ? json_integer(s.i) : json_real(s.f);
     return *out ? IC_OK : oom(sv);
 }
 

@@ -522,7 +522,7 @@ static int eval_gather(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
         return eval_embedding(G, n, idx);
     const ic_node *x = ic__gnode(G, n->in[0].node), *ix = ic__gnode(G, n->in[1].node);
     int r = n->info.rank, d = n->axis;
-    int64_t size = ic__dim(x, d);
+    int64_t size = r ? ic__dim(x, d) : 1; /* a 0-d x is one element */
     if (size == 0)
         return ic__kb_const_i(&G->kb, ic__regty(n->info.dtype), 0);
     const ic__ix *iidx[IC_MAX_RANK], *xidx[IC_MAX_RANK];
@@ -535,6 +535,8 @@ static int eval_gather(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     iv = ic__kb_bin(&G->kb, IC_L_MIN, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, size - 1));
     if (iv < 0)
         return -1;
+    if (r == 0)
+        return ic__eval(G, n->in[0].node, xidx);
     memcpy(xidx, idx, sizeof(*idx) * (size_t)r);
     xidx[d] = ic__ix_val(&G->ix, iv, G->kb.cur, 0, size - 1);
     return ic__eval(G, n->in[0].node, xidx);

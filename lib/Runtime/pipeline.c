@@ -58,6 +58,8 @@ static int64_t index_limit(const ic_graph *g, const ic_node_info *ni)
     if (ni->op == IC_OP_EMBEDDING)
         return wi.rank >= 1 ? wi.shape[0].coef : -1;
     int64_t d = ni->attrs->dim < 0 ? ni->attrs->dim + wi.rank : ni->attrs->dim;
+    if (wi.rank == 0) /* a 0-d input is one element */
+        return 1;
     return d >= 0 && d < wi.rank ? wi.shape[d].coef : -1;
 }
 

@@ -232,7 +232,7 @@ static ic_status ref_gather(const ic_graph *g, const ic_node *n, const ic_tensor
 {
     const ic_tensor *x = ins[0], *ix = ins[1];
     int r = out->rank, d = n->axis;
-    int64_t total = ic_tensor_numel(out), co[IC_MAX_RANK], size = x->shape[d];
+    int64_t total = ic_tensor_numel(out), co[IC_MAX_RANK] = { 0 }, size = x->rank ? x->shape[d] : 1;
     bool gather = n->info.op == IC_OP_GATHER;
     for (int64_t e = 0; e < total; e++) {
         unravel(e, r, out->shape, co);

@@ -439,7 +439,8 @@ def op_masked_fill(args, attrs):
     x, mask = args
     if mask.dtype != torch.bool:  # PyTorch 2.x; 1.13 still took uint8/int masks
         raise OracleError("masked_fill: mask must be bool")
-    return x.masked_fill(mask, attrs["value"])
+    v = attrs["value"]  # JSON has no infinities: the spec writes them "inf", "-inf", "nan"
+    return x.masked_fill(mask, float(v) if isinstance(v, str) else v)
 
 
 NN = {
