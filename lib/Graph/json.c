@@ -183,8 +183,8 @@ static ic_status get_scalar(site *s, const json_t *j, const char *what, ic_scala
         const char *v = json_string_value(j);
         double f = !strcmp(v, "inf") ? INFINITY : !strcmp(v, "-inf") ? -INFINITY : !strcmp(v, "nan") ? NAN : 0;
         if (f == 0)
-            return SITE_ERR(s, IC_EFORMAT, "%s must be a number, \"inf\", \"-inf\" or \"nan\", not '%s'",
-                            what, v);
+            return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not a string ('%s'; the strings "
+                            "taken are \"inf\", \"-inf\" and \"nan\")", what, v);
         *out = ic_scalar_f(f).scalar;
         return IC_OK;
     }
@@ -967,10 +967,10 @@ static ic_status shape_json(saver *sv, const ic_node *n, const char *what, int r
 static ic_status scalar_json(saver *sv, const ic_node *n, const char *what, ic_scalar s,
                              json_t **out)
 {
-    if (!s.is_int && !isfinite(s.f)) /* as the strings get_scalar reads */
-        *out = json_string(isnan(s.f) ? "nan" : s.f > 0 ? "inf" : "-inf");
-    else
-        *out = s.is_int ? json_integer(s.i) : json_real(s.f);
+    if (!s.is_int && !isfinite(s.f))
+        return SAVE_ERR(sv, n->info.name, ic_op_name(n->info.op), IC_EUNSUPPORTED,
+                        "%s is %g, which JSON cannot hold", what, s.f);
+    *out = s.is_int ? json_integer(s.i) : json_real(s.f);
     return *out ? IC_OK : oom(sv);
 }
 
@@ -995,6 +995,9 @@ static ic_status put_scalar(saver *sv, const ic_node *n, json_t *obj, const char
                             ic_scalar s)
 {
     json_t *v;
+    if (!s.is_int && !isfinite(s.f)) /* an attr: the strings get_scalar reads (operands
+                                      * cannot be strings, which name nodes) */
+        return put(sv, obj, key, json_string(isnan(s.f) ? "nan" : s.f > 0 ? "inf" : "-inf"));
     ic_status st = scalar_json(sv, n, key, s, &v);
     return st ? st : put(sv, obj, key, v);
 }
