@@ -1015,9 +1015,7 @@ static ic_status infer_sdpa(cx *x)
         sc[r] = q->shape[rq - 2];
         sc[r + 1] = k->shape[rk - 2];
         int rr;
-        if ((s = broadcast(x, r + 2, sc, m->info.rank, m->shape, &rr, tmp)))
-            return s;
-        bool same = rr == r + 2;
+        bool same = !broadcast(x, r + 2, sc, m->info.rank, m->shape, &rr, tmp) && rr == r + 2;
         for (int i = 0; same && i < rr; i++)
             same = ic_dim_eq(tmp[i], sc[i]);
         if (!same)
