@@ -128,6 +128,13 @@ typedef struct ic_attrs {
     int nsize; int64_t size[IC_MAX_RANK];                     /* interpolate */
     int nscale; double scale_factor[IC_MAX_RANK];             /* interpolate */
     bool align_corners;                                       /* interpolate */
+    /* --- nn ops (issue 12) --- */
+    int64_t num_groups;             /* group_norm (required) */
+    bool is_causal;                 /* scaled_dot_product_attention (false) */
+    bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    int64_t diagonal;               /* triu tril (0) */
+    double min_val, max_val;        /* hardtanh (-1, 1) */
+    double alpha;                   /* elu (1) */
 } ic_attrs;
 
 enum { IC_PAD_CONSTANT, IC_PAD_REFLECT, IC_PAD_REPLICATE, IC_PAD_CIRCULAR };

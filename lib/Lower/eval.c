@@ -308,6 +308,47 @@ static int remainder_of(ic__gen *G, int x, int y, ic_dtype t)
     return SEL(big, SEL(xoff, y, x), r);
 }
 
+/* --- nn ops --- */
+
+/* hardtanh: clamp(x, min_val, max_val), max last, NaN kept (MAX/MIN propagate it); on
+ * integers the bounds truncated, as PyTorch converts them to the tensor's type. */
+static int hardtanh_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    const ic_attrs *at = &n->attrs;
+    if (!ic__is_fp(t))
+        return BIN(MIN, BIN(MAX, x, ic__kb_const_i(b, t, (int64_t)at->min_val)),
+                   ic__kb_const_i(b, t, (int64_t)at->max_val));
+    return BIN(MIN, BIN(MAX, x, attr_const(G, at->min_val, t)), attr_const(G, at->max_val, t));
+}
+
+/* mish: x * tanh(log(1 + exp(x))), PyTorch's kernel (no softplus threshold). */
+static int mish_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    return BIN(MUL, x, UN(TANH, log1p_of(G, UN(EXP, x), t)));
+}
+
+/* elu: x where x > 0, else alpha * expm1(x) (NaN: alpha * NaN). */
+static int elu_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int neg = BIN(MUL, expm1_of(G, x, t), attr_const(G, n->attrs.alpha, t));
+    return SEL(CMP(GT, x, cf(G, t, 0.0)), x, neg);
+}
+
+/* triu keeps col - row >= diagonal, tril col - row <= diagonal (last two dims), else 0. */
+static int tri_of(ic__gen *G, const ic_node *n, int x, ic_dtype t, const ic__ix *const *idx)
+{
+    ic__kb *b = &G->kb;
+    int r = n->info.rank;
+    int row = ic__kb_ix(b, idx[r - 2]), col = ic__kb_ix(b, idx[r - 1]);
+    int off = ic__kb_bin(b, IC_L_SUB, IC_I64, col, row);
+    int dg = ic__kb_const_i(b, IC_I64, n->attrs.diagonal);
+    int keep = n->info.op == IC_OP_TRIU ? CMP(GE, off, dg) : CMP(LE, off, dg);
+    return SEL(keep, x, ic__is_fp(t) ? cf(G, t, 0.0) : ic__kb_const_i(b, t, 0));
+}
+
 #undef BIN
 #undef UN
 #undef CMP
@@ -366,6 +407,11 @@ static int eval_unary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     }
     case IC_OP_SOFTPLUS:
         return softplus_of(G, n, x, t);
+    /* --- nn ops --- */
+    case IC_OP_HARDTANH: return hardtanh_of(G, n, x, t);
+    case IC_OP_MISH: return mish_of(G, x, t);
+    case IC_OP_ELU: return elu_of(G, n, x, t);
+    case IC_OP_TRIU: case IC_OP_TRIL: return tri_of(G, n, x, t, idx);
     case IC_OP_CAST: {
         ic_dtype to = n->info.dtype;
         int r = ic__kb_cast(b, to, x); /* an explicit cast to f16/bf16 always rounds */
@@ -478,6 +524,34 @@ static int eval_embedding(ic__gen *G, const ic_node *n, const ic__ix *const *idx
     return ic__eval(G, n->in[0].node, widx);
 }
 
+/* gather / index_select (nn ops): x read at the index's value in dim axis, clamped to
+ * [0, size) like embedding's (the pipeline checks indices that come from arguments). */
+static int eval_gather(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    if (n->info.op == IC_OP_EMBEDDING)
+        return eval_embedding(G, n, idx);
+    const ic_node *x = ic__gnode(G, n->in[0].node), *ix = ic__gnode(G, n->in[1].node);
+    int r = n->info.rank, d = n->axis;
+    int64_t size = r ? ic__dim(x, d) : 1; /* a 0-d x is one element */
+    if (size == 0)
+        return ic__kb_const_i(&G->kb, ic__regty(n->info.dtype), 0);
+    const ic__ix *iidx[IC_MAX_RANK], *xidx[IC_MAX_RANK];
+    if (n->info.op == IC_OP_GATHER)
+        memcpy(iidx, idx, sizeof(*idx) * (size_t)r);
+    else if (ix->info.rank == 1)
+        iidx[0] = idx[d];
+    int iv = ic__kb_cast(&G->kb, IC_I64, ic__eval(G, n->in[1].node, iidx));
+    iv = ic__kb_bin(&G->kb, IC_L_MAX, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, 0));
+    iv = ic__kb_bin(&G->kb, IC_L_MIN, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, size - 1));
+    if (iv < 0)
+        return -1;
+    if (r == 0)
+        return ic__eval(G, n->in[0].node, xidx);
+    memcpy(xidx, idx, sizeof(*idx) * (size_t)r);
+    xidx[d] = ic__ix_val(&G->ix, iv, G->kb.cur, 0, size - 1);
+    return ic__eval(G, n->in[0].node, xidx);
+}
+
 static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
 {
     ic_dtype t = ic__regty(n->info.dtype);
@@ -575,7 +649,7 @@ int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     case IC_KIND_BINARY: return eval_binary(G, n, idx);
     case IC_KIND_TERNARY: return eval_where(G, n, idx);
     case IC_KIND_CAT: return eval_cat(G, n, idx);
-    case IC_KIND_GATHER: return eval_embedding(G, n, idx);
+    case IC_KIND_GATHER: return eval_gather(G, n, idx);
     case IC_KIND_CREATE: return eval_create(G, n, idx);
     case IC_KIND_SPATIAL:
         if (n->info.op == IC_OP_PAD)

@@ -29,7 +29,7 @@ typedef struct ic__vbase {
     uint64_t used;            /* the cache's tick at its last use (LRU) */
     int busy;                 /* runs in flight: never evicted while > 0 */
     int nchecks;              /* embedding indices read straight from an argument */
-    struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
+    struct ic__index_check { int arg; int64_t limit; const char *node, *op; } *checks;
 } ic__vbase;
 
 typedef struct ic__pipe ic__pipe;

@@ -755,6 +755,9 @@ static ic_status load_param(run_state *r, int v)
 
 static ic__ref_fn kernel_of(ic_op op)
 {
+    ic__ref_fn nn = ic__ref_nn_kernel(op); /* --- nn ops (ref_nn.c) --- */
+    if (nn)
+        return nn;
     switch (ic_op_kind_of(op)) {
     case IC_KIND_UNARY: return ref_unary;
     case IC_KIND_BINARY: return ref_binary;

@@ -41,7 +41,9 @@ rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul lin
 embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
 softplus
 pad unfold flip roll conv max_pool avg_pool adaptive_avg_pool adaptive_max_pool interpolate
-conv_transpose""".split())
+conv_transpose
+batch_norm group_norm scaled_dot_product_attention gather index_select cumsum stack
+masked_fill hardtanh mish elu triu tril""".split())  # --- nn ops (issue 12) ---
 
 def defined_ops():
     """The op names include/ic/ops.def defines (the library's list): each must also be in
@@ -1228,6 +1230,227 @@ def interpolate_cases(c):
     sp(c, "err_interpolate_align_nearest", "interpolate", [T("f32", [1, 2, 4, 5])],
        {"size": [8, 10], "align_corners": True}, expect="error")
     sp(c, "err_interpolate_int", "interpolate", [T("i64", [1, 2, 4, 5])], {"size": [8, 10]}, expect="error")
+# --- nn ops (issue 12) ---
+
+def idx(shape, hi, lo=0, dtype="i64"):
+    """An index input (values in [lo, hi)) as a one_op operand."""
+    return (dtype, list(shape), rand(dtype, list(shape), lo=lo, hi=hi))
+
+
+def permuted(c, name, op, x, perm, others=(), attrs=None):
+    """op on a non-contiguous view of x (a permute node first), then the other operands."""
+    inputs = [("x", x[0], x[1], x[2])]
+    args = ["xp"]
+    for i, o in enumerate(others):
+        inputs.append(("o%d" % i, o[0], o[1], o[2]))
+        args.append("o%d" % i)
+    c.add(name, inputs, [node("xp", "permute", ["x"], dims=list(perm)),
+                         node("y", op, args, **(attrs or {}))], ["y"])
+
+
+def norm_nn_cases(c):
+    for dt in FLOATS:
+        ch = lambda lo=-1.0, hi=1.0: T(dt, [3], lo=lo, hi=hi)
+        one_op(c, "batch_norm_%s" % dt, "batch_norm",
+               [T(dt, [2, 3, 4, 5]), ch(), ch(0.5, 2.0), ch(), ch()])
+        one_op(c, "group_norm_%s" % dt, "group_norm",
+               [T(dt, [2, 6, 5]), T(dt, [6]), T(dt, [6])], {"num_groups": 3})
+    for dt in INTS:
+        one_op(c, "batch_norm_%s" % dt, "batch_norm", [T(dt, [2, 3]), T("f32", [3]), T("f32", [3], lo=1, hi=2)])
+        one_op(c, "group_norm_%s" % dt, "group_norm", [T(dt, [2, 6])], {"num_groups": 3})
+    one_op(c, "batch_norm_2d_eps", "batch_norm", [T("f32", [7, 3]), T("f32", [3]), T("f32", [3], lo=0.1, hi=1)],
+           {"eps": 0.25})
+    one_op(c, "batch_norm_weight_only_3d", "batch_norm",
+           [T("f64", [2, 4, 9]), T("f64", [4]), T("f64", [4], lo=0.5, hi=2), T("f64", [4])])
+    one_op(c, "batch_norm_bf16_f32_params", "batch_norm",
+           [T("bf16", [2, 3, 4]), T("f32", [3]), T("f32", [3], lo=0.5, hi=2), T("f32", [3]), T("f32", [3])])
+    one_op(c, "batch_norm_empty", "batch_norm", [T("f32", [0, 3, 2]), T("f32", [3]), T("f32", [3], lo=1, hi=2)])
+    c.add("batch_norm_null_weight", [("x", "f32", [2, 3, 5], rand("f32", [2, 3, 5])),
+                                      ("m", "f32", [3], rand("f32", [3])),
+                                      ("v", "f32", [3], rand("f32", [3], lo=0.5, hi=2)),
+                                      ("b", "f32", [3], rand("f32", [3]))],
+          [node("y", "batch_norm", ["x", "m", "v", None, "b"])], ["y"])
+    # weights from a file: freezing folds weight * rsqrt(var + eps) into one constant
+    C = 16
+    c.add("batch_norm_frozen_params", [("x", "f32", [2, C, 7, 7], rand("f32", [2, C, 7, 7]))],
+          [node("y", "batch_norm", ["x", "m", "v", "w", "b"], eps=1e-3)], ["y"],
+          params=[(n, "f32", [C], rand("f32", [C], lo=lo, hi=hi), None, True)
+                  for n, lo, hi in (("m", -1, 1), ("v", 0.2, 3), ("w", -2, 2), ("b", -1, 1))])
+    permuted(c, "batch_norm_noncontig", "batch_norm", T("f32", [4, 5, 3]), [0, 2, 1],
+             [T("f32", [3]), T("f32", [3], lo=0.5, hi=2), T("f32", [3]), T("f32", [3])])
+    one_op(c, "group_norm_4d_plain", "group_norm", [T("f32", [2, 4, 3, 3])], {"num_groups": 2})
+    one_op(c, "group_norm_2d_eps", "group_norm", [T("f32", [3, 6]), T("f32", [6])], {"num_groups": 6, "eps": 0.1})
+    one_op(c, "group_norm_one_group_f64", "group_norm", [T("f64", [2, 5, 7]), T("f64", [5]), T("f64", [5])],
+           {"num_groups": 1})
+    one_op(c, "group_norm_empty_batch", "group_norm", [T("f32", [0, 6, 3])], {"num_groups": 3})
+    permuted(c, "group_norm_noncontig", "group_norm", T("f32", [2, 5, 4]), [0, 2, 1], [T("f32", [4])],
+             {"num_groups": 2})
+    one_op(c, "err_batch_norm_1d", "batch_norm", [T("f32", [3]), T("f32", [3]), T("f32", [3])], expect="error")
+    one_op(c, "err_batch_norm_channels", "batch_norm", [T("f32", [2, 4]), T("f32", [3]), T("f32", [3])],
+           expect="error")
+    one_op(c, "err_batch_norm_mixed_f64", "batch_norm", [T("f64", [2, 3]), T("f32", [3]), T("f32", [3])],
+           expect="error")
+    one_op(c, "err_group_norm_groups", "group_norm", [T("f32", [2, 6, 5])], {"num_groups": 4}, expect="error")
+    one_op(c, "err_group_norm_weight", "group_norm", [T("f32", [2, 6, 3]), T("f32", [3])], {"num_groups": 3},
+           expect="error")
+    one_op(c, "err_group_norm_1d", "group_norm", [T("f32", [6])], {"num_groups": 3}, expect="error")
+
+
+def sdpa_cases(c):
+    op = "scaled_dot_product_attention"
+    for dt in FLOATS + ["i32"]:
+        one_op(c, "sdpa_%s" % dt, op, [T(dt, [2, 3, 5, 8]), T(dt, [2, 3, 7, 8]), T(dt, [2, 3, 7, 6])])
+    q, k, v = T("f32", [2, 2, 6, 4]), T("f32", [2, 2, 6, 4]), T("f32", [2, 2, 6, 4])
+    one_op(c, "sdpa_causal", op, [q, k, v], {"is_causal": True})
+    one_op(c, "sdpa_causal_l5_s7_f16", op, [T("f16", [3, 5, 8]), T("f16", [3, 7, 8]), T("f16", [3, 7, 8])],
+           {"is_causal": True})
+    one_op(c, "sdpa_bool_mask_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [2, 3, 7, 8]), T("f32", [2, 3, 7, 6]),
+                                           T("bool", [5, 7])])
+    one_op(c, "sdpa_float_mask_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [2, 3, 7, 8]), T("f32", [2, 3, 7, 6]),
+                                            T("f32", [2, 1, 1, 7], lo=-3, hi=0)])
+    one_op(c, "sdpa_scale_bf16", op, [T("bf16", [2, 5, 8]), T("bf16", [2, 7, 8]), T("bf16", [2, 7, 3])],
+           {"scale": 0.5})
+    one_op(c, "sdpa_2d", op, [T("f64", [5, 8]), T("f64", [9, 8]), T("f64", [9, 3])])
+    one_op(c, "sdpa_batch_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [1, 3, 7, 8]), T("f32", [1, 3, 7, 6])])
+    mask = torch.ones(2, 4, 6, dtype=torch.bool)
+    mask[0, 1, :] = False   # a fully masked row: NaN, as PyTorch's math path
+    mask[1, 2, 3:] = False
+    c.add("sdpa_fully_masked_row", [("q", "f32", [2, 4, 8], rand("f32", [2, 4, 8])),
+                                     ("k", "f32", [2, 6, 8], rand("f32", [2, 6, 8])),
+                                     ("v", "f32", [2, 6, 5], rand("f32", [2, 6, 5])),
+                                     ("m", "bool", [2, 4, 6], mask)],
+          [node("y", op, ["q", "k", "v", "m"])], ["y"])
+    # the transformer layout: [B, L, H, E] permuted to [B, H, L, E]
+    c.add("sdpa_noncontig", [("q", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8])),
+                             ("k", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8])),
+                             ("v", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8]))],
+          [node("qp", "permute", ["q"], dims=[0, 2, 1, 3]), node("kp", "permute", ["k"], dims=[0, 2, 1, 3]),
+           node("vp", "permute", ["v"], dims=[0, 2, 1, 3]),
+           node("y", op, ["qp", "kp", "vp"], is_causal=True)], ["y"])
+    one_op(c, "sdpa_empty_l", op, [T("f32", [2, 0, 8]), T("f32", [2, 7, 8]), T("f32", [2, 7, 6])])
+    one_op(c, "err_sdpa_mask_and_causal", op, [q, k, v, T("bool", [6, 6])], {"is_causal": True}, expect="error")
+    one_op(c, "err_sdpa_dtypes", op, [T("f32", [5, 8]), T("f64", [7, 8]), T("f32", [7, 8])], expect="error")
+    one_op(c, "err_sdpa_head_dim", op, [T("f32", [5, 8]), T("f32", [7, 4]), T("f32", [7, 8])], expect="error")
+    one_op(c, "err_sdpa_mask_dtype", op, [T("f32", [5, 8]), T("f32", [7, 8]), T("f32", [7, 8]), T("f64", [5, 7])],
+           expect="error")
+    one_op(c, "err_sdpa_mask_shape", op, [T("f32", [5, 8]), T("f32", [7, 8]), T("f32", [7, 8]), T("bool", [3, 5, 7])],
+           expect="error")
+
+
+def index_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "gather_%s" % dt, "gather", [T(dt, [4, 6]), idx([4, 3], 6)], {"dim": 1})
+        one_op(c, "index_select_%s" % dt, "index_select", [T(dt, [5, 4]), idx([7], 5)], {"dim": 0})
+    one_op(c, "gather_dim0_smaller", "gather", [T("f32", [3, 5]), idx([2, 4], 3)], {"dim": 0})
+    one_op(c, "gather_3d_neg_dim", "gather", [T("f16", [2, 3, 4]), idx([2, 3, 9], 4)], {"dim": -1})
+    one_op(c, "gather_i32_index", "gather", [T("f32", [4, 6]), idx([4, 2], 6, dtype="i32")], {"dim": 1})
+    one_op(c, "gather_empty", "gather", [T("f32", [3, 4]), idx([3, 0], 4)], {"dim": 1})
+    one_op(c, "gather_0d", "gather", [T("f32", []), idx([], 1)], {"dim": 0})
+    permuted(c, "gather_noncontig", "gather", T("f32", [6, 4]), [1, 0], [idx([4, 6], 6)], {"dim": 1})
+    one_op(c, "index_select_dim1_i32", "index_select", [T("f32", [3, 6, 2]), idx([4], 6, dtype="i32")], {"dim": 1})
+    one_op(c, "index_select_0d_index", "index_select", [T("f32", [5, 4]), idx([], 5)], {"dim": -2})
+    one_op(c, "index_select_empty", "index_select", [T("f32", [5, 4]), idx([0], 5)], {"dim": 0})
+    permuted(c, "index_select_noncontig", "index_select", T("bf16", [4, 5]), [1, 0], [idx([3], 4)], {"dim": 1})
+    oob = ("i64", [2, 2], torch.tensor([[0, 1], [6, 2]]))
+    one_op(c, "err_gather_oob", "gather", [T("f32", [2, 6]), oob], {"dim": 1}, expect="error")
+    one_op(c, "err_gather_negative", "gather", [T("f32", [2, 6]), ("i64", [2, 1], torch.tensor([[0], [-1]]))],
+           {"dim": 1}, expect="error")
+    one_op(c, "err_gather_rank", "gather", [T("f32", [2, 6]), idx([3], 2)], {"dim": 0}, expect="error")
+    one_op(c, "err_gather_larger", "gather", [T("f32", [3, 4]), idx([4, 1], 3)], {"dim": 1}, expect="error")
+    one_op(c, "err_index_select_oob", "index_select", [T("f32", [5, 4]), ("i64", [3], torch.tensor([0, 5, 1]))],
+           {"dim": 0}, expect="error")
+    one_op(c, "err_index_select_negative", "index_select",
+           [T("f32", [5, 4]), ("i32", [2], torch.tensor([1, -1], dtype=torch.int32))], {"dim": 0}, expect="error")
+    one_op(c, "err_index_select_2d", "index_select", [T("f32", [5, 4]), idx([2, 2], 5)], {"dim": 0},
+           expect="error")
+    one_op(c, "err_index_select_float", "index_select", [T("f32", [5, 4]), T("f32", [2])], {"dim": 0},
+           expect="error")
+
+
+def shape_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "cumsum_%s" % dt, "cumsum", [T(dt, [4, 6])], {"dim": 1})
+        one_op(c, "stack_%s" % dt, "stack", [T(dt, [3, 4]), T(dt, [3, 4]), T(dt, [3, 4])], {"dim": 1})
+        one_op(c, "masked_fill_%s" % dt, "masked_fill", [T(dt, [3, 5]), T("bool", [3, 5])],
+               {"value": -1.5 if dt in FLOATS else (1 if dt == "bool" else 7)})
+    one_op(c, "cumsum_dim0_3d", "cumsum", [T("f32", [5, 3, 4])], {"dim": 0})
+    one_op(c, "cumsum_neg_dim_f64", "cumsum", [T("f64", [3, 4, 33])], {"dim": -1})
+    one_op(c, "cumsum_dtype_f64", "cumsum", [T("i32", [9])], {"dim": 0, "dtype": "f64"})
+    one_op(c, "cumsum_dtype_i32_trunc", "cumsum", [T("f32", [2, 9], lo=-3, hi=3)], {"dim": 1, "dtype": "i32"})
+    one_op(c, "cumsum_0d", "cumsum", [T("f32", [])], {"dim": -1})
+    one_op(c, "cumsum_empty", "cumsum", [T("f32", [0, 4])], {"dim": 0})
+    one_op(c, "cumsum_len1", "cumsum", [T("i32", [3, 1])], {"dim": 1})
+    one_op(c, "cumsum_long_f32", "cumsum", [T("f32", [1000], lo=0, hi=1)], {"dim": 0})
+    one_op(c, "cumsum_big_i64", "cumsum", [T("i64", [40], lo=-10 ** 15, hi=10 ** 15)], {"dim": 0})
+    permuted(c, "cumsum_noncontig", "cumsum", T("f32", [4, 7]), [1, 0], (), {"dim": 1})
+    one_op(c, "err_cumsum_dtype_bool", "cumsum", [T("f32", [4])], {"dim": 0, "dtype": "bool"}, expect="error")
+    one_op(c, "err_cumsum_dim", "cumsum", [T("f32", [4])], {"dim": 1}, expect="error")
+    one_op(c, "stack_dim0", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": 0})
+    one_op(c, "stack_dim_neg1", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": -1})
+    one_op(c, "stack_promote", "stack", [T("i32", [4]), T("f16", [4])], {"dim": 0})
+    one_op(c, "stack_0d", "stack", [T("f32", []), T("f32", []), T("f32", [])], {"dim": 0})
+    one_op(c, "stack_one", "stack", [T("i64", [3, 2])], {"dim": 2})
+    one_op(c, "stack_empty", "stack", [T("f32", [0, 2]), T("f32", [0, 2])], {"dim": 1})
+    one_op(c, "err_stack_shapes", "stack", [T("f32", [2]), T("f32", [3])], {"dim": 0}, expect="error")
+    one_op(c, "err_stack_dim", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": 3}, expect="error")
+    one_op(c, "masked_fill_bcast_mask", "masked_fill", [T("f32", [4, 5]), T("bool", [1, 5])], {"value": 0.25})
+    one_op(c, "masked_fill_mask_bigger", "masked_fill", [T("f32", [5]), T("bool", [3, 5])], {"value": 2})
+    one_op(c, "masked_fill_neg_inf_f16", "masked_fill", [T("f16", [2, 6]), T("bool", [2, 6])],
+           {"value": "-inf"})
+    one_op(c, "masked_fill_float_on_int", "masked_fill", [T("i32", [6]), T("bool", [6])], {"value": 2.75})
+    one_op(c, "masked_fill_0d_mask", "masked_fill", [T("f32", [2, 3]), T("bool", [])], {"value": 3})
+    one_op(c, "masked_fill_i64_big", "masked_fill", [T("i64", [4]), T("bool", [4])], {"value": 3000000000})
+    permuted(c, "masked_fill_noncontig", "masked_fill", T("f32", [3, 4]), [1, 0], [T("bool", [4, 3])],
+             {"value": -7.5})
+    one_op(c, "err_masked_fill_overflow_f16", "masked_fill", [T("f16", [3]), T("bool", [3])], {"value": 70000},
+           expect="error")
+    one_op(c, "err_masked_fill_overflow_i32", "masked_fill", [T("i32", [3]), T("bool", [3])],
+           {"value": 3000000000}, expect="error")
+    one_op(c, "err_masked_fill_nan_i32", "masked_fill", [T("i32", [3]), T("bool", [3])],
+           {"value": float("nan")}, expect="error")
+    one_op(c, "err_masked_fill_int_mask", "masked_fill", [T("f32", [3]), T("i32", [3], lo=0, hi=2)], {"value": 1},
+           expect="error")
+    one_op(c, "err_masked_fill_bcast", "masked_fill", [T("f32", [3]), T("bool", [4])], {"value": 1},
+           expect="error")
+
+
+def pointwise_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "hardtanh_%s" % dt, "hardtanh", [T(dt, [4, 7], lo=-3, hi=3)])
+        one_op(c, "mish_%s" % dt, "mish", [T(dt, [4, 7], lo=-6, hi=6)])
+        one_op(c, "elu_%s" % dt, "elu", [T(dt, [4, 7], lo=-4, hi=4)])
+        one_op(c, "triu_%s" % dt, "triu", [T(dt, [4, 5])])
+        one_op(c, "tril_%s" % dt, "tril", [T(dt, [5, 4])])
+    one_op(c, "hardtanh_bounds", "hardtanh", [T("f32", [33], lo=-3, hi=3)], {"min_val": -0.5, "max_val": 2.0})
+    one_op(c, "hardtanh_int_float_bounds", "hardtanh", [T("i64", [9])], {"min_val": -1.5, "max_val": 2.5})
+    one_op(c, "hardtanh_min_gt_max", "hardtanh", [T("f32", [7])], {"min_val": 1, "max_val": -1})
+    one_op(c, "elu_alpha_f64", "elu", [T("f64", [17], lo=-5, hi=5)], {"alpha": 0.5})
+    nan, inf = float("nan"), float("inf")
+    sv = torch.tensor([nan, inf, -inf, 0.0, -0.0, 3.0, -3.0, 1e-30, 25.0, -25.0, -1.5, 88.0, -100.0])
+    for op in ("hardtanh", "mish", "elu"):
+        c.add("special_%s" % op, [("x", "f32", [13], sv)], [node("y", op, ["x"])], ["y"])
+    for op in ("triu", "tril"):
+        for dg in (1, -2, 10, -10):
+            one_op(c, "%s_diag_%d" % (op, dg), op, [T("f32", [4, 6])], {"diagonal": dg})
+        one_op(c, "%s_3d" % op, op, [T("i32", [2, 3, 4])], {"diagonal": -1})
+        one_op(c, "%s_empty" % op, op, [T("f32", [0, 4])])
+        permuted(c, "%s_noncontig" % op, op, T("f32", [5, 3]), [1, 0], (), {"diagonal": 1})
+        one_op(c, "err_%s_1d" % op, op, [T("f32", [4])], expect="error")
+    # a GPT-2 style causal mask: tril of ones, then masked_fill where it is 0
+    c.add("nn_causal_mask_chain", [("s", "f32", [2, 6, 6], rand("f32", [2, 6, 6]))],
+          [node("ones", "full", [], value=1, shape=[6, 6], dtype="f32"),
+           node("tri", "tril", ["ones"]), node("keep", "eq", ["tri", 0]),
+           node("m", "masked_fill", ["s", "keep"], value="-inf"),
+           node("p", "softmax", ["m"], dim=-1), node("c", "cumsum", ["p"], dim=-1),
+           node("h", "hardtanh", ["c"], min_val=0.0, max_val=0.9), node("y", "mish", ["h"])], ["y"])
+
+
+def nn_cases(c):
+    norm_nn_cases(c)
+    sdpa_cases(c)
+    index_nn_cases(c)
+    shape_nn_cases(c)
+    pointwise_nn_cases(c)
 
 
 def main(argv):
@@ -1243,7 +1466,7 @@ def main(argv):
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
                   integer_attr_cases, new_pointwise_cases,
                   conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases,
-                  conv_transpose_cases):
+                  conv_transpose_cases, nn_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS

@@ -4,6 +4,7 @@
  * refusals, arity, names, specialisation. Expected shapes are worked out by hand from the
  * PyTorch docs; each error test checks the status and what the message names. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1041,4 +1042,127 @@ Test(infer, pad_view_and_interpolate_shapes_and_errors)
     bad_msg("e7", IC_OP_INTERPOLATE, OPS(V(x)), &in, "bilinear mode needs 4D input");
     in.mode = IC_INTERP_NEAREST, in.align_corners = true;
     bad_msg("e8", IC_OP_INTERPOLATE, OPS(V(x)), &in, "align_corners option can only be set with the interpolating modes");
+}
+
+/* ---- nn ops (issue 12) ---- */
+
+Test(infer, nn_norms)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,6,5,5"), c6 = ict_input(g, "c6", IC_F32, "6");
+    ic_value c4 = ict_input(g, "c4", IC_F32, "4"), h = ict_input(g, "h", IC_BF16, "2,6");
+    ic_value i = ict_input(g, "i", IC_I64, "2,6"), x1 = ict_input(g, "x1", IC_F32, "6");
+    ic_value d6 = ict_input(g, "d6", IC_F64, "6");
+    ic_attrs bn = attrs(IC_OP_BATCH_NORM);
+    cr_assert_float_eq(bn.eps, 1e-5, 1e-12);
+    ic_value y = ok_node("bn", IC_OP_BATCH_NORM, OPS(V(x), V(c6), V(c6), ic_none(), V(c6)), &bn);
+    ict_assert_shape(g, y, "[B, 6, 5, 5]");
+    y = ok_node("bn_mixed", IC_OP_BATCH_NORM, OPS(V(h), V(c6), V(c6), V(c6)), &bn);
+    ict_assert_dtype(g, y, IC_BF16);
+    ict_assert_error(c, bad_node("b1", IC_OP_BATCH_NORM, OPS(V(x), V(c4), V(c6)), &bn), IC_ESHAPE,
+                     "node 'b1'", "(batch_norm)", "running_mean", "[4]", "[6]");
+    ict_assert_error(c, bad_node("b2", IC_OP_BATCH_NORM, OPS(V(x1), V(c6), V(c6)), &bn), IC_ESHAPE,
+                     "(batch_norm)", "at least 2 dims", "[6]");
+    ict_assert_error(c, bad_node("b3", IC_OP_BATCH_NORM, OPS(V(i), V(c6), V(c6)), &bn), IC_EDTYPE,
+                     "(batch_norm)", "i64");
+    ict_assert_error(c, bad_node("b4", IC_OP_BATCH_NORM, OPS(V(x), V(c6), V(d6)), &bn), IC_EDTYPE,
+                     "running_var", "f64");
+    ic_attrs gn = attrs(IC_OP_GROUP_NORM);
+    ict_assert_error(c, bad_node("g0", IC_OP_GROUP_NORM, OPS(V(x)), &gn), IC_EINVAL, "(group_norm)",
+                     "num_groups must be positive");
+    gn.num_groups = 3;
+    ict_assert_shape(g, ok_node("gn", IC_OP_GROUP_NORM, OPS(V(x), V(c6), V(c6)), &gn), "[B, 6, 5, 5]");
+    gn.num_groups = 4;
+    ict_assert_error(c, bad_node("g1", IC_OP_GROUP_NORM, OPS(V(x)), &gn), IC_ESHAPE, "(group_norm)",
+                     "multiple of num_groups=4");
+    gn.num_groups = 2;
+    ict_assert_error(c, bad_node("g2", IC_OP_GROUP_NORM, OPS(V(x), V(c4)), &gn), IC_ESHAPE, "weight",
+                     "[4]", "[6]");
+}
+
+Test(infer, nn_attention)
+{
+    ic_value q = ict_input(g, "q", IC_F16, "B,8,L,64"), k = ict_input(g, "k", IC_F16, "B,8,S,64");
+    ic_value v = ict_input(g, "v", IC_F16, "B,8,S,32"), m = ict_input(g, "m", IC_BOOL, "L,S");
+    ic_value fm = ict_input(g, "fm", IC_F32, "L,S"), k2 = ict_input(g, "k2", IC_F16, "B,8,S,16");
+    ic_value bm = ict_input(g, "bm", IC_BOOL, "3,L,S");
+    ic_attrs a = attrs(IC_OP_SDPA);
+    ic_value y = ok_node("att", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(m)), &a);
+    ict_assert_shape(g, y, "[B, 8, L, 32]");
+    ict_assert_dtype(g, y, IC_F16);
+    ict_assert_error(c, bad_node("a1", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(fm)), &a), IC_EDTYPE,
+                     "(scaled_dot_product_attention)", "attn_mask", "f32");
+    ict_assert_error(c, bad_node("a2", IC_OP_SDPA, OPS(V(q), V(k2), V(v)), &a), IC_ESHAPE, "node 'a2'",
+                     "[B, 8, S, 16]");
+    ict_assert_error(c, bad_node("a3", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(bm)), &a), IC_ESHAPE,
+                     "attn_mask", "[3, L, S]");
+    a.is_causal = true;
+    ict_assert_error(c, bad_node("a4", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(m)), &a), IC_EINVAL,
+                     "attn_mask or is_causal");
+}
+
+Test(infer, nn_gather_index_select)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "4,6"), ix = ict_input(g, "ix", IC_I64, "4,3");
+    ic_value i1 = ict_input(g, "i1", IC_I32, "7"), i0 = ict_input(g, "i0", IC_I64, "[]");
+    ic_value f = ict_input(g, "f", IC_F32, "4,3"), big = ict_input(g, "big", IC_I64, "5,1");
+    ic_attrs a = attrs(IC_OP_GATHER);
+    a.dim = 1;
+    ict_assert_shape(g, ok_node("ga", IC_OP_GATHER, OPS(V(x), V(ix)), &a), "[4, 3]");
+    ict_assert_error(c, bad_node("g1", IC_OP_GATHER, OPS(V(x), V(f)), &a), IC_EDTYPE, "(gather)", "f32");
+    ict_assert_error(c, bad_node("g2", IC_OP_GATHER, OPS(V(x), V(big)), &a), IC_ESHAPE, "(gather)",
+                     "[5, 1]", "[4, 6]", "dim 0");
+    ict_assert_error(c, bad_node("g3", IC_OP_GATHER, OPS(V(x), V(i1)), &a), IC_ESHAPE, "as many dims");
+    a.dim = 2;
+    ict_assert_error(c, bad_node("g4", IC_OP_GATHER, OPS(V(x), V(ix)), &a), IC_EINVAL, "dim 2");
+    ic_attrs s = attrs(IC_OP_INDEX_SELECT);
+    s.dim = -1;
+    ict_assert_shape(g, ok_node("is", IC_OP_INDEX_SELECT, OPS(V(x), V(i1)), &s), "[4, 7]");
+    ict_assert_shape(g, ok_node("is0", IC_OP_INDEX_SELECT, OPS(V(x), V(i0)), &s), "[4, 1]");
+    ict_assert_error(c, bad_node("s1", IC_OP_INDEX_SELECT, OPS(V(x), V(ix)), &s), IC_ESHAPE,
+                     "(index_select)", "1-d or 0-d", "[4, 3]");
+}
+
+Test(infer, nn_cumsum_stack_masked_fill)
+{
+    ic_value x = ict_input(g, "x", IC_I32, "B,5"), b = ict_input(g, "b", IC_BOOL, "5");
+    ic_value f = ict_input(g, "f", IC_F16, "B,5"), y6 = ict_input(g, "y6", IC_F16, "B,6");
+    ic_attrs cs = attrs(IC_OP_CUMSUM);
+    cs.dim = -1;
+    ic_value y = ok_node("cs", IC_OP_CUMSUM, OPS(V(x)), &cs);
+    ict_assert_dtype(g, y, IC_I64);
+    ict_assert_dtype(g, ok_node("csb", IC_OP_CUMSUM, OPS(V(b)), &cs), IC_I64);
+    ict_assert_dtype(g, ok_node("csf", IC_OP_CUMSUM, OPS(V(f)), &cs), IC_F16);
+    cs.has_dtype = true, cs.dtype = IC_BOOL;
+    ict_assert_error(c, bad_node("c1", IC_OP_CUMSUM, OPS(V(f)), &cs), IC_EDTYPE, "(cumsum)", "bool");
+    ic_attrs st = attrs(IC_OP_STACK);
+    st.dim = -1;
+    y = ok_node("st", IC_OP_STACK, OPS(V(x), V(f)), &st);
+    ict_assert_shape(g, y, "[B, 5, 2]");
+    ict_assert_dtype(g, y, IC_F16);
+    ict_assert_error(c, bad_node("s1", IC_OP_STACK, OPS(V(f), V(y6)), &st), IC_ESHAPE, "(stack)",
+                     "[B, 6]", "[B, 5]");
+    ic_attrs mf = attrs(IC_OP_MASKED_FILL);
+    mf.value = (ic_scalar){ -INFINITY, 0, false };
+    ict_assert_shape(g, ok_node("mf", IC_OP_MASKED_FILL, OPS(V(f), V(b)), &mf), "[B, 5]");
+    ict_assert_error(c, bad_node("m1", IC_OP_MASKED_FILL, OPS(V(f), V(x)), &mf), IC_EDTYPE,
+                     "(masked_fill)", "mask must be bool", "i32");
+    ict_assert_error(c, bad_node("m2", IC_OP_MASKED_FILL, OPS(V(x), V(b)), &mf), IC_EINVAL,
+                     "(masked_fill)", "without overflow", "i32");
+    mf.value = (ic_scalar){ 70000, 70000, true };
+    ict_assert_error(c, bad_node("m3", IC_OP_MASKED_FILL, OPS(V(f), V(b)), &mf), IC_EINVAL, "f16");
+}
+
+Test(infer, nn_activations_and_triangles)
+{
+    ic_value x = ict_input(g, "x", IC_I32, "3,4"), b = ict_input(g, "b", IC_BOOL, "3,4");
+    ic_value v = ict_input(g, "v", IC_F32, "4");
+    ic_attrs ht = attrs(IC_OP_HARDTANH);
+    cr_assert(ht.min_val == -1 && ht.max_val == 1);
+    ict_assert_dtype(g, ok_node("ht", IC_OP_HARDTANH, OPS(V(x)), &ht), IC_I32);
+    ict_assert_error(c, bad_node("h1", IC_OP_HARDTANH, OPS(V(b)), &ht), IC_EDTYPE, "(hardtanh)", "bool");
+    ict_assert_error(c, bad_node("h2", IC_OP_MISH, OPS(V(x)), NULL), IC_EDTYPE, "(mish)", "i32");
+    ict_assert_error(c, bad_node("h3", IC_OP_ELU, OPS(V(x)), NULL), IC_EDTYPE, "(elu)", "i32");
+    cr_assert_eq(attrs(IC_OP_ELU).alpha, 1);
+    ict_assert_dtype(g, ok_node("tu", IC_OP_TRIU, OPS(V(b)), NULL), IC_BOOL);
+    ict_assert_error(c, bad_node("t1", IC_OP_TRIL, OPS(V(v)), NULL), IC_ESHAPE, "(tril)", "2 dims", "[4]");
 }

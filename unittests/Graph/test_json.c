@@ -235,7 +235,8 @@ static const char *all_ops_json =
     "  {\"name\": \"ids\", \"dtype\": \"i64\", \"shape\": [\"B\", 3], \"range\": [0, 10]},\n"
     "  {\"name\": \"iv\", \"dtype\": \"i32\", \"shape\": [4], \"range\": [-5, 5]},\n"
     "  {\"name\": \"bq\", \"dtype\": \"f32\", \"shape\": [2, 4, 6]},\n"
-    "  {\"name\": \"bk\", \"dtype\": \"f32\", \"shape\": [2, 6, 5]}],\n"
+    "  {\"name\": \"bk\", \"dtype\": \"f32\", \"shape\": [2, 6, 5]},\n"
+    "  {\"name\": \"gi\", \"dtype\": \"i64\", \"shape\": [3, 2], \"range\": [0, 6]}],\n"
     " \"params\": [\n"
     "  {\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [6, 6]},\n"
     "  {\"name\": \"emb\", \"dtype\": \"f32\", \"shape\": [10, 6]},\n"
@@ -243,7 +244,8 @@ static const char *all_ops_json =
     "  {\"name\": \"lnb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
     "  {\"name\": \"cw\", \"dtype\": \"f32\", \"shape\": [6, 2, 3]},\n"
     "  {\"name\": \"cb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
-    "  {\"name\": \"tw\", \"dtype\": \"f32\", \"shape\": [4, 3, 2]}],\n"
+    "  {\"name\": \"tw\", \"dtype\": \"f32\", \"shape\": [4, 3, 2]},\n"
+    "  {\"name\": \"bn4\", \"dtype\": \"f32\", \"shape\": [4]}],\n"
     " \"nodes\": [\n"
     "  {\"name\": \"neg\", \"op\": \"neg\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"abs\", \"op\": \"abs\", \"inputs\": [\"x\"]},\n"
@@ -332,7 +334,22 @@ static const char *all_ops_json =
     "  {\"name\": \"aap\", \"op\": \"adaptive_avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [4]}},\n"
     "  {\"name\": \"amp\", \"op\": \"adaptive_max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [5]}},\n"
     "  {\"name\": \"interp\", \"op\": \"interpolate\", \"inputs\": [\"x\"], \"attrs\": {\"size\": [12], \"scale_factor\": [2.0], \"mode\": \"linear\", \"align_corners\": false}},\n"
-    "  {\"name\": \"convt\", \"op\": \"conv_transpose\", \"inputs\": [\"x\", \"tw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"output_padding\": [1], \"dilation\": [1], \"groups\": 2}}],\n"
+    "  {\"name\": \"convt\", \"op\": \"conv_transpose\", \"inputs\": [\"x\", \"tw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"output_padding\": [1], \"dilation\": [1], \"groups\": 2}},\n"
+    /* --- nn ops (issue 12) --- */
+    "  {\"name\": \"bn\", \"op\": \"batch_norm\", \"inputs\": [\"x\", \"bn4\", \"bn4\", null, \"bn4\"], \"attrs\": {\"eps\": 0.01}},\n"
+    "  {\"name\": \"gn\", \"op\": \"group_norm\", \"inputs\": [\"x\", \"bn4\"], \"attrs\": {\"num_groups\": 2, \"eps\": 0.5}},\n"
+    "  {\"name\": \"sdpa\", \"op\": \"scaled_dot_product_attention\", \"inputs\": [\"bq\", \"bq\", \"bq\"], \"attrs\": {\"is_causal\": true, \"scale\": 0.25}},\n"
+    "  {\"name\": \"gather\", \"op\": \"gather\", \"inputs\": [\"emb\", \"gi\"], \"attrs\": {\"dim\": 1}},\n"
+    "  {\"name\": \"isel\", \"op\": \"index_select\", \"inputs\": [\"emb\", \"iv\"], \"attrs\": {\"dim\": -2}},\n"
+    "  {\"name\": \"cumsum\", \"op\": \"cumsum\", \"inputs\": [\"iv\"], \"attrs\": {\"dim\": 0}},\n"
+    "  {\"name\": \"cumsum_d\", \"op\": \"cumsum\", \"inputs\": [\"x\"], \"attrs\": {\"dim\": -1, \"dtype\": \"f64\"}},\n"
+    "  {\"name\": \"stack\", \"op\": \"stack\", \"inputs\": [\"x\", \"y\"], \"attrs\": {\"dim\": -1}},\n"
+    "  {\"name\": \"mfill\", \"op\": \"masked_fill\", \"inputs\": [\"x\", \"m\"], \"attrs\": {\"value\": \"-inf\"}},\n"
+    "  {\"name\": \"hardtanh\", \"op\": \"hardtanh\", \"inputs\": [\"x\"], \"attrs\": {\"min_val\": -2, \"max_val\": 0.5}},\n"
+    "  {\"name\": \"mish\", \"op\": \"mish\", \"inputs\": [\"x\"]},\n"
+    "  {\"name\": \"elu\", \"op\": \"elu\", \"inputs\": [\"x\"], \"attrs\": {\"alpha\": 0.5}},\n"
+    "  {\"name\": \"triu\", \"op\": \"triu\", \"inputs\": [\"m\"], \"attrs\": {\"diagonal\": 1}},\n"
+    "  {\"name\": \"tril\", \"op\": \"tril\", \"inputs\": [\"x\"]}],\n"
     " \"outputs\": [\"add\", \"sum\", \"embedding\", \"x\", \"w\", \"add\"]}\n";
 
 Test(json, every_op_is_covered)
@@ -407,6 +424,31 @@ Test(json, load_reads_what_the_file_says)
     cr_assert_eq(in.attrs->negative_slope, 0.2);
     ic_graph_node(g, find(g, "softplus"), &in);
     cr_assert(in.attrs->beta == 2 && in.attrs->threshold == 7.5);
+    /* --- nn ops --- */
+    cr_assert_str_eq(shape_of(g, "sdpa"), "[2, 4, 6]");
+    cr_assert_str_eq(shape_of(g, "gather"), "[3, 2]");
+    cr_assert_str_eq(shape_of(g, "isel"), "[4, 6]");
+    cr_assert_str_eq(shape_of(g, "stack"), "[B, 4, 6, 2]");
+    ic_graph_node(g, find(g, "bn"), &in);
+    cr_assert(in.attrs->eps == 0.01 && in.ninputs == 5 && in.inputs[3].node == IC_NONE);
+    ic_graph_node(g, find(g, "gn"), &in);
+    cr_assert(in.attrs->num_groups == 2 && in.attrs->eps == 0.5);
+    ic_graph_node(g, find(g, "sdpa"), &in);
+    cr_assert(in.attrs->is_causal && in.attrs->has_scale && in.attrs->scale == 0.25);
+    ic_graph_node(g, find(g, "cumsum"), &in);
+    cr_assert(in.dtype == IC_I64 && in.attrs->dim == 0 && !in.attrs->has_dtype);
+    ic_graph_node(g, find(g, "cumsum_d"), &in);
+    cr_assert(in.dtype == IC_F64 && in.attrs->has_dtype);
+    ic_graph_node(g, find(g, "mfill"), &in);
+    cr_assert(!in.attrs->value.is_int && isinf(in.attrs->value.f) && in.attrs->value.f < 0);
+    ic_graph_node(g, find(g, "hardtanh"), &in);
+    cr_assert(in.attrs->min_val == -2 && in.attrs->max_val == 0.5);
+    ic_graph_node(g, find(g, "elu"), &in);
+    cr_assert_eq(in.attrs->alpha, 0.5);
+    ic_graph_node(g, find(g, "mish"), &in);
+    cr_assert_eq(in.attrs->alpha, 1);
+    ic_graph_node(g, find(g, "triu"), &in);
+    cr_assert(in.attrs->diagonal == 1 && in.dtype == IC_BOOL);
     ic_graph_node(g, find(g, "expm1"), &in);
     cr_assert_eq(in.dtype, IC_F32);  /* integers to f32, as torch.expm1 */
     ic_graph_node(g, find(g, "sign"), &in);

@@ -111,6 +111,20 @@ static const op_hint HINTS[] = {
     { "interpolate", "f32 f64", "T:2,3,4,5", "{\"size\": [7, 9], \"mode\": \"bilinear\"}" },
     { "conv_transpose", "f32 bf16", "T:2,4,5,4 T:4,3,3,3 T:6",
       "{\"stride\": [2, 1], \"padding\": [1, 0], \"output_padding\": [1, 0], \"groups\": 2}" },
+    /* --- nn ops (issue 12) --- */
+    { "batch_norm", "f32 f64 bf16", "T:2,3,5 T:3 T:3:0.5:2 T:3", "{\"eps\": 0.001}" },
+    { "group_norm", "f32 f16", "T:2,6,5 T:6 T:6", "{\"num_groups\": 3}" },
+    { "scaled_dot_product_attention", "f32 f16", "T:2,5,8 T:2,7,8 T:2,7,6 bool:5,7", NULL },
+    { "gather", "f32 i32", "T:4,33 i64:4,5:0:33", "{\"dim\": 1}" },
+    { "index_select", "f32 bf16", "T:5,33 i32:7:0:5", "{\"dim\": 0}" },
+    { "cumsum", "f32 i32 bool", "T:4,33", "{\"dim\": 1}" },
+    { "stack", "f32 i64", "T:4,33 T:4,33", "{\"dim\": 1}" },
+    { "masked_fill", "f32 i32", "T:4,33 bool:33", "{\"value\": -2}" },
+    { "hardtanh", "f32 i32 f16", "T:4,33:-3:3", "{\"min_val\": -0.5, \"max_val\": 2}" },
+    { "mish", "f32 bf16", "T:4,33:-6:6", NULL },
+    { "elu", "f32 f64", "T:4,33:-4:4", "{\"alpha\": 0.7}" },
+    { "triu", "f32 bool", "T:2,5,6", "{\"diagonal\": 1}" },
+    { "tril", "f32 i64", "T:5,6", "{\"diagonal\": -1}" },
 };
 #define NHINTS ((int)(sizeof HINTS / sizeof HINTS[0]))
 
