@@ -34,22 +34,6 @@ static const char *shp(const cx *x, const ic_node *t, char *buf)
     return ic_graph_shape_str(x->g, t->info.rank, t->shape, buf, 160);
 }
 
-static int category(ic_dtype t) { return t == IC_BOOL ? 0 : ic_dtype_is_float(t) ? 2 : 1; }
-
-ic_dtype ic__promote(ic_dtype a, ic_dtype b)
-{
-    if (a == b)
-        return a;
-    int ca = category(a), cb = category(b);
-    if (ca != cb)
-        return ca > cb ? a : b;
-    if (ca == 1)
-        return (a == IC_I64 || b == IC_I64) ? IC_I64 : IC_I32;
-    if (a == IC_F64 || b == IC_F64)
-        return IC_F64;
-    return IC_F32; /* f16 with bf16, or either with f32 */
-}
-
 ic_status ic__dim_mul(ic_dim a, ic_dim b, ic_dim *out)
 {
     ic_dim r;
@@ -228,6 +212,11 @@ static ic_status infer_unary(cx *x)
             out = IC_F32;
         else if (t == IC_BOOL && (at->has_min || at->has_max))
             out = IC_I64;
+        for (int i = 0; ic_dtype_is_int(out) && i < 2; i++) /* PyTorch converts the bounds */
+            if ((i ? at->has_max : at->has_min) && !ic__scalar_fits(i ? at->max : at->min, out))
+                return FAIL(x, IC_EINVAL, "%s %lld cannot be converted to %s without overflow",
+                            i ? "max" : "min", (long long)(i ? at->max.i : at->min.i),
+                            ic_dtype_name(out));
         break;
     }
     case IC_OP_CAST:
@@ -237,8 +226,7 @@ static ic_status infer_unary(cx *x)
         break;
     default: /* exp log sqrt rsqrt sin cos tanh sigmoid erf reciprocal log1p expm1: ints
               * become f32 */
-        if (!ic_dtype_is_float(t))
-            out = IC_F32;
+        out = ic__float_result(t);
     }
     x->n->info.dtype = out;
     x->n->compute = op == IC_OP_CAST || op == IC_OP_LOGICAL_NOT ? t : out;
@@ -283,7 +271,7 @@ static ic_status infer_binary(cx *x)
         n->info.dtype = t;
         break;
     case IC_OP_DIV:
-        n->compute = n->info.dtype = ic_dtype_is_float(t) ? t : IC_F32;
+        n->compute = n->info.dtype = ic__float_result(t);
         break;
     case IC_OP_EQ: case IC_OP_NE: case IC_OP_LT: case IC_OP_LE: case IC_OP_GT: case IC_OP_GE:
     case IC_OP_LOGICAL_AND: case IC_OP_LOGICAL_OR:
@@ -382,7 +370,7 @@ static ic_status infer_reduce(cx *x)
     uint32_t mask;
     switch (n->info.op) {
     case IC_OP_SUM: case IC_OP_PROD:
-        n->info.dtype = ic_dtype_is_float(t) ? t : IC_I64;
+        n->info.dtype = ic__sum_result(t);
         break;
     case IC_OP_MEAN:
         if ((s = need_float(x, t)))

@@ -676,11 +676,11 @@ static ic_status full(const ic_graph *g, const ic_node *n, ic_tensor *out)
     } else if (ic_dtype_is_float(t)) {
         bad = isfinite(fv) && fabs(fv) > float_max(t);
     } else if (v.is_int) {
-        bad = t == IC_I32 && (v.i < INT32_MIN || v.i > INT32_MAX);
+        bad = !ic__scalar_fits(v, t);
     } else { /* a float value truncates toward zero, as PyTorch's conversion */
         double lo = t == IC_I32 ? -2147483649.0 : -9223372036854775808.0;
         double hi = t == IC_I32 ? 2147483648.0 : 9223372036854775808.0;
-        bad = !(v.f > lo && v.f < hi);
+        bad = ic__narrow_int(t) ? !ic__scalar_fits(v, t) : !(v.f > lo && v.f < hi);
         iv = bad ? 0 : (int64_t)v.f;
     }
     if (bad)
