@@ -394,7 +394,8 @@ static void ptx_has(const char *json, const char *const *want, int n)
  * debugging tutorial (benchmarks/graphs/inductor_uint8.json). */
 Test(ptx, narrow_integers)
 {
-    static const char *const ld[] = { "ld.global.u8", "ld.global.s8", "ld.global.s16", "st.global.u8",
+    /* (NVPTX loads 8/16 bits unsigned and sign-extends i8/i16 with cvt) */
+    static const char *const ld[] = { "ld.global.nc.u8", "ld.global.nc.u16", "cvt.s16.s8", "st.global.u8",
                                       "st.global.u16" };
     ptx_has(GRAPH(IN("a", "u8", "[37]") "," IN("b", "i8", "[37]") "," IN("c", "i16", "[37]"),
                   "{'name':'x','op':'add','inputs':['a','b']},{'name':'y','op':'mul','inputs':['x','c']},"
