@@ -90,3 +90,9 @@ int64_t ic__float_to_int(double f, ic_dtype t)
               : f <= -9223372036854775808.0 ? INT64_MIN : (int64_t)f;
     return ic__wrap_int(i, t);
 }
+
+void ic__arange_int(const ic_attrs *at, int64_t *start, int64_t *step)
+{
+    *start = at->astart.is_int ? at->astart.i : ic__float_to_int(at->astart.f, IC_I64);
+    *step = at->astep.is_int ? at->astep.i : ic__float_to_int(at->astep.f, IC_I64);
+}

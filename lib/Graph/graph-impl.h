@@ -114,5 +114,9 @@ IC_HIDDEN int64_t ic__wrap_int(int64_t v, ic_dtype t);
  * (bool: f != 0). PyTorch leaves out-of-range conversions undefined (its CPU kernels differ
  * between their scalar and vector paths); in range, this is exactly its result. */
 IC_HIDDEN int64_t ic__float_to_int(double f, ic_dtype t);
+/* arange of an integer dtype as PyTorch computes it: start + i * step in int64, from start
+ * and step truncated toward zero (arange(0, 5, 1.5, dtype=i32) is 0 1 2 3; a step of 0.5
+ * is a zero step, refused). */
+IC_HIDDEN void ic__arange_int(const ic_attrs *at, int64_t *start, int64_t *step);
 
 #endif

@@ -836,7 +836,20 @@ static ic_status infer_create(cx *x)
     if (len > 4e18)
         return FAIL(x, IC_ESHAPE, "too many elements");
     int64_t ilen = (int64_t)len;
-    if (at->astart.is_int && at->aend.is_int && at->astep.is_int) {
+    bool exact = at->astart.is_int && at->aend.is_int && at->astep.is_int;
+    if (ic_dtype_is_int(at->dtype) && !exact) { /* in int64 from truncated start and step */
+        int64_t s0, p0, e0 = at->aend.is_int ? at->aend.i : ic__float_to_int(en, IC_I64);
+        ic__arange_int(at, &s0, &p0);
+        if (p0 == 0)
+            return FAIL(x, IC_EINVAL, "step must be nonzero (step %g truncates to 0 for %s)", sp,
+                        ic_dtype_name(at->dtype));
+        if (!((p0 > 0 && e0 >= s0) || (p0 < 0 && e0 <= s0)))
+            return FAIL(x, IC_EINVAL, "end %g is on the wrong side of start %g for step %g", en, st, sp);
+        /* PyTorch's length: from the truncated bounds for i64, from the numbers otherwise */
+        if (at->dtype == IC_I64)
+            ilen = (int64_t)ceil((double)((__int128)e0 - s0) / (double)p0);
+    }
+    if (exact) {
         /* exact for large i64 bounds, where doubles lose the low bits */
         __int128 span = (__int128)at->aend.i - at->astart.i, step = at->astep.i;
         __int128 q = span / step + ((span % step) != 0 && ((span < 0) == (step < 0)));

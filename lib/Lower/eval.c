@@ -488,9 +488,11 @@ static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     if (n->info.op == IC_OP_FULL)
         return scalar_const(G, at->value, n->info.dtype);
     int i = ic__kb_ix(&G->kb, idx[0]);
-    if (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int) {
-        int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, at->astep.i));
-        v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, at->astart.i));
+    int64_t istart, istep; /* integer dtypes: PyTorch's int64 arithmetic, truncated start and step */
+    ic__arange_int(at, &istart, &istep);
+    if (ic_dtype_is_int(n->info.dtype) || (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int)) {
+        int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, istep));
+        v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, istart));
         return ic__kb_cast(&G->kb, t, v);
     }
     /* start + step * i in PyTorch's accumulate type (f32 for f16/bf16, else double), then

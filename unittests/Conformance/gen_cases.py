@@ -1115,6 +1115,16 @@ def dtype_cases(c):
         one_op(c, "remainder_zero_num_%s" % dt, "remainder", [T(dt, [8]), 0], expect="error")
         one_op(c, "clamp_overflow_%s" % dt, "clamp", [T(dt, [8])], {"max": 70000}, expect="error")
         one_op(c, "maximum_0d_i64_%s" % dt, "maximum", [T(dt, [8]), ("i64", [], torch.tensor(300))])
+    # an integer arange computes in int64 from truncated start and step; i64 takes its length
+    # from the truncated bounds too, the others from the numbers
+    for dt in INTS + NARROW:
+        for i, (st, en, sp) in enumerate(((0, 5, 1.5), (0.5, 5.7, 1.5), (-0.5, 3, 1), (2.9, -3.2, -1.5))):
+            if dt == "u8" and sp < 0:
+                continue
+            c.add("arange_float_args_%d_%s" % (i, dt), [],
+                  [node("y", "arange", [], start=st, end=en, step=sp, dtype=dt)], ["y"])
+        c.add("arange_zero_int_step_%s" % dt, [],
+              [node("y", "arange", [], start=0, end=5, step=0.5, dtype=dt)], ["y"], expect="error")
     # edge values and wraparound: 200 + 100 = 44 in u8, -128 * -1 = -128 in i8
     ev = {"u8": [0, 1, 127, 128, 200, 255, 100, 3], "i8": [0, 1, 127, -128, -1, 100, -100, -7],
           "i16": [0, 1, 32767, -32768, -1, 255, -256, 300]}

@@ -259,6 +259,26 @@ Test(infer, narrow_integer_dtype_rules)
     a.max = (ic_scalar){ -200, -200, true };
     ok_node("uc2", IC_OP_CLAMP, OPS(V(u)), &a);
     cr_assert_eq(bad_node("ic", IC_OP_CLAMP, OPS(V(i)), &a), IC_EINVAL);
+    /* integer aranges: int64 arithmetic from truncated start and step; i64's length from
+     * the truncated bounds, the others' from the numbers (torch 1.13) */
+    static const struct { ic_dtype t; double st, en, sp; const char *len; } ar[] = {
+        { IC_I32, 0, 5, 1.5, "[4]" }, { IC_I64, 0, 5, 1.5, "[5]" }, { IC_U8, -0.5, 3, 1, "[4]" },
+        { IC_I16, 2.9, -3.2, -1.5, "[5]" }, { IC_I64, 0.5, 5.7, 1.5, "[5]" },
+    };
+    for (size_t k = 0; k < sizeof ar / sizeof *ar; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "ar%zu", k);
+        a = attrs(IC_OP_ARANGE);
+        a.has_dtype = true;
+        a.dtype = ar[k].t;
+        a.astart = (ic_scalar){ ar[k].st, (int64_t)ar[k].st, false };
+        a.aend = (ic_scalar){ ar[k].en, (int64_t)ar[k].en, false };
+        a.astep = (ic_scalar){ ar[k].sp, (int64_t)ar[k].sp, false };
+        cr_assert_str_eq(ict_shape_of(g, ok_node(nm, IC_OP_ARANGE, 0, NULL, &a)), ar[k].len, "%s", nm);
+    }
+    a.astep = (ic_scalar){ 0.5, 0, false };
+    cr_assert_eq(bad_node("ar_zero", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL);
+    cr_assert(strstr(ic_last_error(c), "step must be nonzero"), "%s", ic_last_error(c));
     for (int d = IC_U8; d <= IC_I16; d++) { /* names and sizes */
         ic_dtype back;
         cr_assert(ic_dtype_from_name(ic_dtype_name((ic_dtype)d), &back) && back == (ic_dtype)d);
@@ -840,8 +860,9 @@ Test(infer, full_and_arange)
 
     static const struct { double s, e, st; const char *want; } ar[] = {
         { 0, 10, 3, "[4]" },  { 0, 10, 1, "[10]" }, { 5, 0, -1, "[5]" }, { 0, 0, 1, "[0]" },
-        { 0, 1, 0.25, "[4]" }, { 1, 2.5, 0.5, "[3]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
-    };
+        { 0.5, 5.7, 1.5, "[5]" }, { 2.9, -3.2, -1.5, "[5]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
+    }; /* i64 with float numbers: as torch.arange(..., dtype=torch.int64), from the truncated
+        * start, end and step (0.5 5.7 1.5 is 0 1 2 3 4) */
     for (size_t i = 0; i < sizeof ar / sizeof *ar; i++) {
         ic_attrs a = attrs(IC_OP_ARANGE);
         a.astart = (ic_scalar){ ar[i].s, (int64_t)ar[i].s, ar[i].s == (int64_t)ar[i].s };
@@ -860,6 +881,8 @@ Test(infer, full_and_arange)
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "wrong side");
     a.astep = (ic_scalar){ 0, 0, true };
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step");
+    a.astep = (ic_scalar){ 0.25, 0, false }; /* truncates to 0 for i64 */
+    ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step must be nonzero");
     a.astep = (ic_scalar){ 1, 1, true };
     a.has_dtype = true, a.dtype = IC_F32;
     ict_assert_dtype(g, ok_node("arf", IC_OP_ARANGE, 0, NULL, &a), IC_F32);
