@@ -237,7 +237,7 @@ static ic_status get_dtype(site *s, const json_t *j, const char *what, ic_dtype 
         return SITE_ERR(s, IC_EFORMAT, "%s must be a dtype name string, not %s", what, jtype(j));
     if (!ic_dtype_from_name(json_string_value(j), out))
         return SITE_ERR(s, IC_EFORMAT,
-                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64 or bool)",
+                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64, bool, u8, i8 or i16)",
                         what, json_string_value(j));
     return IC_OK;
 }
