@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "infer-impl.h"
+#include "spatial-impl.h"
 
 void ic_attrs_init(ic_attrs *a, ic_op op)
 {
@@ -15,6 +16,8 @@ void ic_attrs_init(ic_attrs *a, ic_op op)
     a->negative_slope = 0.01;
     a->beta = 1;
     a->threshold = 20;
+    a->groups = 1;              /* --- spatial ops --- */
+    a->count_include_pad = true;
     /* --- nn ops --- */
     a->min_val = -1;
     a->max_val = 1;
@@ -620,6 +623,8 @@ static ic_status infer_view(cx *x)
     int r = a->info.rank, d = 0;
     ic_dim out[IC_MAX_RANK];
     switch (n->info.op) {
+    case IC_OP_UNFOLD: case IC_OP_FLIP: /* --- spatial ops --- */
+        return ic__infer_spatial(x->g, x->n);
     case IC_OP_RESHAPE:
         return infer_reshape(x, a);
     case IC_OP_PERMUTE:
@@ -1212,6 +1217,7 @@ ic_status ic__infer(ic_graph *g, ic_node *n)
     case IC_KIND_CONTRACT: return infer_contract(&x);
     case IC_KIND_GATHER: return infer_embedding(&x);
     case IC_KIND_CREATE: return infer_create(&x);
+    case IC_KIND_SPATIAL: return ic__infer_spatial(g, n);
     default: return FAIL(&x, IC_EINVAL, "not an op");
     }
 }

@@ -178,6 +178,16 @@ int ic__eval_view(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
         for (int i = 0, k = 0; i < rs; i++)
             sidx[i] = (n->axes & (1u << i)) ? zero : idx[k++];
         break;
+    case IC_OP_FLIP: /* --- spatial ops: flip and unfold --- */
+        for (int i = 0; i < rs; i++)
+            sidx[i] = (n->axes & (1u << i)) ? ic__ix_addc(&G->ix, ic__ix_scale(&G->ix, idx[i], -1),
+                                                          ic__dim(s, i) - 1) : idx[i];
+        break;
+    case IC_OP_UNFOLD: /* window idx[d] of the dim, element idx[last] of the window */
+        for (int i = 0; i < rs; i++)
+            sidx[i] = i != n->axis ? idx[i] :
+                ic__ix_add(&G->ix, ic__ix_scale(&G->ix, idx[i], n->attrs.step), idx[r - 1]);
+        break;
     default: { /* slice */
         int d = n->axis;
         for (int i = 0; i < rs; i++)
@@ -565,6 +575,73 @@ static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     return ic__kb_cast(&G->kb, ic__regty(t), ic__kb_cast(&G->kb, n->info.dtype, v));
 }
 
+/* ---- pad (spatial ops, issue 12) ---- */
+
+/* |e| as index arithmetic: 2 * max(e, 0) - e. */
+static const ic__ix *ix_abs(ic__ixtab *t, const ic__ix *e)
+{
+    const ic__ix *pos = ic__ix_clamp(t, e, 0, e->hi > 0 ? e->hi : 0);
+    return ic__ix_add(t, ic__ix_scale(t, pos, 2), ic__ix_scale(t, e, -1));
+}
+
+/* Source index of output index o padded by (before, after) along a dim of size len, with
+ * j = o - before: reflect is (len-1) - |(len-1) - |j||, replicate clamps, circular wraps
+ * around the cropped input (ic__pad_source); constant clamps and *inside says where j is in
+ * range. */
+static const ic__ix *pad_source(ic__gen *G, const ic__ix *o, int64_t before, int64_t after,
+                                int64_t len, int mode, int *inside)
+{
+    ic__ixtab *t = &G->ix;
+    ic__kb *b = &G->kb;
+    const ic__ix *j = ic__ix_addc(t, o, -before);
+    if (mode == IC_PAD_CIRCULAR) {
+        int64_t base = before < 0 ? -before : 0, m = len - base - (after < 0 ? -after : 0);
+        int64_t lo = before > 0 ? before : 0, k = (lo + m - 1) / m + 1; /* o - lo + k*m >= 0 */
+        return ic__ix_addc(t, ic__ix_mod(t, ic__ix_addc(t, o, k * m - lo), m), base);
+    }
+    switch (mode) {
+    case IC_PAD_REFLECT:
+        return ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, j), -1),
+                                                                    len - 1)), -1), len - 1);
+    case IC_PAD_REPLICATE: return ic__ix_clamp(t, j, 0, len - 1);
+    default: break;
+    }
+    int in = -1;
+    if (j->lo < 0)
+        in = ic__kb_cmp(b, IC_CMP_GE, ic__kb_ix(b, j), ic__kb_const_i(b, IC_I64, 0));
+    if (j->hi >= len) {
+        int c = ic__kb_cmp(b, IC_CMP_LT, ic__kb_ix(b, j), ic__kb_const_i(b, IC_I64, len));
+        in = in < 0 ? c : ic__kb_bin(b, IC_L_AND, IC_BOOL, in, c);
+    }
+    if (in >= 0)
+        *inside = *inside < 0 ? in : ic__kb_bin(b, IC_L_AND, IC_BOOL, *inside, in);
+    return ic__ix_clamp(t, j, 0, len - 1);
+}
+
+/* pad: the input read at the source index (never out of bounds), the constant selected
+ * where the index falls into constant padding. */
+static int eval_pad(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    const ic_node *s = ic__gnode(G, n->in[0].node);
+    const ic_attrs *at = &n->attrs;
+    ic_dtype t = ic__regty(n->info.dtype);
+    int r = n->info.rank, inside = -1;
+    const ic__ix *sidx[IC_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int p = r - 1 - d; /* F.pad order: last dim first */
+        int64_t before = p < at->npad / 2 ? at->pad[2 * p] : 0, len = ic__dim(s, d);
+        if (len == 0) /* nothing to read: all constant */
+            return scalar_const(G, at->value, n->info.dtype);
+        sidx[d] = idx[d];
+        if (p < at->npad / 2)
+            sidx[d] = pad_source(G, idx[d], before, at->pad[2 * p + 1], len, at->mode, &inside);
+    }
+    int v = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[0].node, sidx));
+    if (inside < 0 || v < 0)
+        return v;
+    return ic__kb_select(&G->kb, inside, v, scalar_const(G, at->value, n->info.dtype));
+}
+
 int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
 {
     switch (ic_op_kind_of(n->info.op)) {
@@ -574,6 +651,11 @@ int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     case IC_KIND_CAT: return eval_cat(G, n, idx);
     case IC_KIND_GATHER: return eval_gather(G, n, idx);
     case IC_KIND_CREATE: return eval_create(G, n, idx);
+    case IC_KIND_SPATIAL:
+        if (n->info.op == IC_OP_PAD)
+            return eval_pad(G, n, idx);
+        return ic__gen_fail(G, "'%s' (%s) is a composite: ic_graph_expand rewrites it", n->info.name,
+                            ic_op_name(n->info.op)), -1;
     default: return ic__gen_fail(G, "'%s' is not pointwise", n->info.name), -1;
     }
 }

@@ -3,7 +3,7 @@
  * ic_compile_dump, IC_DUMP and the IC_COMPILE_DEBUG folder (dump.c), the variant cache
  * (variants.c) and the code-generation thread pool (pool.c).
  *
- *     graph --specialise--> --freeze--> graph --lower--> loops --fuse--> fused
+ *     graph --specialise--> --expand--> --freeze--> graph --lower--> loops --fuse--> fused
  *           --backend codegen--> llvm / llvm-opt / asm (CPU) or ptx (CUDA) --backend load-->
  *
  * Every consumer runs ic__pipeline: ic_compile and ic_cuda_compile (through the variant

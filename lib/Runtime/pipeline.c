@@ -125,7 +125,8 @@ static void print_graph(FILE *f, const void *g) { ic_graph_print(f, g); }
 static void print_program(FILE *f, const void *p) { ic_program_print(f, p); }
 
 /* requires: P->g verified. makes: v->g, the graph with constant sizes (v->spec when P->g has
- * symbols) and, freezing, its constant subgraphs folded into params (v->folded). */
+ * symbols), its composite ops expanded (v->expanded) and, freezing, its constant subgraphs
+ * folded into params (v->folded). */
 static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vbase *v)
 {
     int nsyms = ic_graph_num_symbols(P->g);
@@ -189,7 +190,8 @@ static bool stopped(const ic__pipe *P, ic_pipe_stage last)
 
 /* The whole compile of one variant, stage by stage:
  *   1 specialise   symbols -> the sizes in vals (graphs with symbols only)
- *   2 freeze       constant subgraphs become params (freezing)     [stage graph]
+ *   2 expand       composite ops (conv, pooling, batch_norm, attention...) as existing ops
+ *     freeze       constant subgraphs become params (freezing)     [stage graph]
  *   3 lower        graph -> loop IR, one kernel per op              [stage loops]
  *   4 fuse         group kernels (fusion on)                        [stage fused]
  *   5 codegen      backend: LLVM modules and object code on several threads (CPU:

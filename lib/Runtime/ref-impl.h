@@ -67,6 +67,8 @@ IC_HIDDEN ic_status ic__ref_cat(const ic_graph *g, const ic_node *n, const ic_te
 IC_HIDDEN ic_status ic__ref_norm(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_contract(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_gather(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
+/* --- spatial ops (issue 12): ref_spatial.c --- */
+IC_HIDDEN ic_status ic__ref_spatial(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_create(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 /* --- nn ops (ref_nn.c) --- */
 /* The kernel of an nn op of issue 12 (batch_norm, attention, gather...), NULL for others. */

@@ -196,6 +196,8 @@ ic_status ic__ref_view(const ic_graph *g, const ic_node *n, const ic_tensor *con
         return view_expand(g, n, x, out);
     case IC_OP_SLICE:
         return view_slice(g, n, x, out);
+    case IC_OP_UNFOLD: case IC_OP_FLIP: /* --- spatial ops --- */
+        return ic__ref_spatial(g, n, ins, out);
     default:
         return FAIL(g, n, IC_EINVAL, "is not a view op");
     }

@@ -769,6 +769,7 @@ static ic__ref_fn kernel_of(ic_op op)
     case IC_KIND_CONTRACT: return ic__ref_contract;
     case IC_KIND_GATHER: return ic__ref_gather;
     case IC_KIND_CREATE: return ic__ref_create;
+    case IC_KIND_SPATIAL: return ic__ref_spatial;
     default: return NULL;
     }
 }

@@ -40,6 +40,8 @@ logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax 
 rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
 embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
 softplus
+pad unfold flip roll conv max_pool avg_pool adaptive_avg_pool adaptive_max_pool interpolate
+conv_transpose
 batch_norm group_norm scaled_dot_product_attention gather index_select cumsum stack
 masked_fill hardtanh mish elu triu tril""".split())  # --- nn ops (issue 12) ---
 
@@ -1039,6 +1041,195 @@ def new_pointwise_cases(c):
            node("y", "mul", ["a", "g"]), node("w", "hardsigmoid", ["y"])], ["w", "q"])
 
 
+# --- spatial ops (issue 12) ---
+
+def sp(c, name, op, operands, attrs=None, expect="ok", perm=None):
+    """One spatial op; with perm, input 0 is declared permuted (its inverse is applied
+    first), so the op reads a non-contiguous view."""
+    if perm is None:
+        one_op(c, name, op, operands, attrs, expect)
+        return
+    dt, shape, t = operands[0]
+    inv = [perm.index(i) for i in range(len(perm))]
+    src = [shape[i] for i in inv]
+    inputs = [("x0", dt, src, t.permute(inv).contiguous())]
+    args = ["p"]
+    for i, o in enumerate(operands[1:], 1):
+        if o is None:
+            args.append(None)
+            continue
+        inputs.append(("x%d" % i, o[0], o[1], o[2]))
+        args.append("x%d" % i)
+    nodes = [node("p", "permute", ["x0"], dims=perm), node("y", op, args, **(attrs or {}))]
+    c.add(name, inputs, nodes, ["y"], expect=expect)
+
+
+def conv_cases(c):
+    for dt in FLOATS:
+        sp(c, "conv2d_%s" % dt, "conv", [T(dt, [2, 4, 7, 6]), T(dt, [5, 4, 3, 3]), T(dt, [5])],
+           {"padding": [1, 1]})
+        sp(c, "conv1d_%s" % dt, "conv", [T(dt, [2, 3, 11]), T(dt, [4, 3, 3])], {"stride": [2]})
+    sp(c, "conv3d_f32", "conv", [T("f32", [1, 2, 5, 6, 4]), T("f32", [3, 2, 2, 3, 2]), T("f32", [3])],
+       {"stride": [1, 2, 1], "padding": [1, 0, 1]})
+    sp(c, "conv2d_stride_pad_dil", "conv", [T("f32", [2, 3, 9, 8]), T("f32", [4, 3, 3, 2])],
+       {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 3]})
+    sp(c, "conv2d_groups", "conv", [T("f32", [2, 6, 7, 7]), T("f32", [4, 3, 3, 3]), T("f32", [4])],
+       {"groups": 2, "padding": [1]})
+    sp(c, "conv2d_depthwise", "conv", [T("f32", [2, 4, 8, 7]), T("f32", [8, 1, 3, 3])],
+       {"groups": 4, "stride": [2], "padding": [1]})
+    sp(c, "conv2d_same", "conv", [T("f32", [1, 3, 6, 7]), T("f32", [2, 3, 4, 3])],
+       {"padding": "same", "dilation": [1, 2]})
+    sp(c, "conv2d_valid", "conv", [T("f32", [1, 3, 6, 7]), T("f32", [2, 3, 4, 3])], {"padding": "valid"})
+    sp(c, "conv2d_1x1", "conv", [T("f32", [2, 8, 5, 3]), T("f32", [6, 8, 1, 1]), T("f32", [6])])
+    sp(c, "conv2d_unbatched", "conv", [T("f32", [3, 6, 5]), T("f32", [2, 3, 2, 2])], {"stride": [1, 2]})
+    sp(c, "conv2d_permuted_input", "conv", [T("f32", [2, 3, 6, 5]), T("f32", [4, 3, 3, 3])],
+       {"padding": [1, 1]}, perm=[0, 3, 1, 2])
+    sp(c, "conv1d_wav2vec_like", "conv", [T("f32", [1, 32, 40]), T("f32", [32, 2, 16]), T("f32", [32])],
+       {"padding": [8], "groups": 16})
+    sp(c, "conv2d_odd", "conv", [T("f64", [3, 5, 13, 11]), T("f64", [7, 5, 5, 3]), T("f64", [7])],
+       {"stride": [3, 2], "padding": [2, 1]})
+    sp(c, "err_conv_channels", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 2, 3, 3])], expect="error")
+    sp(c, "err_conv_groups", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 1, 3, 3])], {"groups": 3},
+       expect="error")
+    sp(c, "err_conv_kernel_too_big", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 6, 3])],
+       expect="error")
+    sp(c, "err_conv_same_strided", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 3, 3])],
+       {"stride": [2], "padding": "same"}, expect="error")
+    sp(c, "err_conv_bias_shape", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 3, 3]), T("f32", [3])],
+       expect="error")
+    sp(c, "err_conv_dtype_mix", "conv", [T("f32", [2, 3, 5, 6]), T("f64", [4, 3, 3, 3])], expect="error")
+
+
+def conv_transpose_cases(c):
+    for dt in FLOATS:
+        sp(c, "convt2d_%s" % dt, "conv_transpose", [T(dt, [2, 4, 5, 4]), T(dt, [4, 3, 3, 3]), T(dt, [3])],
+           {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 0]})
+    sp(c, "convt1d", "conv_transpose", [T("f32", [2, 3, 7]), T("f32", [3, 2, 4])], {"stride": [3]})
+    sp(c, "convt3d", "conv_transpose", [T("f32", [1, 2, 3, 4, 3]), T("f32", [2, 2, 2, 3, 2]), T("f32", [2])],
+       {"stride": [2, 1, 2], "padding": [0, 1, 1]})
+    sp(c, "convt2d_groups_dil", "conv_transpose", [T("f32", [2, 4, 5, 6]), T("f32", [4, 3, 3, 2]), T("f32", [6])],
+       {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 1], "groups": 2, "output_padding": [1, 2]})
+    sp(c, "convt2d_1x1", "conv_transpose", [T("f32", [2, 4, 3, 5]), T("f32", [4, 6, 1, 1])])
+    sp(c, "convt2d_unbatched", "conv_transpose", [T("f32", [3, 4, 5]), T("f32", [3, 2, 2, 2])], {"stride": [2]})
+    sp(c, "convt2d_crop", "conv_transpose", [T("f32", [1, 2, 6, 6]), T("f32", [2, 2, 3, 3])],
+       {"padding": [2, 2]})
+    sp(c, "convt2d_permuted", "conv_transpose", [T("f32", [2, 3, 4, 5]), T("f32", [3, 2, 3, 3])],
+       {"stride": [2]}, perm=[0, 2, 3, 1])
+    sp(c, "err_convt_outpad", "conv_transpose", [T("f32", [1, 2, 4, 4]), T("f32", [2, 2, 3, 3])],
+       {"output_padding": [1]}, expect="error")
+    sp(c, "err_convt_channels", "conv_transpose", [T("f32", [1, 3, 4, 4]), T("f32", [2, 2, 3, 3])],
+       expect="error")
+
+
+def pool_cases(c):
+    for dt in FLOATS:
+        sp(c, "pool_max2d_%s" % dt, "max_pool", [T(dt, [2, 3, 7, 6])],
+           {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]})
+        sp(c, "pool_avg2d_%s" % dt, "avg_pool", [T(dt, [2, 3, 7, 6])],
+           {"kernel_size": [3, 2], "stride": [2, 2], "padding": [1, 1]})
+        sp(c, "pool_adaptive_avg_%s" % dt, "adaptive_avg_pool", [T(dt, [2, 3, 7, 6])],
+           {"output_size": [3, 4]})
+        sp(c, "pool_adaptive_max_%s" % dt, "adaptive_max_pool", [T(dt, [2, 3, 7, 6])],
+           {"output_size": [3, 4]})
+    sp(c, "pool_max2d_ceil_dil", "max_pool", [T("f32", [1, 2, 9, 8])],
+       {"kernel_size": [3, 2], "stride": [2, 3], "padding": [1, 1], "dilation": [2, 1], "ceil_mode": True})
+    sp(c, "pool_max1d_unbatched", "max_pool", [T("f32", [3, 10])], {"kernel_size": [3]})
+    sp(c, "pool_max3d", "max_pool", [T("f32", [1, 2, 5, 6, 7])], {"kernel_size": [2, 3, 2], "stride": [1, 2, 2]})
+    sp(c, "pool_max2d_permuted", "max_pool", [T("f32", [2, 3, 8, 7])], {"kernel_size": [2, 2]},
+       perm=[0, 2, 3, 1])
+    sp(c, "pool_avg2d_ceil_nopad_count", "avg_pool", [T("f32", [2, 2, 9, 7])],
+       {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True,
+        "count_include_pad": False})
+    sp(c, "pool_avg2d_ceil", "avg_pool", [T("f32", [2, 2, 9, 7])],
+       {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True})
+    sp(c, "pool_avg2d_divisor", "avg_pool", [T("f32", [2, 2, 6, 6])],
+       {"kernel_size": [2, 2], "divisor_override": 3})
+    sp(c, "pool_avg1d", "avg_pool", [T("f64", [2, 3, 11])], {"kernel_size": [4], "stride": [3], "padding": [2]})
+    sp(c, "pool_avg3d", "avg_pool", [T("f32", [1, 2, 5, 6, 7])], {"kernel_size": [2, 2, 3], "padding": [1, 0, 1]})
+    sp(c, "pool_adaptive_avg_global", "adaptive_avg_pool", [T("f32", [2, 8, 7, 7])], {"output_size": [1, 1]})
+    sp(c, "pool_adaptive_avg_divides", "adaptive_avg_pool", [T("f32", [2, 3, 8, 6])], {"output_size": [4, 2]})
+    sp(c, "pool_adaptive_avg_1d_unbatched", "adaptive_avg_pool", [T("f32", [3, 10])], {"output_size": [4]})
+    sp(c, "pool_adaptive_avg_3d", "adaptive_avg_pool", [T("f32", [1, 2, 5, 6, 7])], {"output_size": [2, 3, 4]})
+    sp(c, "pool_adaptive_max_up", "adaptive_max_pool", [T("f32", [1, 2, 3, 5])], {"output_size": [5, 7]})
+    sp(c, "err_pool_pad_too_big", "max_pool", [T("f32", [1, 2, 6, 6])], {"kernel_size": [2, 2], "padding": [2]},
+       expect="error")
+    sp(c, "err_pool_output_too_small", "max_pool", [T("f32", [1, 2, 3, 3])], {"kernel_size": [4, 4]},
+       expect="error")
+    sp(c, "err_pool_divisor_zero", "avg_pool", [T("f32", [1, 2, 4, 4])],
+       {"kernel_size": [2, 2], "divisor_override": 0}, expect="error")
+    sp(c, "err_pool_int", "max_pool", [T("i64", [1, 2, 4, 4])], {"kernel_size": [2, 2]}, expect="error")
+    sp(c, "err_pool_rank", "max_pool", [T("f32", [4, 4])], {"kernel_size": [2, 2]}, expect="error")
+
+
+def pad_cases(c):
+    for dt in ALL:
+        sp(c, "pad_constant_%s" % dt, "pad", [T(dt, [2, 3, 4])], {"pad": [1, 2, 0, 1], "value": 1})
+    for dt in FLOATS:
+        for mode in ("reflect", "replicate", "circular"):
+            sp(c, "pad_%s_%s" % (mode, dt), "pad", [T(dt, [2, 3, 5, 4])],
+               {"pad": [2, 1, 1, 3], "mode": mode})
+    for mode in ("reflect", "replicate", "circular"):
+        sp(c, "pad_%s_1d" % mode, "pad", [T("f32", [2, 3, 6])], {"pad": [3, 5 if mode != "reflect" else 4], "mode": mode})
+        sp(c, "pad_%s_3d" % mode, "pad", [T("f32", [1, 2, 3, 4, 5])], {"pad": [1, 2, 2, 1, 1, 1], "mode": mode})
+        sp(c, "pad_%s_negative" % mode, "pad", [T("f32", [1, 2, 5, 6])], {"pad": [-1, 2, 1, -2], "mode": mode})
+    sp(c, "pad_circular_i64", "pad", [T("i64", [1, 2, 5])], {"pad": [2, 1], "mode": "circular"})
+    sp(c, "pad_reflect_unbatched", "pad", [T("f32", [3, 6])], {"pad": [2, 3], "mode": "reflect"})
+    sp(c, "pad_constant_negative_crop", "pad", [T("f32", [3, 6, 5])], {"pad": [-2, 1, 1, -3, 0, 1]})
+    sp(c, "pad_constant_float_value_int", "pad", [T("i64", [3, 4])], {"pad": [1, 1], "value": 2.5})
+    sp(c, "pad_constant_permuted", "pad", [T("f32", [3, 4, 5])], {"pad": [1, 2], "value": -1.5}, perm=[2, 0, 1])
+    sp(c, "pad_constant_to_zero", "pad", [T("f32", [3, 4])], {"pad": [-2, -2]})
+    sp(c, "err_pad_odd", "pad", [T("f32", [3, 4])], {"pad": [1, 2, 3]}, expect="error")
+    sp(c, "err_pad_negative_size", "pad", [T("f32", [3, 4])], {"pad": [-3, -2]}, expect="error")
+    sp(c, "err_pad_reflect_too_big", "pad", [T("f32", [1, 3, 4])], {"pad": [4, 0], "mode": "reflect"},
+       expect="error")
+    sp(c, "err_pad_circular_wrap", "pad", [T("f32", [1, 3, 4])], {"pad": [5, 0], "mode": "circular"},
+       expect="error")
+    sp(c, "err_pad_reflect_int", "pad", [T("i32", [1, 3, 4])], {"pad": [1, 0], "mode": "reflect"},
+       expect="error")
+
+
+def view_spatial_cases(c):
+    for dt in ALL:
+        sp(c, "unfold_%s" % dt, "unfold", [T(dt, [3, 8, 2])], {"dim": 1, "size": 3, "step": 2})
+        sp(c, "flip_%s" % dt, "flip", [T(dt, [3, 4, 5])], {"dims": [0, -1]})
+        sp(c, "roll_%s" % dt, "roll", [T(dt, [3, 4, 5])], {"shifts": [2, -7], "dims": [0, 2]})
+    sp(c, "unfold_size0", "unfold", [T("f32", [3, 4])], {"dim": 0, "size": 0, "step": 1})
+    sp(c, "unfold_0d", "unfold", [T("f32", [])], {"dim": 0, "size": 1, "step": 1})
+    sp(c, "unfold_permuted", "unfold", [T("f32", [4, 9])], {"dim": -1, "size": 4, "step": 3}, perm=[1, 0])
+    sp(c, "flip_none", "flip", [T("f32", [3, 4])], {"dims": []})
+    sp(c, "roll_flat", "roll", [T("f32", [3, 4, 2])], {"shifts": [5]})
+    sp(c, "roll_swin_like", "roll", [T("f32", [1, 8, 8, 6])], {"shifts": [-3, -3], "dims": [1, 2]})
+    sp(c, "roll_empty", "roll", [T("f32", [0, 3])], {"shifts": [1], "dims": [0]})
+    sp(c, "err_unfold_too_big", "unfold", [T("f32", [3, 4])], {"dim": 0, "size": 4, "step": 1}, expect="error")
+    sp(c, "err_flip_dup", "flip", [T("f32", [3, 4])], {"dims": [0, -2]}, expect="error")
+    sp(c, "err_roll_mismatch", "roll", [T("f32", [3, 4])], {"shifts": [1, 2], "dims": [0]}, expect="error")
+
+
+def interpolate_cases(c):
+    for dt in FLOATS:
+        sp(c, "interpolate_nearest_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])], {"size": [8, 10]})
+        sp(c, "interpolate_bilinear_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])],
+           {"size": [7, 9], "mode": "bilinear"})
+    sp(c, "interpolate_nearest_down", "interpolate", [T("f32", [1, 2, 9, 8])], {"size": [4, 3]})
+    sp(c, "interpolate_nearest_exact", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [8, 3], "mode": "nearest-exact"})
+    sp(c, "interpolate_nearest_scale", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [7, 10], "scale_factor": [1.5, 1.5]})
+    sp(c, "interpolate_linear_1d", "interpolate", [T("f32", [2, 3, 6])], {"size": [11], "mode": "linear"})
+    sp(c, "interpolate_bilinear_align", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [7, 5], "mode": "bilinear", "align_corners": True})
+    sp(c, "interpolate_bilinear_scale", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [10, 15], "scale_factor": [2.5, 2.5], "mode": "bilinear"})
+    sp(c, "interpolate_trilinear", "interpolate", [T("f64", [1, 2, 3, 4, 5])],
+       {"size": [5, 3, 7], "mode": "trilinear"})
+    sp(c, "interpolate_nearest_3d", "interpolate", [T("f32", [1, 2, 3, 4, 5])], {"size": [6, 8, 4]})
+    sp(c, "interpolate_permuted", "interpolate", [T("f32", [1, 3, 4, 5])], {"size": [8, 10], "mode": "bilinear"},
+       perm=[0, 3, 1, 2])
+    sp(c, "err_interpolate_mode_rank", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "mode": "linear"}, expect="error")
+    sp(c, "err_interpolate_align_nearest", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "align_corners": True}, expect="error")
+    sp(c, "err_interpolate_int", "interpolate", [T("i64", [1, 2, 4, 5])], {"size": [8, 10]}, expect="error")
 # --- nn ops (issue 12) ---
 
 def idx(shape, hi, lo=0, dtype="i64"):
@@ -1273,7 +1464,9 @@ def main(argv):
                   contraction_cases, creation_cases, odd_size_cases, view_cases,
                   symbolic_cases, model_cases, special_value_cases, error_cases, edge_cases,
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
-                  integer_attr_cases, new_pointwise_cases, nn_cases):
+                  integer_attr_cases, new_pointwise_cases,
+                  conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases,
+                  conv_transpose_cases, nn_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS

@@ -31,7 +31,10 @@ documented meaning of the op:
   apply;
 - mean of f16/bf16 is taken in f32 and rounded once (see op_mean);
 - torch.prod and torch.squeeze take one dim at a time: several dims are
-  reduced one after the other.
+  reduced one after the other;
+- bf16 conv_transpose on CPU refuses valid channel counts ("expected input
+  ... to have 3 channels, but got 4"): it is run on f32 copies and rounded,
+  as the f16 kernels above.
 """
 
 import json
@@ -554,7 +557,123 @@ def run_node(node, args, sym):
         return op_full(attrs, sym)
     if op == "arange":
         return op_arange(attrs, sym)
+    if op in SPATIAL:
+        return op_spatial(op, args, attrs)
     raise OracleError("unknown op '%s'" % op)
+
+
+# --- spatial ops (issue 12) ---
+
+def _one_or_list(v, k):
+    """A per-spatial-dim attr: a 1-entry list is PyTorch's int form."""
+    if isinstance(v, list) and len(v) == 1:
+        return v[0]
+    return v
+
+
+def op_conv(args, attrs):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    k = w.dim() - 2
+    if k not in (1, 2, 3):
+        raise OracleError("conv: weight must have 3 to 5 dims")
+    fn = getattr(F, "conv%dd" % k)
+    stride = _one_or_list(attrs.get("stride", 1), k)
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    dilation = _one_or_list(attrs.get("dilation", 1), k)
+    groups = attrs.get("groups", 1)
+    return half_fallback(lambda t, wt, bt: fn(t, wt, bt, stride, padding, dilation, groups),
+                         [x, w, b])
+
+
+def op_conv_transpose(args, attrs):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    k = w.dim() - 2
+    if k not in (1, 2, 3):
+        raise OracleError("conv_transpose: weight must have 3 to 5 dims")
+    fn = getattr(F, "conv_transpose%dd" % k)
+    stride = _one_or_list(attrs.get("stride", 1), k)
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    outpad = _one_or_list(attrs.get("output_padding", 0), k)
+    dilation = _one_or_list(attrs.get("dilation", 1), k)
+    groups = attrs.get("groups", 1)
+    run = lambda t, wt, bt: fn(t, wt, bt, stride, padding, outpad, groups, dilation)  # noqa: E731
+    if x.dtype == torch.bfloat16 and w.dtype == torch.bfloat16:
+        # 1.13's bf16 CPU kernel refuses valid channel counts: the f32 fallback, as for Half
+        return run(x.float(), w.float(), None if b is None else b.float()).to(torch.bfloat16)
+    return half_fallback(run, [x, w, b])
+
+
+def op_pool(op, x, attrs):
+    ks = attrs["kernel_size"]
+    k = len(ks)
+    stride = attrs.get("stride") or None
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    ceil = bool(attrs.get("ceil_mode", False))
+    if op == "max_pool":
+        dil = _one_or_list(attrs.get("dilation", 1), k)
+        fn = getattr(F, "max_pool%dd" % k)
+        return half_fallback(lambda t: fn(t, ks, stride, padding, dil, ceil), [x])
+    cip = bool(attrs.get("count_include_pad", True))
+    div = attrs.get("divisor_override")
+    if k == 1:  # avg_pool1d has no divisor_override: the same window as a 2-d pool of height 1
+        st = None if stride is None else [1, _one_or_list(stride, 1)]
+        pd = [0, padding if isinstance(padding, int) else padding[0]]
+        return half_fallback(lambda t: F.avg_pool2d(t.unsqueeze(-2), [1, ks[0]], st, pd, ceil,
+                                                    cip, div).squeeze(-2), [x])
+    fn = getattr(F, "avg_pool%dd" % k)
+    return half_fallback(lambda t: fn(t, ks, stride, padding, ceil, cip, div), [x])
+
+
+def op_interpolate(x, attrs):
+    size = attrs["size"]
+    mode = attrs.get("mode", "nearest")
+    sf = attrs.get("scale_factor")
+    ac = attrs.get("align_corners", False) if mode not in ("nearest", "nearest-exact") else None
+    if mode in ("nearest", "nearest-exact") and attrs.get("align_corners"):
+        raise OracleError("align_corners option can only be set with the interpolating modes")
+    if sf is not None:
+        r = half_fallback(lambda t: F.interpolate(t, scale_factor=sf, mode=mode, align_corners=ac), [x])
+        if list(r.shape[2:]) != list(size):
+            raise OracleError("interpolate: size %s does not match scale_factor %s" % (size, sf))
+        return r
+    return half_fallback(lambda t: F.interpolate(t, size=size, mode=mode, align_corners=ac), [x])
+
+
+def op_spatial(op, args, attrs):
+    x = args[0]
+    if op == "pad":
+        mode = attrs.get("mode", "constant")
+        if mode == "constant":
+            return F.pad(x, attrs["pad"], value=attrs.get("value", 0))
+        return half_fallback(lambda t: F.pad(t, attrs["pad"], mode=mode), [x])
+    if op == "unfold":
+        return x.unfold(attrs["dim"], attrs["size"], attrs["step"])
+    if op == "flip":
+        return torch.flip(x, attrs["dims"])
+    if op == "roll":
+        if "dims" in attrs:
+            return torch.roll(x, attrs["shifts"], attrs["dims"])
+        return torch.roll(x, attrs["shifts"])
+    if op == "conv":
+        return op_conv(args, attrs)
+    if op == "conv_transpose":
+        return op_conv_transpose(args, attrs)
+    if op in ("max_pool", "avg_pool"):
+        return op_pool(op, x, attrs)
+    if op in ("adaptive_avg_pool", "adaptive_max_pool"):
+        size = attrs["output_size"]
+        fn = getattr(F, "%s%dd" % (op, len(size)))
+        r = half_fallback(lambda t: fn(t, size), [x])
+        return r[0] if isinstance(r, tuple) else r
+    if op == "interpolate":
+        return op_interpolate(x, attrs)
+    raise OracleError("unknown op '%s'" % op)
+
+
+SPATIAL = {"pad", "unfold", "flip", "roll", "conv", "max_pool", "avg_pool",
+           "adaptive_avg_pool", "adaptive_max_pool", "interpolate", "conv_transpose"}
 
 
 # ---------------------------------------------------------------- graphs

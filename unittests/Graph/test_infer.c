@@ -934,6 +934,116 @@ Test(infer, graph_unchanged_after_errors_and_verify)
     cr_assert_eq(ic_graph_arg(g, 0), a);
 }
 
+/* ---- spatial ops (issue 12): shapes and PyTorch's refusals, with their messages ---- */
+
+static void bad_msg(const char *name, ic_op op, int n, const ic_operand *in, const ic_attrs *a,
+                    const char *want)
+{
+    bad_node(name, op, n, in, a);
+    cr_assert(strstr(ic_last_error(c), want), "%s: message '%s' lacks '%s'", name, ic_last_error(c), want);
+}
+
+Test(infer, conv_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,4,9,8"), w = ict_input(g, "w", IC_F32, "6,2,3,3");
+    ic_value b = ict_input(g, "b", IC_F32, "6"), xi = ict_input(g, "xi", IC_I64, "1,4,9,8");
+    ic_value wd = ict_input(g, "wd", IC_F64, "6,2,3,3"), w4 = ict_input(g, "w4", IC_F32, "6,4,3,3");
+    ic_attrs a = attrs(IC_OP_CONV);
+    a.groups = 2;
+    a.nstride = 2, a.stride[0] = 2, a.stride[1] = 1;
+    a.npadding = 1, a.padding[0] = 1;
+    ict_assert_shape(g, ok_node("c", IC_OP_CONV, OPS(V(x), V(w), V(b)), &a), "[B, 6, 5, 8]");
+    ic_attrs same = attrs(IC_OP_CONV);
+    same.padding_str = IC_PADDING_SAME;
+    ict_assert_shape(g, ok_node("cs", IC_OP_CONV, OPS(V(x), V(w4)), &same), "[B, 6, 9, 8]");
+    bad_msg("e1", IC_OP_CONV, OPS(V(x), V(w)), NULL, "expected input[?, 4, 9, 8] to have 2 channels, but got 4");
+    ic_attrs g3 = attrs(IC_OP_CONV);
+    g3.groups = 4;
+    bad_msg("e2", IC_OP_CONV, OPS(V(x), V(w)), &g3, "expected weight to be divisible by 4 at dimension 0");
+    same.nstride = 1, same.stride[0] = 2;
+    bad_msg("e3", IC_OP_CONV, OPS(V(x), V(w4)), &same, "padding='same' is not supported for strided convolutions");
+    bad_msg("e4", IC_OP_CONV, OPS(V(xi), V(w4)), NULL, "takes floating-point tensors, not i64");
+    bad_msg("e5", IC_OP_CONV, OPS(V(x), V(wd)), &a, "Input type (f32) and weight type (f64) should be the same");
+    ic_value big = ict_input(g, "big", IC_F32, "6,4,10,3");
+    bad_msg("e6", IC_OP_CONV, OPS(V(x), V(big)), NULL, "Kernel size can't be greater than actual input size");
+    ic_value b5 = ict_input(g, "b5", IC_F32, "5");
+    bad_msg("e7", IC_OP_CONV, OPS(V(x), V(w4), V(b5)), NULL, "expected bias to be 1-dimensional with 6 elements");
+}
+
+Test(infer, conv_transpose_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,4,5,6"), w = ict_input(g, "w", IC_F32, "4,3,3,3");
+    ic_attrs a = attrs(IC_OP_CONV_TRANSPOSE);
+    a.groups = 2;
+    a.nstride = 1, a.stride[0] = 2;
+    a.npadding = 1, a.padding[0] = 1;
+    a.noutput_padding = 2, a.output_padding[0] = 1, a.output_padding[1] = 0;
+    ict_assert_shape(g, ok_node("t", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a), "[2, 6, 10, 11]");
+    a.noutput_padding = 1, a.output_padding[0] = 2;
+    bad_msg("e1", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a, "output padding must be smaller than either stride or dilation");
+    ic_value w3 = ict_input(g, "w3", IC_F32, "3,3,3,3");
+    bad_msg("e2", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w3)), NULL, "to have 3 channels (divisible by groups), but got 4");
+}
+
+Test(infer, pool_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,9,8"), u = ict_input(g, "u", IC_F32, "3,10");
+    ic_attrs a = attrs(IC_OP_MAX_POOL);
+    a.nkernel = 2, a.kernel_size[0] = 3, a.kernel_size[1] = 2;
+    a.nstride = 1, a.stride[0] = 2;
+    a.npadding = 1, a.padding[0] = 1;
+    a.ceil_mode = true;
+    ict_assert_shape(g, ok_node("p", IC_OP_MAX_POOL, OPS(V(x)), &a), "[2, 3, 5, 5]");
+    ic_attrs k1 = attrs(IC_OP_AVG_POOL);
+    k1.nkernel = 1, k1.kernel_size[0] = 3;
+    ict_assert_shape(g, ok_node("a", IC_OP_AVG_POOL, OPS(V(u)), &k1), "[3, 3]");
+    ic_attrs ad = attrs(IC_OP_ADAPTIVE_AVG_POOL);
+    ad.noutput_size = 2, ad.output_size[0] = 1, ad.output_size[1] = 1;
+    ict_assert_shape(g, ok_node("ad", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(x)), &ad), "[2, 3, 1, 1]");
+    a.npadding = 1, a.padding[0] = 2;
+    bad_msg("e1", IC_OP_MAX_POOL, OPS(V(x)), &a, "pad should be at most half of kernel size");
+    k1.has_divisor = true;
+    bad_msg("e2", IC_OP_AVG_POOL, OPS(V(u)), &k1, "divisor must be not zero");
+    ic_attrs big = attrs(IC_OP_MAX_POOL);
+    big.nkernel = 1, big.kernel_size[0] = 11;
+    bad_msg("e3", IC_OP_MAX_POOL, OPS(V(u)), &big, "Output size is too small");
+    bad_msg("e4", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(u)), &ad, "Expected 3D (unbatched) or 4D (batched) input");
+}
+
+Test(infer, pad_view_and_interpolate_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,5"), xi = ict_input(g, "xi", IC_I32, "2,3,5");
+    ic_attrs p = attrs(IC_OP_PAD);
+    p.npad = 4, p.pad[0] = 1, p.pad[1] = -2, p.pad[2] = 0, p.pad[3] = 2;
+    ict_assert_shape(g, ok_node("p", IC_OP_PAD, OPS(V(x)), &p), "[2, 5, 4]");
+    p.npad = 3;
+    bad_msg("e1", IC_OP_PAD, OPS(V(x)), &p, "Padding length must be divisible by 2");
+    ic_attrs r = attrs(IC_OP_PAD);
+    r.mode = IC_PAD_REFLECT, r.npad = 2, r.pad[0] = 5;
+    bad_msg("e2", IC_OP_PAD, OPS(V(x)), &r, "Padding size should be less than the corresponding input dimension");
+    r.pad[0] = 1;
+    bad_msg("e3", IC_OP_PAD, OPS(V(xi)), &r, "reflect padding takes floating-point tensors");
+    ic_attrs u = attrs(IC_OP_UNFOLD);
+    u.dim = -1, u.unfold_size = 2, u.step = 2;
+    ict_assert_shape(g, ok_node("u", IC_OP_UNFOLD, OPS(V(x)), &u), "[2, 3, 2, 2]");
+    u.unfold_size = 6;
+    bad_msg("e4", IC_OP_UNFOLD, OPS(V(x)), &u, "maximum size for tensor at dimension 2 is 5 but size is 6");
+    ic_attrs f = attrs(IC_OP_FLIP);
+    dims_attr(&f, DIMS(0, -3));
+    bad_msg("e5", IC_OP_FLIP, OPS(V(x)), &f, "appears multiple times");
+    ic_attrs ro = attrs(IC_OP_ROLL);
+    ro.nshifts = 2, ro.shifts[0] = 1, ro.shifts[1] = 2;
+    dims_attr(&ro, DIMS(0));
+    bad_msg("e6", IC_OP_ROLL, OPS(V(x)), &ro, "shifts and dimensions must align");
+    ic_attrs in = attrs(IC_OP_INTERPOLATE);
+    in.nsize = 1, in.size[0] = 9, in.mode = IC_INTERP_LINEAR;
+    ict_assert_shape(g, ok_node("i", IC_OP_INTERPOLATE, OPS(V(x)), &in), "[2, 3, 9]");
+    in.mode = IC_INTERP_BILINEAR;
+    bad_msg("e7", IC_OP_INTERPOLATE, OPS(V(x)), &in, "bilinear mode needs 4D input");
+    in.mode = IC_INTERP_NEAREST, in.align_corners = true;
+    bad_msg("e8", IC_OP_INTERPOLATE, OPS(V(x)), &in, "align_corners option can only be set with the interpolating modes");
+}
+
 /* ---- nn ops (issue 12) ---- */
 
 Test(infer, nn_norms)

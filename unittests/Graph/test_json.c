@@ -242,6 +242,9 @@ static const char *all_ops_json =
     "  {\"name\": \"emb\", \"dtype\": \"f32\", \"shape\": [10, 6]},\n"
     "  {\"name\": \"lnw\", \"dtype\": \"f32\", \"shape\": [6]},\n"
     "  {\"name\": \"lnb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
+    "  {\"name\": \"cw\", \"dtype\": \"f32\", \"shape\": [6, 2, 3]},\n"
+    "  {\"name\": \"cb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
+    "  {\"name\": \"tw\", \"dtype\": \"f32\", \"shape\": [4, 3, 2]},\n"
     "  {\"name\": \"bn4\", \"dtype\": \"f32\", \"shape\": [4]}],\n"
     " \"nodes\": [\n"
     "  {\"name\": \"neg\", \"op\": \"neg\", \"inputs\": [\"x\"]},\n"
@@ -318,6 +321,20 @@ static const char *all_ops_json =
     "  {\"name\": \"hardsigmoid\", \"op\": \"hardsigmoid\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"leaky_relu\", \"op\": \"leaky_relu\", \"inputs\": [\"x\"], \"attrs\": {\"negative_slope\": 0.2}},\n"
     "  {\"name\": \"softplus\", \"op\": \"softplus\", \"inputs\": [\"x\"], \"attrs\": {\"beta\": 2, \"threshold\": 7.5}},\n"
+    /* --- spatial ops (issue 12) --- */
+    "  {\"name\": \"pad\", \"op\": \"pad\", \"inputs\": [\"x\"], \"attrs\": {\"pad\": [1, 2, -1, 0], \"mode\": \"constant\", \"value\": 0.5}},\n"
+    "  {\"name\": \"pad_r\", \"op\": \"pad\", \"inputs\": [\"x\"], \"attrs\": {\"pad\": [2, 1], \"mode\": \"reflect\"}},\n"
+    "  {\"name\": \"unfold\", \"op\": \"unfold\", \"inputs\": [\"x\"], \"attrs\": {\"dim\": 2, \"size\": 3, \"step\": 2}},\n"
+    "  {\"name\": \"flip\", \"op\": \"flip\", \"inputs\": [\"x\"], \"attrs\": {\"dims\": [1, -1]}},\n"
+    "  {\"name\": \"roll\", \"op\": \"roll\", \"inputs\": [\"x\"], \"attrs\": {\"shifts\": [2], \"dims\": [2]}},\n"
+    "  {\"name\": \"conv\", \"op\": \"conv\", \"inputs\": [\"x\", \"cw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"dilation\": 1, \"groups\": 2}},\n"
+    "  {\"name\": \"conv_same\", \"op\": \"conv\", \"inputs\": [\"x\", \"cw\"], \"attrs\": {\"padding\": \"same\", \"groups\": 2}},\n"
+    "  {\"name\": \"max_pool\", \"op\": \"max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"kernel_size\": [3], \"stride\": [2], \"padding\": [1], \"dilation\": [1], \"ceil_mode\": true}},\n"
+    "  {\"name\": \"avg_pool\", \"op\": \"avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"kernel_size\": [2], \"count_include_pad\": false, \"divisor_override\": 3}},\n"
+    "  {\"name\": \"aap\", \"op\": \"adaptive_avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [4]}},\n"
+    "  {\"name\": \"amp\", \"op\": \"adaptive_max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [5]}},\n"
+    "  {\"name\": \"interp\", \"op\": \"interpolate\", \"inputs\": [\"x\"], \"attrs\": {\"size\": [12], \"scale_factor\": [2.0], \"mode\": \"linear\", \"align_corners\": false}},\n"
+    "  {\"name\": \"convt\", \"op\": \"conv_transpose\", \"inputs\": [\"x\", \"tw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"output_padding\": [1], \"dilation\": [1], \"groups\": 2}},\n"
     /* --- nn ops (issue 12) --- */
     "  {\"name\": \"bn\", \"op\": \"batch_norm\", \"inputs\": [\"x\", \"bn4\", \"bn4\", null, \"bn4\"], \"attrs\": {\"eps\": 0.01}},\n"
     "  {\"name\": \"gn\", \"op\": \"group_norm\", \"inputs\": [\"x\", \"bn4\"], \"attrs\": {\"num_groups\": 2, \"eps\": 0.5}},\n"
@@ -378,6 +395,18 @@ Test(json, load_reads_what_the_file_says)
     cr_assert_str_eq(shape_of(g, "arange"), "[3]");   /* 1, 4, 7 */
     cr_assert_str_eq(shape_of(g, "arange_f"), "[4]"); /* 0.5, 1, 1.5, 2 */
     cr_assert_str_eq(shape_of(g, "arange_d"), "[5]");
+    cr_assert_str_eq(shape_of(g, "pad"), "[B, 3, 9]"); /* --- spatial ops --- */
+    cr_assert_str_eq(shape_of(g, "pad_r"), "[B, 4, 9]");
+    cr_assert_str_eq(shape_of(g, "unfold"), "[B, 4, 2, 3]");
+    cr_assert_str_eq(shape_of(g, "flip"), "[B, 4, 6]");
+    cr_assert_str_eq(shape_of(g, "conv"), "[B, 6, 3]");
+    cr_assert_str_eq(shape_of(g, "conv_same"), "[B, 6, 6]");
+    cr_assert_str_eq(shape_of(g, "max_pool"), "[B, 4, 4]");
+    cr_assert_str_eq(shape_of(g, "avg_pool"), "[B, 4, 3]");
+    cr_assert_str_eq(shape_of(g, "aap"), "[B, 4, 4]");
+    cr_assert_str_eq(shape_of(g, "amp"), "[B, 4, 5]");
+    cr_assert_str_eq(shape_of(g, "interp"), "[B, 4, 12]");
+    cr_assert_str_eq(shape_of(g, "convt"), "[B, 6, 11]"); /* (6-1)*2 - 2 + (2-1) + 1 + 1 */
 
     ic_graph_node(g, find(g, "sum"), &in);
     cr_assert(in.attrs->has_dims && in.attrs->ndims == 2 && in.attrs->dims[0] == 1 &&
