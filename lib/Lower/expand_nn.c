@@ -10,7 +10,8 @@
 
 /* ---- helpers ---- */
 
-/* name: the helper's suffix, or NULL for the composite's last node (its own name). */
+/* what: the helper's suffix ("<node>.<what>"), or NULL for the composite's last node, which
+ * takes the node's own name. */
 static ic_status add1(ic__exp *E, const char *what, ic_op op, ic_operand x, const ic_attrs *a, ic_value *out)
 {
     return ic__exp_node(E, what, op, 1, &x, a, out);
@@ -74,11 +75,11 @@ static int64_t src_dim(const ic__exp *E, int i, int d) { return E->in[i].shape[d
 
 static bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
-/* The last step of a composite computed in ct for a result of dtype t: y itself renamed is
- * not possible, so the caller builds its last op with name `last` (NULL when no cast
- * follows) and then calls finish. */
+/* A composite computed in ct for a result of dtype t ends in a cast when they differ: its
+ * last computing op is then a helper (what), else the node itself (NULL). */
 static const char *last_name(ic_dtype ct, ic_dtype t, const char *what) { return ct == t ? NULL : what; }
 
+/* y, the last computing op, as the result: cast to t (named as the node) when needed. */
 static ic_status finish(ic__exp *E, ic_value y, ic_dtype t, ic_value *out)
 {
     if (dtype_of(E, y) == t) {
@@ -228,9 +229,12 @@ static ic_status expand_sdpa(ic__exp *E, const ic_operand *in, ic_value *out)
         if ((s = lower_triangle(E, L, S, 0, &cm)) || (s = add_where(E, "masked", ic_val(cm), ic_val(sc), ninf, &sc)))
             return s;
     } else if (E->n.ninputs > 3 && in[3].node != IC_NONE) {
-        s = E->in[3].dtype == IC_BOOL ? add_where(E, "masked", ic_val(in[3].node), ic_val(sc), ninf, &sc)
-                                      : add2(E, "masked", IC_OP_ADD, ic_val(sc), ic_val(in[3].node), &sc);
-        if (s)
+        ic_dtype mt = E->in[3].dtype;
+        s = mt == IC_BOOL ? add_where(E, "masked", ic_val(in[3].node), ic_val(sc), ninf, &sc)
+                          : add2(E, "masked", IC_OP_ADD, ic_val(sc), ic_val(in[3].node), &sc);
+        /* an f32 mask on half scores: PyTorch adds it in place (scores.add_(mask)), so the
+         * sum is rounded to the scores' dtype */
+        if (s || (mt != IC_BOOL && (s = cast_to(E, "masked_cast", sc, E->n.dtype, &sc))))
             return s;
     }
     if ((s = add1(E, "probs", IC_OP_SOFTMAX, ic_val(sc), &sm, &p)))

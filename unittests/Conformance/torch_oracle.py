@@ -405,8 +405,8 @@ def op_sdpa(args, attrs):
         raise OracleError("q, k and v need at least 2 dims")
     if mask is not None and causal:
         raise OracleError("attn_mask and is_causal together")
-    if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
-        raise OracleError("attn_mask must be bool or q's dtype")
+    if mask is not None and mask.dtype not in (torch.bool, torch.float32, q.dtype):
+        raise OracleError("attn_mask must be bool, float or q's dtype")
     L, S = q.shape[-2], k.shape[-2]
     scale = attrs.get("scale")
     scale = 1 / (q.shape[-1] ** 0.5) if scale is None else scale
@@ -418,8 +418,8 @@ def op_sdpa(args, attrs):
         raise OracleError("attn_mask does not broadcast to the scores")
     if mask is not None and mask.dtype == torch.bool:
         attn = attn.masked_fill(~mask, float("-inf"))
-    elif mask is not None:
-        attn = attn + up(mask)
+    elif mask is not None:  # scores.add_(mask): rounded to the scores' dtype
+        attn = (attn + mask.to(attn.dtype)).to(q.dtype).to(attn.dtype)
     return (torch.softmax(attn, -1) @ up(v)).to(q.dtype)
 
 
