@@ -203,7 +203,9 @@ static ic_status expand_group_norm(ic__exp *E, const ic_operand *in, ic_value *o
 
 /* ---- scaled_dot_product_attention ---- */
 
-/* softmax(q @ k^T * scale + mask) @ v, PyTorch's math path: a bool mask (and is_causal's
+/* softmax((q * sqrt(scale)) @ (k^T * sqrt(scale)) + mask) @ v, PyTorch 2.x's math path (its
+ * scaling too, which sets the half roundings and makes E = 0 give the mean of v, not NaN; a
+ * negative scale gives NaN there as here): a bool mask (and is_causal's
  * lower triangle) picks the scores, the others become -inf; a float mask is
  * added. A row with every score masked is NaN, as there (PyTorch >= 2.5 gives 0). */
 static ic_status expand_sdpa(ic__exp *E, const ic_operand *in, ic_value *out)
@@ -212,16 +214,18 @@ static ic_status expand_sdpa(ic__exp *E, const ic_operand *in, ic_value *out)
     int rq = E->in[0].rank, rk = E->in[1].rank;
     int64_t L = src_dim(E, 0, rq - 2), S = src_dim(E, 1, rk - 2), Ed = src_dim(E, 0, rq - 1);
     double scale = at->has_scale ? at->scale : 1 / sqrt((double)Ed);
-    ic_value kt, sc, p;
+    ic_value kt, qs, sc, p;
     ic_status s;
     ic_attrs tr, sm;
     ic_attrs_init(&tr, IC_OP_TRANSPOSE);
     tr.dim0 = -2, tr.dim1 = -1;
     ic_attrs_init(&sm, IC_OP_SOFTMAX);
     sm.dim = -1;
+    ic_operand root = ic_scalar_f(sqrt(scale));
     if ((s = add1(E, "kt", IC_OP_TRANSPOSE, ic_val(in[1].node), &tr, &kt)) ||
-        (s = add2(E, "qk", IC_OP_MATMUL, ic_val(in[0].node), ic_val(kt), &sc)) ||
-        (s = add2(E, "scores", IC_OP_MUL, ic_val(sc), ic_scalar_f(scale), &sc)))
+        (s = add2(E, "kt_scaled", IC_OP_MUL, ic_val(kt), root, &kt)) ||
+        (s = add2(E, "q_scaled", IC_OP_MUL, ic_val(in[0].node), root, &qs)) ||
+        (s = add2(E, "scores", IC_OP_MATMUL, ic_val(qs), ic_val(kt), &sc)))
         return s;
     ic_operand ninf = ic_scalar_f(-INFINITY);
     if (at->is_causal) {

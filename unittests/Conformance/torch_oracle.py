@@ -393,9 +393,10 @@ def op_group_norm(args, attrs):
 
 
 def op_sdpa(args, attrs):
-    """PyTorch 2.x's math path (torch/nn/functional.py's documented reference code):
-    softmax(q @ k^T * scale + mask) @ v; a bool mask (and is_causal's tril) sets the
-    others to -inf, so a fully masked row is NaN (PyTorch >= 2.5's math path gives 0)."""
+    """PyTorch 2.x's math path (aten _scaled_dot_product_attention_math):
+    softmax((q * sqrt(scale)) @ (k * sqrt(scale))^T + mask) @ v; a bool mask (and
+    is_causal's tril) sets the others to -inf, so a fully masked row is NaN (PyTorch >=
+    2.5's math path gives 0)."""
     q, k, v = args[:3]
     mask = args[3] if len(args) > 3 else None
     causal = bool(attrs.get("is_causal", False))
@@ -409,9 +410,11 @@ def op_sdpa(args, attrs):
         raise OracleError("attn_mask must be bool, float or q's dtype")
     L, S = q.shape[-2], k.shape[-2]
     scale = attrs.get("scale")
-    scale = 1 / (q.shape[-1] ** 0.5) if scale is None else scale
+    if scale is None:  # C++'s 1 / sqrt(E): inf for E = 0
+        scale = 1 / (q.shape[-1] ** 0.5) if q.shape[-1] else float("inf")
     up = (lambda t: t.float()) if q.dtype in HALF else (lambda t: t)
-    attn = up(q) @ up(k).transpose(-2, -1) * scale
+    root = scale ** 0.5 if scale >= 0 else float("nan")
+    attn = up(q * root) @ up(k * root).transpose(-2, -1)
     if causal:
         mask = torch.ones(L, S, dtype=torch.bool).tril()
     if mask is not None and torch.broadcast_shapes(mask.shape, attn.shape) != attn.shape:
