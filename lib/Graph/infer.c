@@ -41,22 +41,6 @@ static const char *shp(const cx *x, const ic_node *t, char *buf)
     return ic_graph_shape_str(x->g, t->info.rank, t->shape, buf, 160);
 }
 
-static int category(ic_dtype t) { return t == IC_BOOL ? 0 : ic_dtype_is_float(t) ? 2 : 1; }
-
-ic_dtype ic__promote(ic_dtype a, ic_dtype b)
-{
-    if (a == b)
-        return a;
-    int ca = category(a), cb = category(b);
-    if (ca != cb)
-        return ca > cb ? a : b;
-    if (ca == 1)
-        return (a == IC_I64 || b == IC_I64) ? IC_I64 : IC_I32;
-    if (a == IC_F64 || b == IC_F64)
-        return IC_F64;
-    return IC_F32; /* f16 with bf16, or either with f32 */
-}
-
 ic_status ic__dim_mul(ic_dim a, ic_dim b, ic_dim *out)
 {
     ic_dim r;
@@ -250,6 +234,11 @@ static ic_status infer_unary(cx *x)
             out = IC_F32;
         else if (t == IC_BOOL && (at->has_min || at->has_max))
             out = IC_I64;
+        for (int i = 0; ic_dtype_is_int(out) && i < 2; i++) /* PyTorch converts the bounds */
+            if ((i ? at->has_max : at->has_min) && !ic__scalar_fits(i ? at->max : at->min, out))
+                return FAIL(x, IC_EINVAL, "%s %lld cannot be converted to %s without overflow",
+                            i ? "max" : "min", (long long)(i ? at->max.i : at->min.i),
+                            ic_dtype_name(out));
         break;
     }
     case IC_OP_CAST:
@@ -259,8 +248,7 @@ static ic_status infer_unary(cx *x)
         break;
     default: /* exp log sqrt rsqrt sin cos tanh sigmoid erf reciprocal log1p expm1: ints
               * become f32 */
-        if (!ic_dtype_is_float(t))
-            out = IC_F32;
+        out = ic__float_result(t);
     }
     x->n->info.dtype = out;
     x->n->compute = op == IC_OP_CAST || op == IC_OP_LOGICAL_NOT ? t : out;
@@ -305,7 +293,7 @@ static ic_status infer_binary(cx *x)
         n->info.dtype = t;
         break;
     case IC_OP_DIV:
-        n->compute = n->info.dtype = ic_dtype_is_float(t) ? t : IC_F32;
+        n->compute = n->info.dtype = ic__float_result(t);
         break;
     case IC_OP_EQ: case IC_OP_NE: case IC_OP_LT: case IC_OP_LE: case IC_OP_GT: case IC_OP_GE:
     case IC_OP_LOGICAL_AND: case IC_OP_LOGICAL_OR:
@@ -404,7 +392,7 @@ static ic_status infer_reduce(cx *x)
     uint32_t mask;
     switch (n->info.op) {
     case IC_OP_SUM: case IC_OP_PROD:
-        n->info.dtype = ic_dtype_is_float(t) ? t : IC_I64;
+        n->info.dtype = ic__sum_result(t);
         break;
     case IC_OP_MEAN:
         if ((s = need_float(x, t)))
@@ -872,7 +860,20 @@ static ic_status infer_create(cx *x)
     if (len > 4e18)
         return FAIL(x, IC_ESHAPE, "too many elements");
     int64_t ilen = (int64_t)len;
-    if (at->astart.is_int && at->aend.is_int && at->astep.is_int) {
+    bool exact = at->astart.is_int && at->aend.is_int && at->astep.is_int;
+    if (ic_dtype_is_int(at->dtype) && !exact) { /* in int64 from truncated start and step */
+        int64_t s0, p0, e0 = at->aend.is_int ? at->aend.i : ic__float_to_int(en, IC_I64);
+        ic__arange_int(at, &s0, &p0);
+        if (p0 == 0)
+            return FAIL(x, IC_EINVAL, "step must be nonzero (step %g truncates to 0 for %s)", sp,
+                        ic_dtype_name(at->dtype));
+        if (!((p0 > 0 && e0 >= s0) || (p0 < 0 && e0 <= s0)))
+            return FAIL(x, IC_EINVAL, "end %g is on the wrong side of start %g for step %g", en, st, sp);
+        /* PyTorch's length: from the truncated bounds for i64, from the numbers otherwise */
+        if (at->dtype == IC_I64)
+            ilen = (int64_t)ceil((double)((__int128)e0 - s0) / (double)p0);
+    }
+    if (exact) {
         /* exact for large i64 bounds, where doubles lose the low bits */
         __int128 span = (__int128)at->aend.i - at->astart.i, step = at->astep.i;
         __int128 q = span / step + ((span % step) != 0 && ((span < 0) == (step < 0)));

@@ -23,23 +23,23 @@
 enum {
     A_DIMS, A_KEEPDIM, A_DIM, A_DIM0, A_DIM1, A_SHAPE, A_NSHAPE, A_START, A_END, A_STEP,
     A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD,
-    /* --- spatial ops (issue 12) --- */
+    /* --- nn ops (issue 12) --- */
+    A_NUM_GROUPS, A_IS_CAUSAL, A_SDPA_SCALE, A_DIAGONAL, A_MIN_VAL, A_MAX_VAL, A_ALPHA,
+    /* --- spatial ops (issue 12): last, parse_spatial_attr takes ids from A_PAD on --- */
     A_PAD, A_MODE, A_SIZE, A_SHIFTS, A_STRIDE, A_PADDING, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
     A_KERNEL, A_CEIL, A_CIP, A_DIVISOR, A_OUTPUT_SIZE, A_SCALE, A_ALIGN,
-    /* --- nn ops --- */
-    A_NUM_GROUPS, A_IS_CAUSAL, A_SDPA_SCALE, A_DIAGONAL, A_MIN_VAL, A_MAX_VAL, A_ALPHA,
     A_COUNT
 };
 static const char *const attr_names[A_COUNT] = {
     "dims", "keepdim", "dim", "dim0", "dim1", "shape", "normalized_shape", "start", "end",
     "step", "value", "min", "max", "eps", "dtype", "approximate", "negative_slope", "beta",
     "threshold",
+    /* --- nn ops --- */
+    "num_groups", "is_causal", "scale", "diagonal", "min_val", "max_val", "alpha",
     /* --- spatial ops --- */
     "pad", "mode", "size", "shifts", "stride", "padding", "dilation", "groups", "output_padding",
     "kernel_size", "ceil_mode", "count_include_pad", "divisor_override", "output_size",
     "scale_factor", "align_corners",
-    /* --- nn ops --- */
-    "num_groups", "is_causal", "scale", "diagonal", "min_val", "max_val", "alpha"
 };
 typedef uint64_t attr_mask; /* a bit per attr id: more than 32 of them */
 #define BIT(a) ((attr_mask)1 << (a))
@@ -237,7 +237,7 @@ static ic_status get_dtype(site *s, const json_t *j, const char *what, ic_dtype 
         return SITE_ERR(s, IC_EFORMAT, "%s must be a dtype name string, not %s", what, jtype(j));
     if (!ic_dtype_from_name(json_string_value(j), out))
         return SITE_ERR(s, IC_EFORMAT,
-                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64 or bool)",
+                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64, bool, u8, i8 or i16)",
                         what, json_string_value(j));
     return IC_OK;
 }
@@ -458,7 +458,7 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
     char what[64];
     snprintf(what, sizeof what, "attr '%s'", attr_names[id]);
     bool slice = op == IC_OP_SLICE || op == IC_OP_UNFOLD;
-    if (id >= A_PAD && id < A_NUM_GROUPS) /* the nn ops' attrs follow the spatial ones */
+    if (id >= A_PAD)
         return parse_spatial_attr(s, op, id, j, what, a);
     switch (id) {
     case A_DIMS:

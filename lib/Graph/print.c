@@ -144,6 +144,7 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
         fputs(" step=", f), print_scalar(f, a->astep);
         fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
         break;
+    default: print_spatial(f, n); break;
     /* --- nn ops --- */
     case IC_OP_BATCH_NORM: fprintf(f, " eps=%g", a->eps); break;
     case IC_OP_GROUP_NORM: fprintf(f, " num_groups=%lld eps=%g", (long long)a->num_groups, a->eps); break;
@@ -162,7 +163,6 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
     case IC_OP_HARDTANH: fprintf(f, " min_val=%g max_val=%g", a->min_val, a->max_val); break;
     case IC_OP_ELU: fprintf(f, " alpha=%g", a->alpha); break;
     case IC_OP_TRIU: case IC_OP_TRIL: fprintf(f, " diagonal=%lld", (long long)a->diagonal); break;
-    default: print_spatial(f, n); break;
     }
 }
 

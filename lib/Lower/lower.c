@@ -93,7 +93,7 @@ static ic_status check_node(ic_ctx *c, const ic_graph *g, const ic_node *n)
         double f = v.is_int ? (double)v.i : v.f;
         bool bad = ic_dtype_is_float(t) ? isfinite(f) && fabs(f) > float_max(t)
                  : t == IC_BOOL ? false
-                 : v.is_int ? t == IC_I32 && (v.i < INT32_MIN || v.i > INT32_MAX)
+                 : v.is_int || ic__narrow_int(t) ? !ic__scalar_fits(v, t)
                  : !(f > (t == IC_I32 ? -2147483649.0 : -9223372036854775808.0) &&
                      f < (t == IC_I32 ? 2147483648.0 : 9223372036854775808.0));
         if (bad)

@@ -57,6 +57,7 @@ def defined_ops():
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i32", "i64"]
 ALL = FLOATS + INTS + ["bool"]
+NARROW = ["u8", "i8", "i16"]   # the narrow integers (issue 12): dtype_cases
 GEN = torch.Generator().manual_seed(20240611)
 ONLY = os.environ.get("IC_CONFORMANCE_ONLY")
 
@@ -67,6 +68,14 @@ def rand(dtype, shape, lo=None, hi=None, nonzero=False):
     dt = DT[dtype]
     if dtype == "bool":
         return torch.randint(0, 2, shape, generator=GEN).bool()
+    if dtype in NARROW:
+        info = torch.iinfo(dt)   # the whole range by default: wraparound is exercised
+        lo = info.min if lo is None else lo
+        hi = info.max + 1 if hi is None else hi
+        t = torch.randint(int(lo), int(hi), shape, generator=GEN, dtype=torch.int64)
+        if nonzero:
+            t[t == 0] = 1 if hi > 1 else -1
+        return t.to(dt)
     if dtype in INTS:
         lo = -5 if lo is None else lo
         hi = 6 if hi is None else hi
@@ -1454,6 +1463,139 @@ def nn_cases(c):
     index_nn_cases(c)
     shape_nn_cases(c)
     pointwise_nn_cases(c)
+# --- dtypes u8 i8 i16 (issue 12) ---
+
+def dtype_cases(c):
+    """u8 i8 i16 through every op family (PyTorch's refusals become error cases by
+    themselves), promotion with every other dtype, numbers, casts both ways, and the edge
+    values 0 127 128 255 -128 with wraparound."""
+    unary_kw = {op: {"lo": 1, "hi": 9} for op in POSITIVE}
+    for dt in NARROW:
+        for op in UNARY + ["gelu", "log1p", "expm1", "sign", "round", "hardswish",
+                           "hardsigmoid", "leaky_relu", "softplus"]:
+            one_op(c, "%s_%s" % (op, dt), op, [T(dt, [3, 5], **unary_kw.get(op, {}))])
+        one_op(c, "clamp_both_%s" % dt, "clamp", [T(dt, [3, 4])], {"min": -2, "max": 100})
+        one_op(c, "clamp_float_%s" % dt, "clamp", [T(dt, [3, 4])], {"min": 0.5})
+        for op in BINARY + ["remainder"]:
+            if op in ("pow",):
+                a, b = T(dt, [4, 6], lo=-3 if dt != "u8" else 0, hi=6), T(dt, [4, 6], lo=0, hi=5)
+            elif op in ("div", "remainder"):
+                a, b = T(dt, [4, 6]), T(dt, [4, 6], nonzero=True)
+            else:
+                a, b = T(dt, [4, 6]), T(dt, [4, 6])
+            one_op(c, "%s_%s" % (op, dt), op, [a, b])
+        one_op(c, "where_%s" % dt, "where", [T("bool", [3, 4]), T(dt, [3, 4]), T(dt, [1, 4])])
+        for op in REDUCE:
+            one_op(c, "%s_all_%s" % (op, dt), op, [T(dt, [2, 3, 4], **({"lo": -2, "hi": 3} if op == "prod" else {}))])
+            one_op(c, "%s_dim1_%s" % (op, dt), op, [T(dt, [4, 5, 3])], {"dims": [1], "keepdim": True})
+        one_op(c, "argmax_%s" % dt, "argmax", [T(dt, [4, 6])], {"dim": 1})
+        for op in ("softmax", "log_softmax"):
+            one_op(c, "%s_%s" % (op, dt), op, [T(dt, [3, 4])], {"dim": -1})
+        one_op(c, "layer_norm_%s" % dt, "layer_norm", [T(dt, [3, 4])], {"normalized_shape": [4]})
+        one_op(c, "rms_norm_%s" % dt, "rms_norm", [T(dt, [3, 4])], {"normalized_shape": [4]})
+        one_op(c, "reshape_%s" % dt, "reshape", [T(dt, [2, 3, 4])], {"shape": [4, -1]})
+        one_op(c, "permute_%s" % dt, "permute", [T(dt, [2, 3, 4])], {"dims": [2, 0, 1]})
+        one_op(c, "cat_%s" % dt, "cat", [T(dt, [2, 3]), T(dt, [2, 5])], {"dim": -1})
+        one_op(c, "slice_step_%s" % dt, "slice", [T(dt, [10, 3])],
+               {"dim": 0, "start": 1, "end": 9, "step": 3})
+        one_op(c, "transpose_%s" % dt, "transpose", [T(dt, [2, 3, 4])], {"dim0": 0, "dim1": 2})
+        one_op(c, "expand_%s" % dt, "expand", [T(dt, [3, 1])], {"shape": [2, 3, 5]})
+        one_op(c, "unsqueeze_%s" % dt, "unsqueeze", [T(dt, [3, 4])], {"dim": 1})
+        one_op(c, "squeeze_%s" % dt, "squeeze", [T(dt, [3, 1, 4])])
+        one_op(c, "matmul_2d_%s" % dt, "matmul", [T(dt, [5, 7]), T(dt, [7, 3])])
+        one_op(c, "bmm_%s" % dt, "bmm", [T(dt, [2, 3, 4]), T(dt, [2, 4, 5])])
+        one_op(c, "linear_bias_%s" % dt, "linear", [T(dt, [2, 3, 8]), T(dt, [5, 8]), T(dt, [5])])
+        one_op(c, "embedding_weight_%s" % dt, "embedding", [T(dt, [10, 4]), T("i64", [2, 5], lo=0, hi=10)])
+        one_op(c, "embedding_index_%s" % dt, "embedding", [T("f32", [10, 4]), T(dt, [2, 5], lo=0, hi=10)])
+        c.add("full_%s" % dt, [], [node("y", "full", [], value=-7, shape=[2, 3], dtype=dt)], ["y"])
+        c.add("full_float_value_%s" % dt, [], [node("y", "full", [], value=100.7, shape=[3], dtype=dt)], ["y"])
+        c.add("full_overflow_%s" % dt, [], [node("y", "full", [], value=70000, shape=[3], dtype=dt)],
+              ["y"], expect="error")
+        c.add("arange_%s" % dt, [], [node("y", "arange", [], start=-3 if dt != "u8" else 0, end=9, dtype=dt)], ["y"])
+        # casts both ways: floats in range (out of range is undefined in PyTorch)
+        for other in ALL + NARROW:
+            kw = {"lo": -128.0, "hi": 255.0} if other in FLOATS else {}
+            one_op(c, "cast_%s_to_%s" % (other, dt), "cast", [T(other, [2, 5], **kw)], {"dtype": dt})
+            if other not in NARROW:
+                one_op(c, "cast_%s_to_%s" % (dt, other), "cast", [T(dt, [2, 5])], {"dtype": other})
+        # promotion with every dtype, tensors and 0-d tensors, and numbers
+        for other in ALL + NARROW:
+            one_op(c, "add_%s_%s" % (dt, other), "add", [T(dt, [6]), T(other, [6])])
+            one_op(c, "lt_%s_0d_%s" % (dt, other), "lt", [T(dt, [6]), T(other, [])])
+        one_op(c, "add_int_num_%s" % dt, "add", [T(dt, [8]), 300])
+        one_op(c, "lt_int_num_%s" % dt, "lt", [T(dt, [8]), 300])
+        one_op(c, "eq_int_num_%s" % dt, "eq", [T(dt, [8]), -1])
+        one_op(c, "mul_float_num_%s" % dt, "mul", [T(dt, [8]), 0.5])
+        one_op(c, "sub_num_first_%s" % dt, "sub", [5, T(dt, [8])])
+        one_op(c, "pow_num_exp_%s" % dt, "pow", [T(dt, [8]), 3])
+        one_op(c, "remainder_num_%s" % dt, "remainder", [T(dt, [8]), 7])
+        one_op(c, "remainder_zero_num_%s" % dt, "remainder", [T(dt, [8]), 0], expect="error")
+        one_op(c, "clamp_overflow_%s" % dt, "clamp", [T(dt, [8])], {"max": 70000}, expect="error")
+        one_op(c, "maximum_0d_i64_%s" % dt, "maximum", [T(dt, [8]), ("i64", [], torch.tensor(300))])
+    # an integer arange computes in int64 from truncated start and step; i64 takes its length
+    # from the truncated bounds too, the others from the numbers
+    for dt in INTS + NARROW:
+        for i, (st, en, sp) in enumerate(((0, 5, 1.5), (0.5, 5.7, 1.5), (-0.5, 3, 1), (2.9, -3.2, -1.5))):
+            if dt == "u8" and sp < 0:
+                continue
+            c.add("arange_float_args_%d_%s" % (i, dt), [],
+                  [node("y", "arange", [], start=st, end=en, step=sp, dtype=dt)], ["y"])
+        c.add("arange_zero_int_step_%s" % dt, [],
+              [node("y", "arange", [], start=0, end=5, step=0.5, dtype=dt)], ["y"], expect="error")
+    # edge values and wraparound: 200 + 100 = 44 in u8, -128 * -1 = -128 in i8
+    ev = {"u8": [0, 1, 127, 128, 200, 255, 100, 3], "i8": [0, 1, 127, -128, -1, 100, -100, -7],
+          "i16": [0, 1, 32767, -32768, -1, 255, -256, 300]}
+    ew = {"u8": [0, 255, 1, 128, 100, 255, 200, 7], "i8": [0, -1, 1, -1, -128, 100, -100, 3],
+          "i16": [0, -1, 1, -1, -32768, 255, 256, -300]}
+    for dt in NARROW:
+        a = torch.tensor(ev[dt], dtype=DT[dt])
+        b = torch.tensor(ew[dt], dtype=DT[dt])
+        for op in ("add", "sub", "mul", "maximum", "minimum", "lt", "eq"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a), ("b", dt, [8], b)],
+                  [node("y", op, ["a", "b"])], ["y"])
+        nz = torch.where(b == 0, torch.ones_like(b), b)
+        for op in ("remainder", "div"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a), ("b", dt, [8], nz)],
+                  [node("y", op, ["a", "b"])], ["y"])
+        for op in ("neg", "abs", "sign", "relu"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a)], [node("y", op, ["a"])], ["y"])
+        c.add("special_sum_prod_%s" % dt, [("a", dt, [8], a)],
+              [node("s", "sum", ["a"]), node("p", "prod", ["a"]), node("m", "amax", ["a"]),
+               node("n", "amin", ["a"])], ["s", "p", "m", "n"])
+        c.add("special_chain_%s" % dt, [("a", dt, [8], a), ("b", dt, [8], b)],
+              [node("s", "add", ["a", "b"]), node("m", "mul", ["s", 3]), node("n", "neg", ["m"]),
+               node("y", "sub", ["n", "a"]), node("f", "cast", ["y"], dtype="f32"),
+               node("z", "mul", ["f", 0.5])], ["y", "z"])
+    fv = torch.tensor([0.0, 0.9, -0.9, 127.5, 128.0, 255.9, -1.0, -128.7, 300.0, -200.0])
+    for dt in NARROW:
+        for src in ("f32", "f64", "f16", "bf16"):
+            c.add("special_cast_%s_to_%s" % (src, dt), [("x", src, [10], fv.to(DT[src]))],
+                  [node("y", "cast", ["x"], dtype=dt)], ["y"])
+    # mixed narrow promotion: u8 with i8 is i16
+    c.add("promote_u8_i8_i16", [("a", "u8", [3, 4], rand("u8", [3, 4])),
+                                ("b", "i8", [4], rand("i8", [4])),
+                                ("s", "i16", [3, 1], rand("i16", [3, 1]))],
+          [node("x", "add", ["a", "b"]), node("m", "gt", ["a", "b"]),
+           node("w", "where", ["m", "a", "b"]), node("y", "mul", ["x", "s"])], ["x", "w", "y"])
+    inductor_uint8_case(c)
+
+
+def inductor_uint8_case(c):
+    """The uint8 example of PyTorch's "Inductor CPU backend debugging and profiling"
+    tutorial (an Inductor accuracy bug it walks through), as written there:
+        def foo1(x1, x2):
+            a = torch.neg(x1)
+            b = torch.maximum(x2, a)
+            y = torch.cat([b], dim=0)
+            return y
+        x1 = torch.randint(256, (1, 8), dtype=torch.uint8)
+        x2 = torch.randint(256, (8390, 8), dtype=torch.uint8)"""
+    x1 = torch.randint(256, (1, 8), generator=GEN, dtype=torch.int64).to(torch.uint8)
+    x2 = torch.randint(256, (8390, 8), generator=GEN, dtype=torch.int64).to(torch.uint8)
+    x1[0, :4] = torch.tensor([0, 1, 128, 255], dtype=torch.uint8)  # neg: 0 255 128 1
+    c.add("inductor_uint8_neg_maximum_cat", [("x1", "u8", [1, 8], x1), ("x2", "u8", [8390, 8], x2)],
+          [node("a", "neg", ["x1"]), node("b", "maximum", ["x2", "a"]),
+           node("y", "cat", ["b"], dim=0)], ["y"])
 
 
 def main(argv):
@@ -1469,7 +1611,7 @@ def main(argv):
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
                   integer_attr_cases, new_pointwise_cases,
                   conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases,
-                  conv_transpose_cases, nn_cases):
+                  conv_transpose_cases, nn_cases, dtype_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS

@@ -48,12 +48,12 @@ import torch.nn.functional as F
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
     "bf16": torch.bfloat16, "i32": torch.int32, "i64": torch.int64,
-    "bool": torch.bool,
+    "bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
 }
 ST_NAMES = {
     "F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
     "BF16": torch.bfloat16, "I32": torch.int32, "I64": torch.int64,
-    "BOOL": torch.bool,
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
 }
 ST_OF = {v: k for k, v in ST_NAMES.items()}
 HALF = (torch.float16, torch.bfloat16)

@@ -181,6 +181,113 @@ Test(infer, promotion_between_tensors)
     }
 }
 
+/* Every pair of dtypes and every dtype with a Python int and float, against the table
+ * unittests/Graph/promotion_table.py prints from torch.result_type (torch 1.13): u8 with i8
+ * is i16, an int number keeps a tensor's integer dtype, a float number makes ints f32. */
+Test(infer, promotion_table_of_torch)
+{
+    static const ic_dtype pair[IC_DTYPE_COUNT][IC_DTYPE_COUNT] = {
+    { IC_F32, IC_F64, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32 }, /* f32 */
+    { IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64 }, /* f64 */
+    { IC_F32, IC_F64, IC_F16, IC_F32, IC_F16, IC_F16, IC_F16, IC_F16, IC_F16, IC_F16 }, /* f16 */
+    { IC_F32, IC_F64, IC_F32, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16 }, /* bf16 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I32, IC_I32, IC_I32, IC_I32 }, /* i32 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I64, IC_I64, IC_I64, IC_I64, IC_I64, IC_I64 }, /* i64 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL, IC_U8, IC_I8, IC_I16 }, /* bool */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_U8, IC_U8, IC_I16, IC_I16 }, /* u8 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I8, IC_I16, IC_I8, IC_I16 }, /* i8 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I16, IC_I16, IC_I16, IC_I16 }, /* i16 */
+    };
+    static const ic_dtype num[IC_DTYPE_COUNT][2] = {
+    { IC_F32, IC_F32 }, /* f32 */
+    { IC_F64, IC_F64 }, /* f64 */
+    { IC_F16, IC_F16 }, /* f16 */
+    { IC_BF16, IC_BF16 }, /* bf16 */
+    { IC_I32, IC_F32 }, /* i32 */
+    { IC_I64, IC_F32 }, /* i64 */
+    { IC_I64, IC_F32 }, /* bool */
+    { IC_U8, IC_F32 }, /* u8 */
+    { IC_I8, IC_F32 }, /* i8 */
+    { IC_I16, IC_F32 }, /* i16 */
+    };
+    for (int a = 0; a < IC_DTYPE_COUNT; a++) {
+        for (int b = 0; b < IC_DTYPE_COUNT; b++) {
+            ic_dtype got = promote_of((ic_dtype)a, (ic_dtype)b, "2", "2");
+            cr_assert_eq(got, pair[a][b], "%s + %s: got %s, want %s", ic_dtype_name((ic_dtype)a),
+                         ic_dtype_name((ic_dtype)b), ic_dtype_name(got), ic_dtype_name(pair[a][b]));
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "pn%d", a);
+        ic_value x = ict_input(g, nm, (ic_dtype)a, "2");
+        for (int f = 0; f < 2; f++) {
+            snprintf(nm, sizeof nm, "pn%d_%d", a, f);
+            ic_dtype got = ict_dtype_of(g, bin(nm, IC_OP_ADD, V(x), f ? ic_scalar_f(0.5) : ic_scalar_i(3)));
+            cr_assert_eq(got, num[a][f], "%s + %s: got %s, want %s", ic_dtype_name((ic_dtype)a),
+                         f ? "0.5" : "3", ic_dtype_name(got), ic_dtype_name(num[a][f]));
+        }
+    }
+}
+
+/* u8/i8/i16: the dtype rules of each op family (dtype.c), as PyTorch 1.13 answers them. */
+Test(infer, narrow_integer_dtype_rules)
+{
+    ic_value u = ict_input(g, "u", IC_U8, "3"), i = ict_input(g, "i", IC_I8, "3");
+    ic_value b = ict_input(g, "b", IC_BOOL, "3"), s = ict_input(g, "s", IC_I16, "3");
+    ict_assert_dtype(g, bin("ui", IC_OP_ADD, V(u), V(i)), IC_I16);
+    ict_assert_dtype(g, bin("us", IC_OP_MUL, V(u), V(s)), IC_I16);
+    ict_assert_dtype(g, bin("bu", IC_OP_ADD, V(b), V(u)), IC_U8);
+    ict_assert_dtype(g, bin("ud", IC_OP_DIV, V(u), V(u)), IC_F32);
+    ict_assert_dtype(g, bin("ulf", IC_OP_LT, V(u), ic_scalar_i(300)), IC_BOOL);
+    ict_assert_dtype(g, bin("urem", IC_OP_REMAINDER, V(i), ic_scalar_i(7)), IC_I8);
+    ict_assert_dtype(g, ok_node("un", IC_OP_NEG, OPS(V(u)), NULL), IC_U8); /* wraps; bool: error */
+    ict_assert_dtype(g, ok_node("ua", IC_OP_ABS, OPS(V(u)), NULL), IC_U8);
+    ict_assert_dtype(g, ok_node("ue", IC_OP_EXP, OPS(V(s)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("ul", IC_OP_LOGICAL_NOT, OPS(V(i)), NULL), IC_BOOL);
+    ict_assert_dtype(g, ok_node("usum", IC_OP_SUM, OPS(V(u)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("iprod", IC_OP_PROD, OPS(V(i)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("samax", IC_OP_AMAX, OPS(V(s)), NULL), IC_I16);
+    ic_attrs a = attrs(IC_OP_ARGMAX);
+    a.dim = 0;
+    ict_assert_dtype(g, ok_node("uam", IC_OP_ARGMAX, OPS(V(u)), &a), IC_I64);
+    cr_assert_eq(bad_node("umean", IC_OP_MEAN, OPS(V(u)), NULL), IC_EDTYPE);
+    cr_assert(strstr(ic_last_error(c), "u8"), "%s", ic_last_error(c));
+    /* clamp bounds convert to the tensor's dtype: u8 takes -255..255, i8 -128..127 */
+    a = attrs(IC_OP_CLAMP);
+    a.has_max = true;
+    a.max = (ic_scalar){ 300, 300, true };
+    cr_assert_eq(bad_node("uc", IC_OP_CLAMP, OPS(V(u)), &a), IC_EINVAL);
+    cr_assert(strstr(ic_last_error(c), "cannot be converted to u8"), "%s", ic_last_error(c));
+    a.max = (ic_scalar){ -200, -200, true };
+    ok_node("uc2", IC_OP_CLAMP, OPS(V(u)), &a);
+    cr_assert_eq(bad_node("ic", IC_OP_CLAMP, OPS(V(i)), &a), IC_EINVAL);
+    /* integer aranges: int64 arithmetic from truncated start and step; i64's length from
+     * the truncated bounds, the others' from the numbers (torch 1.13) */
+    static const struct { ic_dtype t; double st, en, sp; const char *len; } ar[] = {
+        { IC_I32, 0, 5, 1.5, "[4]" }, { IC_I64, 0, 5, 1.5, "[5]" }, { IC_U8, -0.5, 3, 1, "[4]" },
+        { IC_I16, 2.9, -3.2, -1.5, "[5]" }, { IC_I64, 0.5, 5.7, 1.5, "[5]" },
+    };
+    for (size_t k = 0; k < sizeof ar / sizeof *ar; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "ar%zu", k);
+        a = attrs(IC_OP_ARANGE);
+        a.has_dtype = true;
+        a.dtype = ar[k].t;
+        a.astart = (ic_scalar){ ar[k].st, (int64_t)ar[k].st, false };
+        a.aend = (ic_scalar){ ar[k].en, (int64_t)ar[k].en, false };
+        a.astep = (ic_scalar){ ar[k].sp, (int64_t)ar[k].sp, false };
+        cr_assert_str_eq(ict_shape_of(g, ok_node(nm, IC_OP_ARANGE, 0, NULL, &a)), ar[k].len, "%s", nm);
+    }
+    a.astep = (ic_scalar){ 0.5, 0, false };
+    cr_assert_eq(bad_node("ar_zero", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL);
+    cr_assert(strstr(ic_last_error(c), "step must be nonzero"), "%s", ic_last_error(c));
+    for (int d = IC_U8; d <= IC_I16; d++) { /* names and sizes */
+        ic_dtype back;
+        cr_assert(ic_dtype_from_name(ic_dtype_name((ic_dtype)d), &back) && back == (ic_dtype)d);
+        cr_assert_eq(ic_dtype_size((ic_dtype)d), d == IC_I16 ? 2u : 1u);
+        cr_assert(ic_dtype_is_int((ic_dtype)d) && !ic_dtype_is_float((ic_dtype)d));
+    }
+}
+
 /* Numbers only raise the category: to i64 (ints) or the default f32 (floats). */
 Test(infer, promotion_with_numbers)
 {
@@ -754,8 +861,9 @@ Test(infer, full_and_arange)
 
     static const struct { double s, e, st; const char *want; } ar[] = {
         { 0, 10, 3, "[4]" },  { 0, 10, 1, "[10]" }, { 5, 0, -1, "[5]" }, { 0, 0, 1, "[0]" },
-        { 0, 1, 0.25, "[4]" }, { 1, 2.5, 0.5, "[3]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
-    };
+        { 0.5, 5.7, 1.5, "[5]" }, { 2.9, -3.2, -1.5, "[5]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
+    }; /* i64 with float numbers: as torch.arange(..., dtype=torch.int64), from the truncated
+        * start, end and step (0.5 5.7 1.5 is 0 1 2 3 4) */
     for (size_t i = 0; i < sizeof ar / sizeof *ar; i++) {
         ic_attrs a = attrs(IC_OP_ARANGE);
         a.astart = (ic_scalar){ ar[i].s, (int64_t)ar[i].s, ar[i].s == (int64_t)ar[i].s };
@@ -774,6 +882,8 @@ Test(infer, full_and_arange)
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "wrong side");
     a.astep = (ic_scalar){ 0, 0, true };
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step");
+    a.astep = (ic_scalar){ 0.25, 0, false }; /* truncates to 0 for i64 */
+    ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step must be nonzero");
     a.astep = (ic_scalar){ 1, 1, true };
     a.has_dtype = true, a.dtype = IC_F32;
     ict_assert_dtype(g, ok_node("arf", IC_OP_ARANGE, 0, NULL, &a), IC_F32);

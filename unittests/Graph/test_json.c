@@ -519,6 +519,47 @@ Test(json, round_trip_every_op)
     ic_ctx_destroy(c);
 }
 
+/* u8/i8/i16 inputs, a u8 param with data (written to safetensors as U8) and a cast to i16:
+ * saved and reloaded, dtypes, names and the param's bytes are the same. */
+Test(json, narrow_integer_dtypes_round_trip)
+{
+    ic_ctx *c = ict_ctx();
+    char *dir = tmpdir_new(), *p1 = path_in(dir, "n.json");
+    ic_graph *g1 = load_string_ok(c,
+        "{\"ic_graph\": 1, \"name\": \"n\", \"inputs\": [{\"name\": \"a\", \"dtype\": \"u8\", "
+        "\"shape\": [3]}, {\"name\": \"b\", \"dtype\": \"i8\", \"shape\": [3], \"range\": [-128, 128]}], "
+        "\"nodes\": [{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", \"b\"]}, {\"name\": \"y\", "
+        "\"op\": \"cast\", \"inputs\": [\"s\"], \"attrs\": {\"dtype\": \"i16\"}}], \"outputs\": [\"y\"]}",
+        NULL);
+    const uint8_t w[3] = { 0, 128, 255 };
+    ic_value pw;
+    cr_assert_eq(ic_graph_add_param(g1, "w", IC_U8, 1, (ic_dim[]){ ic_dim_const(3) }, w, 3, NULL, NULL, &pw),
+                 IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_add_output(g1, pw), IC_OK);
+    save_ok(g1, p1);
+    char *t = read_text(p1);
+    cr_assert(strstr(t, "\"dtype\": \"u8\"") && strstr(t, "\"dtype\": \"i8\"") &&
+              strstr(t, "\"dtype\": \"i16\""), "%s", t);
+    ic_graph *g2 = load_file_ok(c, p1);
+    char *p2 = path_in(dir, "n2.json");
+    save_ok(g2, p2); /* canonical: the reloaded graph saves to the same text */
+    char *t2 = read_text(p2);
+    cr_assert_str_eq(t, t2);
+    free(t2), free(p2);
+    ic_value v;
+    cr_assert(ic_graph_find(g2, "s", &v));
+    cr_assert_eq(ict_dtype_of(g2, v), IC_I16); /* u8 + i8 */
+    ic_node_info ni;
+    cr_assert(ic_graph_find(g2, "w", &v));
+    ic_graph_node(g2, v, &ni);
+    cr_assert(ni.dtype == IC_U8 && ni.data && memcmp(ni.data, w, 3) == 0);
+    free(t);
+    ic_graph_destroy(g1), ic_graph_destroy(g2);
+    ict_rmtree(dir);
+    free(dir), free(p1);
+    ic_ctx_destroy(c);
+}
+
 Test(json, saved_text_is_the_documented_format)
 {
     /* the writer's output is itself a spec-conforming file: spot-check its parts */
