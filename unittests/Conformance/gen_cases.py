@@ -1086,6 +1086,14 @@ def conv_cases(c):
        {"padding": [8], "groups": 16})
     sp(c, "conv2d_odd", "conv", [T("f64", [3, 5, 13, 11]), T("f64", [7, 5, 5, 3]), T("f64", [7])],
        {"stride": [3, 2], "padding": [2, 1]})
+    sp(c, "conv2d_batch0", "conv", [T("f32", [0, 3, 5, 6]), T("f32", [4, 3, 3, 3]), T("f32", [4])],
+       {"padding": [1, 1]})
+    sp(c, "convt2d_batch0", "conv_transpose", [T("f32", [0, 3, 5, 6]), T("f32", [3, 4, 3, 3])],
+       {"stride": [2, 2]})
+    sp(c, "pool_max2d_batch0", "max_pool", [T("f32", [0, 3, 5, 6])], {"kernel_size": [2, 2]})
+    sp(c, "pool_adaptive_avg_batch0", "adaptive_avg_pool", [T("f32", [0, 3, 5, 6])], {"output_size": [2, 4]})
+    sp(c, "pad_constant_empty_dim", "pad", [T("f32", [2, 0, 3])], {"pad": [1, 1, 2, 0]})
+    sp(c, "interpolate_batch0", "interpolate", [T("f32", [0, 2, 3, 4])], {"size": [6, 5], "mode": "bilinear"})
     sp(c, "err_conv_channels", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 2, 3, 3])], expect="error")
     sp(c, "err_conv_groups", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 1, 3, 3])], {"groups": 3},
        expect="error")
