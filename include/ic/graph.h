@@ -28,12 +28,17 @@ extern "C" {
 #define IC_MAX_INPUTS 64 /* most operands of one node (cat) */
 
 typedef enum {
-    IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL, IC_DTYPE_COUNT
+    IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL,
+    IC_U8, IC_I8, IC_I16, /* torch.uint8 int8 int16: in memory only, computed in i32 */
+    IC_DTYPE_COUNT
 } ic_dtype;
 
 IC_API const char *ic_dtype_name(ic_dtype t);          /* "f32" */
 IC_API size_t ic_dtype_size(ic_dtype t);                /* bytes per element */
 IC_API bool ic_dtype_is_float(ic_dtype t);
+IC_API bool ic_dtype_is_int(ic_dtype t);               /* u8 i8 i16 i32 i64 (not bool) */
+/* The range of an integer dtype (bool: 0..1); false for floats. */
+IC_API bool ic_dtype_int_range(ic_dtype t, int64_t *lo, int64_t *hi);
 IC_API bool ic_dtype_from_name(const char *s, ic_dtype *out);
 /* The spec's tolerances for comparing results of dtype t against PyTorch or the reference:
  * |got - want| <= atol + rtol * |want|; 0 and 0 (exact) for integers and bool. */
@@ -128,6 +133,13 @@ typedef struct ic_attrs {
     int nsize; int64_t size[IC_MAX_RANK];                     /* interpolate */
     int nscale; double scale_factor[IC_MAX_RANK];             /* interpolate */
     bool align_corners;                                       /* interpolate */
+    /* --- nn ops (issue 12) --- */
+    int64_t num_groups;             /* group_norm (required) */
+    bool is_causal;                 /* scaled_dot_product_attention (false) */
+    bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    int64_t diagonal;               /* triu tril (0) */
+    double min_val, max_val;        /* hardtanh (-1, 1) */
+    double alpha;                   /* elu (1) */
 } ic_attrs;
 
 enum { IC_PAD_CONSTANT, IC_PAD_REFLECT, IC_PAD_REPLICATE, IC_PAD_CIRCULAR };

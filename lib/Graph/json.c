@@ -23,7 +23,9 @@
 enum {
     A_DIMS, A_KEEPDIM, A_DIM, A_DIM0, A_DIM1, A_SHAPE, A_NSHAPE, A_START, A_END, A_STEP,
     A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD,
-    /* --- spatial ops (issue 12) --- */
+    /* --- nn ops (issue 12) --- */
+    A_NUM_GROUPS, A_IS_CAUSAL, A_SDPA_SCALE, A_DIAGONAL, A_MIN_VAL, A_MAX_VAL, A_ALPHA,
+    /* --- spatial ops (issue 12): last, parse_spatial_attr takes ids from A_PAD on --- */
     A_PAD, A_MODE, A_SIZE, A_SHIFTS, A_STRIDE, A_PADDING, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
     A_KERNEL, A_CEIL, A_CIP, A_DIVISOR, A_OUTPUT_SIZE, A_SCALE, A_ALIGN,
     A_COUNT
@@ -32,10 +34,12 @@ static const char *const attr_names[A_COUNT] = {
     "dims", "keepdim", "dim", "dim0", "dim1", "shape", "normalized_shape", "start", "end",
     "step", "value", "min", "max", "eps", "dtype", "approximate", "negative_slope", "beta",
     "threshold",
+    /* --- nn ops --- */
+    "num_groups", "is_causal", "scale", "diagonal", "min_val", "max_val", "alpha",
     /* --- spatial ops --- */
     "pad", "mode", "size", "shifts", "stride", "padding", "dilation", "groups", "output_padding",
     "kernel_size", "ceil_mode", "count_include_pad", "divisor_override", "output_size",
-    "scale_factor", "align_corners"
+    "scale_factor", "align_corners",
 };
 typedef uint64_t attr_mask; /* a bit per attr id: more than 32 of them */
 #define BIT(a) ((attr_mask)1 << (a))
@@ -95,6 +99,16 @@ static void op_attrs(ic_op op, attr_mask *allowed, attr_mask *required)
         al = BIT(A_SIZE) | BIT(A_SCALE) | BIT(A_MODE) | BIT(A_ALIGN);
         rq = BIT(A_SIZE);
         break;
+    /* --- nn ops --- */
+    case IC_OP_BATCH_NORM: al = BIT(A_EPS); break;
+    case IC_OP_GROUP_NORM: al = BIT(A_NUM_GROUPS) | BIT(A_EPS); rq = BIT(A_NUM_GROUPS); break;
+    case IC_OP_SDPA: al = BIT(A_IS_CAUSAL) | BIT(A_SDPA_SCALE); break;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK: al = rq = BIT(A_DIM); break;
+    case IC_OP_CUMSUM: al = BIT(A_DIM) | BIT(A_DTYPE); rq = BIT(A_DIM); break;
+    case IC_OP_MASKED_FILL: al = rq = BIT(A_VALUE); break;
+    case IC_OP_HARDTANH: al = BIT(A_MIN_VAL) | BIT(A_MAX_VAL); break;
+    case IC_OP_ELU: al = BIT(A_ALPHA); break;
+    case IC_OP_TRIU: case IC_OP_TRIL: al = BIT(A_DIAGONAL); break;
     default: break;
     }
     *allowed = al;
@@ -197,6 +211,15 @@ static ic_status get_scalar(site *s, const json_t *j, const char *what, ic_scala
         *out = ic_scalar_i(json_is_true(j)).scalar;
         return IC_OK;
     }
+    if (json_is_string(j)) { /* JSON has no infinities: masked_fill(value="-inf") */
+        const char *v = json_string_value(j);
+        double f = !strcmp(v, "inf") ? INFINITY : !strcmp(v, "-inf") ? -INFINITY : !strcmp(v, "nan") ? NAN : 0;
+        if (f == 0)
+            return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not a string ('%s'; the strings "
+                            "taken are \"inf\", \"-inf\" and \"nan\")", what, v);
+        *out = ic_scalar_f(f).scalar;
+        return IC_OK;
+    }
     return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not %s", what, jtype(j));
 }
 
@@ -214,7 +237,7 @@ static ic_status get_dtype(site *s, const json_t *j, const char *what, ic_dtype 
         return SITE_ERR(s, IC_EFORMAT, "%s must be a dtype name string, not %s", what, jtype(j));
     if (!ic_dtype_from_name(json_string_value(j), out))
         return SITE_ERR(s, IC_EFORMAT,
-                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64 or bool)",
+                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64, bool, u8, i8 or i16)",
                         what, json_string_value(j));
     return IC_OK;
 }
@@ -462,6 +485,16 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
     case A_DTYPE:
         a->has_dtype = true;
         return get_dtype(s, j, what, &a->dtype);
+    /* --- nn ops --- */
+    case A_NUM_GROUPS: return get_int(s, j, what, &a->num_groups);
+    case A_IS_CAUSAL: return get_bool(s, j, what, &a->is_causal);
+    case A_SDPA_SCALE:
+        a->has_scale = !json_is_null(j);
+        return a->has_scale ? get_real(s, j, what, &a->scale) : IC_OK;
+    case A_DIAGONAL: return get_int(s, j, what, &a->diagonal);
+    case A_MIN_VAL: return get_real(s, j, what, &a->min_val);
+    case A_MAX_VAL: return get_real(s, j, what, &a->max_val);
+    case A_ALPHA: return get_real(s, j, what, &a->alpha);
     case A_APPROX: {
         const char *v = json_string_value(j);
         if (!v)
@@ -1114,6 +1147,9 @@ static ic_status put_scalar(saver *sv, const ic_node *n, json_t *obj, const char
                             ic_scalar s)
 {
     json_t *v;
+    if (!s.is_int && !isfinite(s.f)) /* an attr: the strings get_scalar reads (operands
+                                      * cannot be strings, which name nodes) */
+        return put(sv, obj, key, json_string(isnan(s.f) ? "nan" : s.f > 0 ? "inf" : "-inf"));
     ic_status st = scalar_json(sv, n, key, s, &v);
     return st ? st : put(sv, obj, key, v);
 }
@@ -1215,6 +1251,14 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
         case A_DTYPE: if (a->has_dtype) st = put(sv, o, k, json_string(ic_dtype_name(a->dtype))); break;
         case A_APPROX: st = put(sv, o, k, json_string(a->approximate ? "tanh" : "none")); break;
         default: st = spatial_attr_json(sv, n, o, id); break;
+        /* --- nn ops --- */
+        case A_NUM_GROUPS: st = put(sv, o, k, json_integer(a->num_groups)); break;
+        case A_IS_CAUSAL: st = put(sv, o, k, json_boolean(a->is_causal)); break;
+        case A_SDPA_SCALE: if (a->has_scale) st = put_scalar(sv, n, o, k, ic_scalar_f(a->scale).scalar); break;
+        case A_DIAGONAL: st = put(sv, o, k, json_integer(a->diagonal)); break;
+        case A_MIN_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->min_val).scalar); break;
+        case A_MAX_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->max_val).scalar); break;
+        case A_ALPHA: st = put_scalar(sv, n, o, k, ic_scalar_f(a->alpha).scalar); break;
         }
     }
     return st;

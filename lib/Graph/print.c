@@ -145,6 +145,24 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
         fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
         break;
     default: print_spatial(f, n); break;
+    /* --- nn ops --- */
+    case IC_OP_BATCH_NORM: fprintf(f, " eps=%g", a->eps); break;
+    case IC_OP_GROUP_NORM: fprintf(f, " num_groups=%lld eps=%g", (long long)a->num_groups, a->eps); break;
+    case IC_OP_SDPA:
+        if (a->is_causal) fputs(" is_causal", f);
+        if (a->has_scale) fprintf(f, " scale=%.9g", a->scale);
+        break;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK:
+        fprintf(f, " dim=%lld", (long long)a->dim);
+        break;
+    case IC_OP_CUMSUM:
+        fprintf(f, " dim=%lld", (long long)a->dim);
+        if (a->has_dtype) fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
+        break;
+    case IC_OP_MASKED_FILL: fputs(" value=", f), print_scalar(f, a->value); break;
+    case IC_OP_HARDTANH: fprintf(f, " min_val=%g max_val=%g", a->min_val, a->max_val); break;
+    case IC_OP_ELU: fprintf(f, " alpha=%g", a->alpha); break;
+    case IC_OP_TRIU: case IC_OP_TRIL: fprintf(f, " diagonal=%lld", (long long)a->diagonal); break;
     }
 }
 

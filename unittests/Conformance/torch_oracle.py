@@ -48,12 +48,12 @@ import torch.nn.functional as F
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
     "bf16": torch.bfloat16, "i32": torch.int32, "i64": torch.int64,
-    "bool": torch.bool,
+    "bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
 }
 ST_NAMES = {
     "F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
     "BF16": torch.bfloat16, "I32": torch.int32, "I64": torch.int64,
-    "BOOL": torch.bool,
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
 }
 ST_OF = {v: k for k, v in ST_NAMES.items()}
 HALF = (torch.float16, torch.bfloat16)
@@ -358,6 +358,112 @@ REDUCE = {
 }
 
 
+# --- nn ops (issue 12) ---
+# PyTorch 1.13 lacks F.scaled_dot_product_attention (2.0) and several f16 CPU kernels
+# (batch_norm, group_norm, cumsum, hardtanh, mish, elu): attention is written from PyTorch
+# 2.x's math path, and the half kernels run in f32 and round once to the input's dtype.
+
+def to_input_dtype(fn, x, args):
+    """fn(args); where PyTorch CPU lacks the half kernel, fn on f32 copies of every half
+    tensor, the result rounded to x's dtype."""
+    try:
+        return fn(*args)
+    except RuntimeError as e:
+        if "'Half'" not in str(e) and "'BFloat16'" not in str(e):
+            raise
+    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype in HALF else a for a in args]
+    return fn(*up).to(x.dtype)
+
+
+def op_batch_norm(args, attrs):
+    x, mean, var = args[:3]
+    w = args[3] if len(args) > 3 else None
+    b = args[4] if len(args) > 4 else None
+    eps = attrs.get("eps", 1e-5)
+    return to_input_dtype(lambda *t: F.batch_norm(*t, training=False, eps=eps), x,
+                          [x, mean, var, w, b])
+
+
+def op_group_norm(args, attrs):
+    x = args[0]
+    w = args[1] if len(args) > 1 else None
+    b = args[2] if len(args) > 2 else None
+    g, eps = attrs["num_groups"], attrs.get("eps", 1e-5)
+    return to_input_dtype(lambda t, wt, bt: F.group_norm(t, g, wt, bt, eps), x, [x, w, b])
+
+
+def op_sdpa(args, attrs):
+    """PyTorch 2.x's math path (torch/nn/functional.py's documented reference code):
+    softmax(q @ k^T * scale + mask) @ v; a bool mask (and is_causal's tril) sets the
+    others to -inf, so a fully masked row is NaN (PyTorch >= 2.5's math path gives 0)."""
+    q, k, v = args[:3]
+    mask = args[3] if len(args) > 3 else None
+    causal = bool(attrs.get("is_causal", False))
+    if not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
+        raise OracleError("q, k and v must be of one floating dtype")
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise OracleError("q, k and v need at least 2 dims")
+    if mask is not None and causal:
+        raise OracleError("attn_mask and is_causal together")
+    if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
+        raise OracleError("attn_mask must be bool or q's dtype")
+    L, S = q.shape[-2], k.shape[-2]
+    scale = attrs.get("scale")
+    scale = 1 / (q.shape[-1] ** 0.5) if scale is None else scale
+    up = (lambda t: t.float()) if q.dtype in HALF else (lambda t: t)
+    attn = up(q) @ up(k).transpose(-2, -1) * scale
+    if causal:
+        mask = torch.ones(L, S, dtype=torch.bool).tril()
+    if mask is not None and torch.broadcast_shapes(mask.shape, attn.shape) != attn.shape:
+        raise OracleError("attn_mask does not broadcast to the scores")
+    if mask is not None and mask.dtype == torch.bool:
+        attn = attn.masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        attn = attn + up(mask)
+    return (torch.softmax(attn, -1) @ up(v)).to(q.dtype)
+
+
+def op_gather(args, attrs):
+    x, idx = args
+    if idx.dtype not in (torch.int32, torch.int64):
+        raise OracleError("gather: index must be i32 or i64")
+    # the spec takes i32 indices too (PyTorch wants int64: same values)
+    return torch.gather(x, attrs["dim"], idx.long())
+
+
+def op_cumsum(args, attrs):
+    (x,) = args
+    dt = DTYPES[attrs["dtype"]] if "dtype" in attrs else None
+    return to_input_dtype(lambda t: torch.cumsum(t, attrs["dim"], dtype=dt), x, [x]) \
+        if dt is None else torch.cumsum(x, attrs["dim"], dtype=dt)
+
+
+def op_masked_fill(args, attrs):
+    x, mask = args
+    if mask.dtype != torch.bool:  # PyTorch 2.x; 1.13 still took uint8/int masks
+        raise OracleError("masked_fill: mask must be bool")
+    v = attrs["value"]  # JSON has no infinities: the spec writes them "inf", "-inf", "nan"
+    return x.masked_fill(mask, float(v) if isinstance(v, str) else v)
+
+
+NN = {
+    "batch_norm": op_batch_norm,
+    "group_norm": op_group_norm,
+    "scaled_dot_product_attention": op_sdpa,
+    "gather": op_gather,
+    "index_select": lambda a, at: torch.index_select(a[0], at["dim"], a[1]),
+    "cumsum": op_cumsum,
+    "stack": lambda a, at: half_fallback(lambda *ts: torch.stack(ts, dim=at["dim"]), list(a)),
+    "masked_fill": op_masked_fill,
+    "hardtanh": lambda a, at: to_input_dtype(
+        lambda t: F.hardtanh(t, at.get("min_val", -1.0), at.get("max_val", 1.0)), a[0], [a[0]]),
+    "mish": lambda a, at: to_input_dtype(F.mish, a[0], [a[0]]),
+    "elu": lambda a, at: to_input_dtype(lambda t: F.elu(t, at.get("alpha", 1.0)), a[0], [a[0]]),
+    "triu": lambda a, at: torch.triu(a[0], at.get("diagonal", 0)),
+    "tril": lambda a, at: torch.tril(a[0], at.get("diagonal", 0)),
+}
+
+
 def run_node(node, args, sym):
     op = node["op"]
     attrs = node.get("attrs", {}) or {}
@@ -445,6 +551,8 @@ def run_node(node, args, sym):
     if op == "embedding":
         weight, idx = args
         return half_fallback(lambda w: F.embedding(idx, w), [weight])
+    if op in NN:  # --- nn ops (issue 12) ---
+        return NN[op](args, attrs)
     if op == "full":
         return op_full(attrs, sym)
     if op == "arange":
@@ -607,7 +715,7 @@ def run_graph(graph_path, supplied, binds=None):
     for node in g["nodes"]:
         args = []
         for a in node.get("inputs", []):
-            if isinstance(a, bool):
+            if isinstance(a, bool) or a is None:  # None: an absent optional operand
                 args.append(a)
             elif isinstance(a, (int, float)):
                 args.append(a)

@@ -369,6 +369,64 @@ Test(ptx, the_bundled_graphs)
     }
 }
 
+/* ---- narrow integers (u8 i8 i16) ---- */
+
+/* The PTX of g (one kernel per op) contains every string of want. */
+static void ptx_has(const char *json, const char *const *want, int n)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, json);
+    ic_program *p = program(c, g, false);
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < n; i++)
+        cr_assert(strstr(ic_ptx_module_text(m), want[i]), "no '%s' in the PTX of %s", want[i], json);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* u8/i8/i16 live in memory only: 8- and 16-bit global loads widen them to 32-bit registers
+ * (zero-extended for u8, sign-extended for i8/i16), arithmetic wraps to their width as
+ * PyTorch's does, and stores truncate. Includes the uint8 example of PyTorch's Inductor
+ * debugging tutorial (benchmarks/graphs/inductor_uint8.json). */
+Test(ptx, narrow_integers)
+{
+    /* (NVPTX loads 8/16 bits unsigned and sign-extends i8/i16 with cvt) */
+    static const char *const ld[] = { "ld.global.nc.u8", "ld.global.nc.u16", "cvt.s16.s8", "st.global.u8",
+                                      "st.global.u16" };
+    ptx_has(GRAPH(IN("a", "u8", "[37]") "," IN("b", "i8", "[37]") "," IN("c", "i16", "[37]"),
+                  "{'name':'x','op':'add','inputs':['a','b']},{'name':'y','op':'mul','inputs':['x','c']},"
+                  "{'name':'z','op':'neg','inputs':['a']}",
+                  "'y','z'"), ld, 5);
+    static const char *const dts[] = { "u8", "i8", "i16" };
+    for (int d = 0; d < 3; d++) {
+        char json[1024], name[128];
+        snprintf(json, sizeof json, GRAPH(IN("a", "%s", "[5,67]") "," IN("b", "%s", "[67]"),
+                 "{'name':'s','op':'add','inputs':['a','b']},{'name':'m','op':'mul','inputs':['s',3]},"
+                 "{'name':'n','op':'neg','inputs':['m']},{'name':'r','op':'remainder','inputs':['n',7]},"
+                 "{'name':'f','op':'cast','inputs':['n'],'attrs':{'dtype':'f32'}},"
+                 "{'name':'h','op':'mul','inputs':['f',0.5]},"
+                 "{'name':'t','op':'cast','inputs':['h'],'attrs':{'dtype':'%s'}},"
+                 "{'name':'u','op':'sum','inputs':['t'],'attrs':{'dims':[1]}},"
+                 "{'name':'v','op':'amax','inputs':['a'],'attrs':{'dims':[0]}}",
+                 "'n','r','t','u','v'"), dts[d], dts[d], dts[d]);
+        snprintf(name, sizeof name, "narrow %s wraparound chain", dts[d]);
+        check_graph_params(name, json, 0, NULL);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/benchmarks/graphs/inductor_uint8.json", source_dir());
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    static char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    check_graph_params("inductor uint8 neg maximum cat", text, 0, NULL);
+}
+
 /* ---- math: special values and accuracy against libm ---- */
 
 /* Runs y = op(x) over the given values (f32 or f64) on the emulated GPU and compares with

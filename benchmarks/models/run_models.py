@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""The model suite: GraphNet samples and torchvision models, exported by ic-export, compiled and
+run by ic-run, checked and timed against PyTorch in the same run. See README.md here.
+
+    python3 benchmarks/models/run_models.py [SAMPLE_DIR ...] [--only REGEX] [--skip-large]
+        [--device cpu|cuda] [--dtype f32|bf16] [--json OUT] [--build DIR] [--iters N]
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import torch  # noqa: E402
+import ic_export  # noqa: E402
+from ic_export import graphnet, safetensors  # noqa: E402
+
+TORCHVISION = ["resnet18", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vit_b_16"]
+LARGE = re.compile(r"TinyLlama|Qwen")
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+SPEC = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (1.6e-2, 1e-2)}
+
+
+def default_samples():
+    for root in (os.path.join(os.path.dirname(ROOT), "shared", "graphnet", "samples"),
+                 "/work/shared/graphnet/samples"):
+        if os.path.isdir(root):
+            return sorted(os.path.dirname(os.path.join(d, f)) for d, _, fs in os.walk(root)
+                          for f in fs if f == "model.py")
+    return []
+
+
+# ---- the models -------------------------------------------------------------------------
+class Model:
+    def __init__(self, name, kind, source):
+        self.name, self.kind, self.source = name, kind, source
+
+    def build(self, device, dtype, seed):
+        """(callable module, args) on `device` in `dtype`."""
+        if self.kind == "graphnet":
+            m, args, _ = graphnet.load_sample(self.source, seed, "bf16" if dtype == torch.bfloat16 else "f32",
+                                              run_device=device)
+            vals = [a[1].to(device) if isinstance(a[1], torch.Tensor) else a[1] for a in args]
+            return m, vals
+        import torchvision
+        torch.manual_seed(seed)
+        m = getattr(torchvision.models, self.source)(weights=None).eval().to(dtype).to(device)
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(1, 3, 224, 224, generator=g).to(dtype).to(device)
+        return m, [x]
+
+    def export(self, out, dtype, seed):
+        if self.kind == "graphnet":
+            return ic_export.export_graphnet(self.source, out, seed=seed,
+                                             dtype="bf16" if dtype == torch.bfloat16 else "f32")
+        m, args = self.build("cpu", dtype, seed)
+        return ic_export.export(m, tuple(args), out, name=self.name)
+
+
+def as_f64(m, args):
+    m = copy.deepcopy(m).double() if isinstance(m, torch.nn.Module) else m
+    return m, [a.double() if isinstance(a, torch.Tensor) and a.dtype.is_floating_point else a for a in args]
+
+
+def outputs_of(res):
+    return [t for t in ic_export._leaves(res)]
+
+
+# ---- timing -----------------------------------------------------------------------------
+def time_cpu(fn, args, iters):
+    with torch.no_grad():
+        fn(*args)
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn(*args)
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def time_cuda(fn, args, iters):
+    """CUDA events around back-to-back calls (as benchmarks/gpu/torch_bench.py times)."""
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*args)
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(iters):
+            fn(*args)
+        e1.record()
+        e1.synchronize()
+    return e0.elapsed_time(e1) / iters
+
+
+def ic_run(build, out, device, iters, save=None):
+    cmd = [os.path.join(build, "ic-run"), os.path.join(out, "model.json"), "--inputs",
+           os.path.join(out, "inputs.safetensors"), "--expect", os.path.join(out, "expected.safetensors"),
+           "--no-compare", "--json", "--iters", str(iters), "--warmup", "2", "--device", device]
+    if save:
+        cmd += ["--save-outputs", save]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        msg = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+        return None, msg
+    return rep, (p.stderr.strip().splitlines() or [""])[0] if p.returncode else None
+
+
+def rmse(a, b):
+    a, b = a.double().reshape(-1), b.double().reshape(-1)
+    return math.sqrt(float(((a - b) ** 2).mean())) if a.numel() else 0.0
+
+
+def inductor_rule(model, dtype, seed, saved, expected):
+    """Inductor's accuracy rule: RMSE(ic, f64) <= 2 * RMSE(PyTorch, f64) + atol/10 per output."""
+    m, args = model.build("cpu", torch.float32, seed)
+    m, args = as_f64(m, args)
+    with torch.no_grad():
+        ref = [t for t in outputs_of(m(*args)) if isinstance(t, torch.Tensor)]
+    got = safetensors.load(saved)
+    atol = SPEC[dtype][1]
+    worst = 0.0
+    for i, r in enumerate(ref):
+        g, e = got["out%d" % i], expected["out%d" % i]
+        if not g.dtype.is_floating_point:
+            if not torch.equal(g, e):
+                return False, "out%d differs (integer)" % i
+            continue
+        ours, theirs = rmse(g, r), rmse(e, r)
+        if ours > 2 * theirs + atol / 10:
+            return False, "out%d RMSE %.3g vs PyTorch's %.3g" % (i, ours, theirs)
+        worst = max(worst, ours / (theirs + 1e-30))
+    return True, "RMSE within 2x PyTorch's (worst ratio %.2f)" % worst
+
+
+# ---- one model ----------------------------------------------------------------------------
+def run_model(model, a, work):
+    dtype = DTYPES[a.dtype]
+    row = {"model": model.name, "source": model.kind, "dtype": a.dtype}
+    out = os.path.join(work, model.name)
+    try:
+        s = model.export(out, dtype, a.seed)
+        row["exported"] = "yes"
+        row["ops"] = s["ops"]
+    except ic_export.ExportError as e:
+        row["exported"] = "error"
+        row["error"] = str(e).splitlines()[0] if len(str(e).splitlines()) < 3 else " / ".join(
+            str(e).splitlines()[:4])
+        return row
+    expected = safetensors.load(os.path.join(out, "expected.safetensors"))
+    for dev in ["cpu"] + (["cuda"] if a.device == "cuda" else []):
+        saved = os.path.join(work, model.name + "-%s.safetensors" % dev)
+        rep, err = ic_run(a.build, out, dev, a.iters, save=saved)
+        r = row.setdefault(dev, {})
+        if rep is None:
+            r["error"] = err
+            continue
+        b = rep["backends"]["compiled"]
+        r.update(kernels=b["kernels"], compile_ms=b["compile_ms"], ic_ms=b["run_ms_median"])
+        if rep["check"]:
+            r["match"], r["tolerance"] = True, "spec"
+        else:
+            try:
+                ok, why = inductor_rule(model, dtype, a.seed, saved, expected)
+            except Exception as e:  # f64 evaluation impossible (e.g. fixed f32 casts)
+                ok, why = False, "f64 evaluation failed: %s" % e
+            r["match"], r["tolerance"], r["detail"] = ok, "inductor-rmse", why
+        m, args = model.build(dev, dtype, a.seed)
+        if dev == "cpu":
+            r["eager_ms"] = time_cpu(m, args, a.iters)
+        else:
+            r["eager_ms"] = time_cuda(m, args, a.iters)
+            try:
+                cm = torch.compile(m)
+                t0 = time.perf_counter()
+                with torch.no_grad():
+                    cm(*args)
+                torch.cuda.synchronize()
+                r["torch_compile_first_ms"] = (time.perf_counter() - t0) * 1e3
+                r["torch_compile_ms"] = time_cuda(cm, args, a.iters)
+            except Exception as e:
+                r["torch_compile_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+        if os.path.exists(saved):
+            os.remove(saved)
+    return row
+
+
+def fmt(v, spec="%.2f"):
+    return "-" if v is None else (spec % v if isinstance(v, (int, float)) else str(v))
+
+
+def print_row(row, device):
+    c = row.get("cpu", {})
+    cells = [row["model"][:34].ljust(34), row["exported"].ljust(5)]
+    if row["exported"] != "yes":
+        print(" ".join(cells) + "  " + row.get("error", ""), flush=True)
+        return
+    if "error" in c:
+        print(" ".join(cells) + "  ic-run: " + c["error"], flush=True)
+        return
+    match = ("yes(%s)" % ("spec" if c["tolerance"] == "spec" else "rmse")) if c["match"] else "NO"
+    cells += [fmt(c.get("kernels"), "%d").rjust(5), fmt(c.get("compile_ms"), "%.0f").rjust(8), match.ljust(9),
+              fmt(c.get("ic_ms")).rjust(9), fmt(c.get("eager_ms")).rjust(9),
+              (fmt(c["eager_ms"] / c["ic_ms"]) + "x").rjust(7) if c.get("ic_ms") else "-"]
+    if device == "cuda":
+        g = row.get("cuda", {})
+        if "error" in g:
+            cells.append("gpu: " + g["error"])
+        else:
+            gm = ("yes(%s)" % ("spec" if g["tolerance"] == "spec" else "rmse")) if g.get("match") else "NO"
+            cells += [gm.ljust(9), fmt(g.get("ic_ms"), "%.3f").rjust(8), fmt(g.get("eager_ms"), "%.3f").rjust(8),
+                      fmt(g.get("torch_compile_ms"), "%.3f").rjust(8)]
+    print(" ".join(cells), flush=True)
+    for dev in ("cpu", "cuda"):
+        d = row.get(dev, {})
+        if d.get("detail") and (d.get("tolerance") != "spec"):
+            print("    %s: %s" % (dev, d["detail"]), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("samples", nargs="*", help="GraphNet sample folders (default: every given sample)")
+    p.add_argument("--only", help="keep the models whose name matches this regex")
+    p.add_argument("--skip-large", action="store_true", help="leave out TinyLlama and Qwen (0.5-1.1 B params)")
+    p.add_argument("--no-torchvision", action="store_true", help="only the GraphNet samples")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the rows as JSON here")
+    p.add_argument("--keep", help="export into this folder and keep it (default: a temp folder)")
+    a = p.parse_args()
+    samples = a.samples or default_samples()
+    models = [Model(os.path.basename(os.path.normpath(s)), "graphnet", s) for s in samples]
+    if not a.no_torchvision:
+        models += [Model("tv_" + n, "torchvision", n) for n in TORCHVISION]
+    if a.only:
+        models = [m for m in models if re.search(a.only, m.name)]
+    if a.skip_large:
+        models = [m for m in models if not LARGE.search(m.name)]
+    work = a.keep or tempfile.mkdtemp(prefix="ic-models-")
+    os.makedirs(work, exist_ok=True)
+    print("ic model suite: %d models, dtype %s, device %s, PyTorch %s, %d timed runs each" % (
+        len(models), a.dtype, a.device, torch.__version__, a.iters))
+    print("match: yes(spec) = every output within the spec's %s tolerances (ic-run --expect); yes(rmse) = "
+          "Inductor's rule, RMSE against an f64 evaluation at most 2x PyTorch's own" % a.dtype)
+    hdr = "%-34s %-5s %5s %8s %-9s %9s %9s %7s" % ("model", "exp", "kern", "comp ms", "cpu match", "ic ms",
+                                                    "eager ms", "vs eag")
+    if a.device == "cuda":
+        hdr += " %-9s %8s %8s %8s" % ("gpu match", "ic ms", "eager", "compile")
+    print(hdr, flush=True)
+    rows = []
+    try:
+        for m in models:
+            try:
+                row = run_model(m, a, work)
+            except Exception as e:  # keep going: one model's failure is a row
+                row = {"model": m.name, "exported": "error", "error": "%s: %s" % (type(e).__name__, e)}
+            rows.append(row)
+            print_row(row, a.device)
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"torch": torch.__version__, "device": a.device, "dtype": a.dtype, "rows": rows}, f, indent=1)
+    bad = [r for r in rows if r["exported"] != "yes" or not r.get("cpu", {}).get("match")]
+    print("%d of %d models exported and match on the CPU" % (len(rows) - len(bad), len(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
