@@ -261,10 +261,96 @@ static ic_status materialise(X *x, ic_value v, ic_value *out)
 
 /* ---- conv ---- */
 
+static ic_status add_bias(X *x, const ic__sgeom *g, ic_value y, ic_value bias, ic_value *out)
+{
+    int64_t L = 1, ys[3], bs[2] = { g->cout, 1 };
+    for (int i = 0; i < g->k; i++)
+        L *= g->out[i];
+    ys[0] = g->n, ys[1] = g->cout, ys[2] = L;
+    ic_value b;
+    ic_status s;
+    if (bias < 0) {
+        *out = y;
+        return IC_OK;
+    }
+    if ((s = reshape(x, "y", y, 3, ys, &y)) || (s = reshape(x, "bias", bias, 2, bs, &b)))
+        return s;
+    return binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), out);
+}
+
+/* A small depthwise kernel as a sum of its taps: each a strided slice of the padded input
+ * times the tap's weight per channel ([C, 1..]), one pointwise expression per output (no
+ * reduction loop, vectorised along the last dim). */
+static ic_status depthwise_taps(X *x, const ic__sgeom *g, ic_value v, ic_value wv, int64_t taps,
+                                ic_value *out)
+{
+    int k = g->k;
+    int64_t wflat[2] = { g->c, taps }, wb[IC_MAX_RANK];
+    ic_value w, acc = IC_NONE;
+    ic_status s = reshape(x, "w", wv, 2, wflat, &w);
+    wb[0] = g->c;
+    for (int i = 0; i < k; i++)
+        wb[1 + i] = 1;
+    for (int64_t t = 0; t < taps && !s; t++) {
+        ic_value xt = v, wt;
+        for (int i = k - 1, rem = (int)t; i >= 0 && !s; i--) {
+            int64_t off = (rem % g->kernel[i]) * g->dil[i];
+            rem /= (int)g->kernel[i];
+            s = slice(x, xt, 2 + i, off, off + (g->out[i] - 1) * g->stride[i] + 1, g->stride[i], &xt);
+        }
+        if (s || (s = slice(x, w, 1, t, t + 1, 1, &wt)) || (s = reshape(x, "wt", wt, 1 + k, wb, &wt)) ||
+            (s = binary(x, "tap", IC_OP_MUL, ic_val(xt), ic_val(wt), &xt)))
+            break;
+        if (acc == IC_NONE)
+            acc = xt;
+        else
+            s = binary(x, "acc", IC_OP_ADD, ic_val(acc), ic_val(xt), &acc);
+    }
+    *out = acc;
+    return s;
+}
+
+/* Depthwise (one input channel per group, one output channel each): no matmul of depth k
+ * per channel but the windows times the weight [C, 1.., *k] summed over the kernel dims,
+ * in f32 for the half types (PyTorch accumulates in float). */
+static ic_status conv_depthwise(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic_value bias,
+                                ic_value *out)
+{
+    int k = g->k;
+    int64_t ws[IC_MAX_RANK], dims[IC_SPATIAL_MAX];
+    ic_dtype dt = dtype_of(x, v);
+    bool half = dt == IC_F16 || dt == IC_BF16;
+    ic_status s;
+    ws[0] = g->c;
+    for (int i = 0; i < k; i++)
+        ws[1 + i] = 1, ws[1 + k + i] = g->kernel[i], dims[i] = 2 + k + i;
+    int64_t taps = 1;
+    for (int i = 0; i < k; i++)
+        taps *= g->kernel[i];
+    if ((s = pad_spatial(x, v, k, g->pad_lo, g->pad_hi, 0.0, &v)))
+        return s;
+    if (half && ((s = cast(x, v, IC_F32, &v)) || (s = cast(x, wv, IC_F32, &wv))))
+        return s;
+    if (taps <= 25)
+        s = depthwise_taps(x, g, v, wv, taps, &v);
+    else if (!(s = windows(x, g, v, &v)) && !(s = reshape(x, "w", wv, 1 + 2 * k, ws, &wv)) &&
+             !(s = binary(x, "taps", IC_OP_MUL, ic_val(v), ic_val(wv), &v)))
+        s = reduce(x, "sum", IC_OP_SUM, v, k, dims, false, &v);
+    if (s)
+        return s;
+    if (half && (s = cast(x, v, dt, &v)))
+        return s;
+    if ((s = add_bias(x, g, v, bias, &v)))
+        return s;
+    return finish(x, v, out);
+}
+
 /* The convolution of v ([N, C, *in], batched) with weight w ([Cout, C/G, *k]) and bias
  * (IC_NONE: none) under geometry g, as the node's output. */
 static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic_value bias, ic_value *out)
 {
+    if (g->groups == g->c && g->cout == g->c && g->c > 1)
+        return conv_depthwise(x, g, v, wv, bias, out);
     int k = g->k;
     int64_t G = g->groups, cg = g->c / G, kp = 1, L = 1, perm[IC_MAX_RANK];
     bool pointwise = true;
@@ -292,15 +378,9 @@ static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic
         return s;
     if ((s = reshape(x, "w", wv, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;
-    if ((s = binary(x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)))
+    if ((s = binary(x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)) ||
+        (s = add_bias(x, g, y, bias, &y)))  /* bias as [Cout, 1] over [N, Cout, L] */
         return s;
-    if (bias >= 0) { /* bias as [Cout, 1] over [N, Cout, L] */
-        int64_t ys[3] = { g->n, g->cout, L }, bs[2] = { g->cout, 1 };
-        ic_value b;
-        if ((s = reshape(x, "y", y, 3, ys, &y)) || (s = reshape(x, "bias", bias, 2, bs, &b)) ||
-            (s = binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), &y)))
-            return s;
-    }
     return finish(x, y, out);
 }
 
