@@ -251,8 +251,9 @@ static bool adaptive_geom(ic_op op, const ic_attrs *a, int xr, const int64_t *xs
         return false;
     for (int i = 0; i < k; i++) {
         g->out[i] = a->output_size[i];
-        if (g->out[i] < 0)
-            return why_f(why, nwhy, "output_size entry %d is negative", i);
+        if (g->out[i] <= 0)
+            return why_f(why, nwhy, "output_size entry %d is %lld; it must be positive", i,
+                         (long long)g->out[i]);
         if (g->in[i] == 0 || g->c == 0)
             return why_f(why, nwhy, "%s(): Expected input to have non-zero size for non-batch "
                          "dimensions", op_word(op, k, w, sizeof w));

@@ -143,6 +143,16 @@ static ic_status pad_spatial(X *x, ic_value v, int k, const int64_t *lo, const i
     return node(x, "pad", IC_OP_PAD, 1, &in, &a, out);
 }
 
+static ic_status cast(X *x, ic_value v, ic_dtype to, ic_value *out)
+{
+    ic_attrs a;
+    ic_attrs_init(&a, IC_OP_CAST);
+    a.has_dtype = true;
+    a.dtype = to;
+    ic_operand in = ic_val(v);
+    return node(x, "cast", IC_OP_CAST, 1, &in, &a, out);
+}
+
 static ic_status reduce(X *x, const char *what, ic_op op, ic_value v, int ndims, const int64_t *dims,
                         bool keep, ic_value *out)
 {
@@ -251,10 +261,96 @@ static ic_status materialise(X *x, ic_value v, ic_value *out)
 
 /* ---- conv ---- */
 
+static ic_status add_bias(X *x, const ic__sgeom *g, ic_value y, ic_value bias, ic_value *out)
+{
+    int64_t L = 1, ys[3], bs[2] = { g->cout, 1 };
+    for (int i = 0; i < g->k; i++)
+        L *= g->out[i];
+    ys[0] = g->n, ys[1] = g->cout, ys[2] = L;
+    ic_value b;
+    ic_status s;
+    if (bias < 0) {
+        *out = y;
+        return IC_OK;
+    }
+    if ((s = reshape(x, "y", y, 3, ys, &y)) || (s = reshape(x, "bias", bias, 2, bs, &b)))
+        return s;
+    return binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), out);
+}
+
+/* A small depthwise kernel as a sum of its taps: each a strided slice of the padded input
+ * times the tap's weight per channel ([C, 1..]), one pointwise expression per output (no
+ * reduction loop, vectorised along the last dim). */
+static ic_status depthwise_taps(X *x, const ic__sgeom *g, ic_value v, ic_value wv, int64_t taps,
+                                ic_value *out)
+{
+    int k = g->k;
+    int64_t wflat[2] = { g->c, taps }, wb[IC_MAX_RANK];
+    ic_value w, acc = IC_NONE;
+    ic_status s = reshape(x, "w", wv, 2, wflat, &w);
+    wb[0] = g->c;
+    for (int i = 0; i < k; i++)
+        wb[1 + i] = 1;
+    for (int64_t t = 0; t < taps && !s; t++) {
+        ic_value xt = v, wt;
+        for (int i = k - 1, rem = (int)t; i >= 0 && !s; i--) {
+            int64_t off = (rem % g->kernel[i]) * g->dil[i];
+            rem /= (int)g->kernel[i];
+            s = slice(x, xt, 2 + i, off, off + (g->out[i] - 1) * g->stride[i] + 1, g->stride[i], &xt);
+        }
+        if (s || (s = slice(x, w, 1, t, t + 1, 1, &wt)) || (s = reshape(x, "wt", wt, 1 + k, wb, &wt)) ||
+            (s = binary(x, "tap", IC_OP_MUL, ic_val(xt), ic_val(wt), &xt)))
+            break;
+        if (acc == IC_NONE)
+            acc = xt;
+        else
+            s = binary(x, "acc", IC_OP_ADD, ic_val(acc), ic_val(xt), &acc);
+    }
+    *out = acc;
+    return s;
+}
+
+/* Depthwise (one input channel per group, one output channel each): no matmul of depth k
+ * per channel but the windows times the weight [C, 1.., *k] summed over the kernel dims,
+ * in f32 for the half types (PyTorch accumulates in float). */
+static ic_status conv_depthwise(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic_value bias,
+                                ic_value *out)
+{
+    int k = g->k;
+    int64_t ws[IC_MAX_RANK], dims[IC_SPATIAL_MAX];
+    ic_dtype dt = dtype_of(x, v);
+    bool half = dt == IC_F16 || dt == IC_BF16;
+    ic_status s;
+    ws[0] = g->c;
+    for (int i = 0; i < k; i++)
+        ws[1 + i] = 1, ws[1 + k + i] = g->kernel[i], dims[i] = 2 + k + i;
+    int64_t taps = 1;
+    for (int i = 0; i < k; i++)
+        taps *= g->kernel[i];
+    if ((s = pad_spatial(x, v, k, g->pad_lo, g->pad_hi, 0.0, &v)))
+        return s;
+    if (half && ((s = cast(x, v, IC_F32, &v)) || (s = cast(x, wv, IC_F32, &wv))))
+        return s;
+    if (taps <= 25)
+        s = depthwise_taps(x, g, v, wv, taps, &v);
+    else if (!(s = windows(x, g, v, &v)) && !(s = reshape(x, "w", wv, 1 + 2 * k, ws, &wv)) &&
+             !(s = binary(x, "taps", IC_OP_MUL, ic_val(v), ic_val(wv), &v)))
+        s = reduce(x, "sum", IC_OP_SUM, v, k, dims, false, &v);
+    if (s)
+        return s;
+    if (half && (s = cast(x, v, dt, &v)))
+        return s;
+    if ((s = add_bias(x, g, v, bias, &v)))
+        return s;
+    return finish(x, v, out);
+}
+
 /* The convolution of v ([N, C, *in], batched) with weight w ([Cout, C/G, *k]) and bias
  * (IC_NONE: none) under geometry g, as the node's output. */
 static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic_value bias, ic_value *out)
 {
+    if (g->groups == g->c && g->cout == g->c && g->c > 1)
+        return conv_depthwise(x, g, v, wv, bias, out);
     int k = g->k;
     int64_t G = g->groups, cg = g->c / G, kp = 1, L = 1, perm[IC_MAX_RANK];
     bool pointwise = true;
@@ -282,15 +378,9 @@ static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic
         return s;
     if ((s = reshape(x, "w", wv, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;
-    if ((s = binary(x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)))
+    if ((s = binary(x, "mm", IC_OP_MATMUL, ic_val(w), ic_val(cols), &y)) ||
+        (s = add_bias(x, g, y, bias, &y)))  /* bias as [Cout, 1] over [N, Cout, L] */
         return s;
-    if (bias >= 0) { /* bias as [Cout, 1] over [N, Cout, L] */
-        int64_t ys[3] = { g->n, g->cout, L }, bs[2] = { g->cout, 1 };
-        ic_value b;
-        if ((s = reshape(x, "y", y, 3, ys, &y)) || (s = reshape(x, "bias", bias, 2, bs, &b)) ||
-            (s = binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), &y)))
-            return s;
-    }
     return finish(x, y, out);
 }
 
@@ -387,74 +477,63 @@ static ic_status expand_conv_transpose(ic__exp *E, const ic_operand *in, ic_valu
 
 /* ---- pooling ---- */
 
-/* PyTorch's avg_pool divisor for output index o along one dim, as (full window count,
- * in-bounds count) so that the product over dims gives both divisors. */
-static void avg_counts(const ic__sgeom *g, int i, int64_t o, int64_t *full, int64_t *inb)
+/* The divisor of output index o along spatial dim i (the divisor of a position is the
+ * product over dims, as PyTorch's (hend - hstart) * (wend - wstart)). */
+typedef int64_t (*dim_count_fn)(const ic__sgeom *g, const ic_attrs *a, int i, int64_t o);
+
+/* avg_pool: the window clipped to the padded input (count_include_pad) or to the input. */
+static int64_t avg_count(const ic__sgeom *g, const ic_attrs *a, int i, int64_t o)
 {
     int64_t lo = o * g->stride[i] - g->pad_lo[i], hi = lo + g->kernel[i];
     if (hi > g->in[i] + g->pad_lo[i])
         hi = g->in[i] + g->pad_lo[i];
-    *full = hi - lo;
-    if (lo < 0)
-        lo = 0;
-    if (hi > g->in[i])
-        hi = g->in[i];
-    *inb = hi - lo;
+    if (a->count_include_pad)
+        return hi - lo;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > g->in[i] ? g->in[i] : hi;
+    return hi - lo;
 }
 
-/* The divisor of every output position ([*out] as f64 values), *uniform when all are equal. */
-static double *avg_divisors(ic__exp *E, const ic__sgeom *g, int64_t *n, bool *uniform)
+/* adaptive_avg_pool: the window [floor(o*in/out), ceil((o+1)*in/out)). */
+static int64_t adaptive_count(const ic__sgeom *g, const ic_attrs *a, int i, int64_t o)
 {
-    const ic_attrs *a = E->n.attrs;
-    *n = 1;
+    (void)a;
+    return ((o + 1) * g->in[i] + g->out[i] - 1) / g->out[i] - o * g->in[i] / g->out[i];
+}
+
+/* v / the divisor of each output position: a number when they are all equal, else a
+ * constant [*out] param (small integers: exact in every float dtype). */
+static ic_status divide_by_counts(X *x, const ic__sgeom *g, dim_count_fn f, ic_value v, ic_value *out)
+{
+    const ic_attrs *a = x->E->n.attrs;
+    int64_t n = 1;
     for (int i = 0; i < g->k; i++)
-        *n *= g->out[i];
-    double *d = ic__calloc(E->c, (size_t)*n, sizeof *d);
-    if (!d)
-        return NULL;
-    *uniform = true;
-    for (int64_t f = 0; f < *n; f++) {
-        int64_t rem = f, full = 1, inb = 1;
-        for (int i = g->k - 1; i >= 0; i--) {
-            int64_t fu, ib;
-            avg_counts(g, i, rem % g->out[i], &fu, &ib);
-            rem /= g->out[i];
-            full *= fu, inb *= ib;
-        }
-        d[f] = (double)(a->has_divisor ? a->divisor_override : a->count_include_pad ? full : inb);
-        *uniform &= d[f] == d[0];
-    }
-    return d;
-}
-
-/* The divisors as a constant [*out] param of dtype dt, or a number when uniform. */
-static ic_status divisor_operand(X *x, const ic__sgeom *g, ic_dtype dt, ic_operand *out)
-{
-    int64_t n;
-    bool uni;
-    double *d = avg_divisors(x->E, g, &n, &uni);
-    if (!d)
+        n *= g->out[i];
+    ic_dtype dt = dtype_of(x, v);
+    void *buf = ic__calloc(x->E->c, (size_t)(n ? n : 1), ic_dtype_size(dt));
+    if (!buf)
         return ic__exp_fail(x->E, "out of memory");
-    ic_status s = IC_OK;
-    if (uni) {
-        *out = ic_scalar_i((int64_t)d[0]);
-    } else {
-        ic_tensor t;
-        memset(&t, 0, sizeof t);
-        void *buf = ic__calloc(x->E->c, (size_t)n, ic_dtype_size(dt));
-        if (!buf) {
-            ic__free(x->E->c, d);
-            return ic__exp_fail(x->E, "out of memory");
+    bool uni = true;
+    int64_t first = 0;
+    for (int64_t p = 0; p < n; p++) {
+        int64_t rem = p, cnt = 1;
+        for (int i = g->k - 1; i >= 0; i--) {
+            cnt *= f(g, a, i, rem % g->out[i]);
+            rem /= g->out[i];
         }
-        for (int64_t i = 0; i < n; i++) /* small integers: exact in every float dtype */
-            elem_set(dt, buf, i, d[i]);
-        ic_value v;
-        s = constant(x, "divisor", dt, g->k, g->out, buf, &v);
-        ic__free(x->E->c, buf);
-        *out = ic_val(v);
+        first = p ? first : cnt;
+        uni &= cnt == first;
+        elem_set(dt, buf, p, (double)cnt);
     }
-    ic__free(x->E->c, d);
-    return s;
+    ic_operand d = ic_scalar_i(first);
+    ic_status s = IC_OK;
+    if (!uni) {
+        ic_value c;
+        s = constant(x, "divisor", dt, g->k, g->out, buf, &c);
+        d = ic_val(c);
+    }
+    ic__free(x->E->c, buf);
+    return s ? s : binary(x, "div", IC_OP_DIV, ic_val(v), d, out);
 }
 
 static ic_status expand_pool(ic__exp *E, const ic_operand *in, ic_value *out)
@@ -477,16 +556,38 @@ static ic_status expand_pool(ic__exp *E, const ic_operand *in, ic_value *out)
         (s = windows(&x, &g, v, &v)) ||
         (s = reduce(&x, mx ? "max" : "sum", mx ? IC_OP_AMAX : IC_OP_SUM, v, k, dims, false, &v)))
         return s;
-    if (!mx) {
-        ic_operand d = ic_scalar_i(1);
-        if ((s = divisor_operand(&x, &g, dtype_of(&x, v), &d)) ||
-            (s = binary(&x, "div", IC_OP_DIV, ic_val(v), d, &v)))
-            return s;
-    }
+    if (!mx && E->n.attrs->has_divisor)
+        s = binary(&x, "div", IC_OP_DIV, ic_val(v), ic_scalar_i(E->n.attrs->divisor_override), &v);
+    else if (!mx)
+        s = divide_by_counts(&x, &g, avg_count, v, &v);
+    if (s)
+        return s;
     return finish(&x, v, out);
 }
 
 /* ---- adaptive pooling: separable, one spatial dim at a time ---- */
+
+/* PyTorch's adaptive windows [floor(o*in/out), ceil((o+1)*in/out)) along dim, each reduced
+ * (keepdim) and concatenated. */
+static ic_status irregular_windows(X *x, ic_value v, int dim, int64_t in, int64_t outn, ic_op red,
+                                   ic_value *out)
+{
+    ic_value *parts = ic__calloc(x->E->c, (size_t)outn, sizeof *parts);
+    if (!parts)
+        return ic__exp_fail(x->E, "out of memory");
+    ic_status st = IC_OK;
+    for (int64_t o = 0; o < outn && !st; o++) {
+        int64_t lo = o * in / outn, hi = ((o + 1) * in + outn - 1) / outn, dd = dim;
+        ic_value p;
+        st = slice(x, v, dim, lo, hi, 1, &p);
+        if (!st)
+            st = reduce(x, "red", red, p, 1, &dd, true, &parts[o]);
+    }
+    if (!st)
+        st = cat(x, parts, (int)outn, dim, out);
+    ic__free(x->E->c, parts);
+    return st;
+}
 
 static ic_status adaptive_dim(X *x, ic_value v, int dim, int64_t in, int64_t outn, ic_op red,
                               ic_value *out)
@@ -511,16 +612,7 @@ static ic_status adaptive_dim(X *x, ic_value v, int dim, int64_t in, int64_t out
             return st;
         return reduce(x, "red", red, v, 1, &d, false, out);
     }
-    ic_value parts[1024];
-    if (outn > 1024)
-        return ic__exp_fail(x->E, "adaptive pooling to %lld > 1024 irregular windows", (long long)outn);
-    for (int64_t o = 0; o < outn; o++) {
-        int64_t lo = o * in / outn, hi = ((o + 1) * in + outn - 1) / outn, dd = dim;
-        ic_value p;
-        if ((st = slice(x, v, dim, lo, hi, 1, &p)) || (st = reduce(x, "red", red, p, 1, &dd, true, &parts[o])))
-            return st;
-    }
-    return cat(x, parts, (int)outn, dim, out);
+    return irregular_windows(x, v, dim, in, outn, red, out);
 }
 
 static ic_status expand_adaptive(ic__exp *E, const ic_operand *in, ic_value *out)
@@ -534,46 +626,12 @@ static ic_status expand_adaptive(ic__exp *E, const ic_operand *in, ic_value *out
     ic_value v;
     if ((s = batched(&x, &g, in[0].node, &v)))
         return s;
-    for (int i = 0; i < g.k; i++)
-        if (g.out[i] == 0)
-            return ic__exp_fail(E, "output_size 0 is not supported");
     for (int i = 0; i < g.k && !s; i++)
         s = adaptive_dim(&x, v, 2 + i, g.in[i], g.out[i], mx ? IC_OP_AMAX : IC_OP_SUM, &v);
     if (s)
         return s;
-    if (!mx) { /* divide by the window areas: (hi - lo) products */
-        int64_t n = 1;
-        for (int i = 0; i < g.k; i++)
-            n *= g.out[i];
-        ic_dtype dt = dtype_of(&x, v);
-        void *buf = ic__calloc(E->c, (size_t)n, ic_dtype_size(dt));
-        if (!buf)
-            return ic__exp_fail(E, "out of memory");
-        bool uni = true;
-        double first = 0;
-        for (int64_t f = 0; f < n; f++) {
-            int64_t rem = f, cnt = 1;
-            for (int i = g.k - 1; i >= 0; i--) {
-                int64_t o = rem % g.out[i], lo = o * g.in[i] / g.out[i];
-                int64_t hi = ((o + 1) * g.in[i] + g.out[i] - 1) / g.out[i];
-                rem /= g.out[i];
-                cnt *= hi - lo;
-            }
-            if (f == 0)
-                first = (double)cnt;
-            uni &= (double)cnt == first;
-            elem_set(dt, buf, f, (double)cnt);
-        }
-        ic_operand d = ic_scalar_i((int64_t)first);
-        if (!uni) {
-            ic_value c;
-            s = constant(&x, "count", dt, g.k, g.out, buf, &c);
-            d = ic_val(c);
-        }
-        ic__free(E->c, buf);
-        if (s || (s = binary(&x, "div", IC_OP_DIV, ic_val(v), d, &v)))
-            return s;
-    }
+    if (!mx && (s = divide_by_counts(&x, &g, adaptive_count, v, &v)))
+        return s;
     return finish(&x, v, out);
 }
 
@@ -643,14 +701,62 @@ static int64_t nearest_src(const ic_attrs *a, int i, int64_t o, int64_t in, int6
     return s < in - 1 ? s : in - 1;
 }
 
-/* Nearest along dim: a strided slice, an integer upscale (expand + reshape) or a cat of the
- * runs of consecutive sources. */
+/* v repeated f times along dim: [.., in, 1, ..] -> expand [.., in, f, ..] -> [.., in * f, ..]. */
+static ic_status upsample_dim(X *x, ic_value v, int dim, int64_t f, ic_value *out)
+{
+    int r;
+    int64_t s[IC_MAX_RANK], e[IC_MAX_RANK] = { 0 };
+    ic_status st;
+    shape_of(x, v, &r, s);
+    for (int j = 0, q = 0; j < r; j++) {
+        e[q++] = s[j];
+        if (j == dim)
+            e[q++] = 1;
+    }
+    if ((st = reshape(x, "rep", v, r + 1, e, &v)))
+        return st;
+    ic_attrs ea;
+    ic_attrs_init(&ea, IC_OP_EXPAND);
+    e[dim + 1] = f;
+    ea.nshape = r + 1;
+    for (int j = 0; j <= r; j++)
+        ea.shape[j] = ic_dim_const(e[j]);
+    ic_operand op = ic_val(v);
+    if ((st = node(x, "expand", IC_OP_EXPAND, 1, &op, &ea, &v)))
+        return st;
+    s[dim] *= f;
+    return reshape(x, "up", v, r, s, out);
+}
+
+/* The elements src[0..n) of v along dim: a cat of the runs of consecutive sources. */
+static ic_status runs_dim(X *x, ic_value v, int dim, const int64_t *src, int64_t n, ic_value *out)
+{
+    ic_value *parts = ic__calloc(x->E->c, (size_t)n, sizeof *parts);
+    if (!parts)
+        return ic__exp_fail(x->E, "out of memory");
+    int np = 0;
+    ic_status st = IC_OK;
+    for (int64_t o = 0; o < n && !st;) {
+        int64_t len = 1;
+        while (o + len < n && src[o + len] == src[o] + len)
+            len++;
+        st = slice(x, v, dim, src[o], src[o] + len, 1, &parts[np++]);
+        o += len;
+    }
+    if (!st)
+        st = cat(x, parts, np, dim, out);
+    ic__free(x->E->c, parts);
+    return st;
+}
+
+/* Nearest along dim: a strided slice (sources o * step + first), an integer upscale
+ * (sources o / f) or a cat of the runs of consecutive sources. */
 static ic_status nearest_dim(X *x, ic_value v, int dim, int i, int64_t in, int64_t outn, ic_value *out)
 {
     const ic_attrs *a = x->E->n.attrs;
-    int64_t src[4096];
-    if (outn > 4096)
-        return ic__exp_fail(x->E, "nearest interpolation to more than 4096 positions along a dim");
+    int64_t *src = ic__calloc(x->E->c, (size_t)outn, sizeof *src);
+    if (!src)
+        return ic__exp_fail(x->E, "out of memory");
     for (int64_t o = 0; o < outn; o++)
         src[o] = nearest_src(a, i, o, in, outn);
     int64_t step = outn > 1 ? src[1] - src[0] : 1, f = outn / in;
@@ -659,43 +765,15 @@ static ic_status nearest_dim(X *x, ic_value v, int dim, int i, int64_t in, int64
         arith &= src[o] == src[0] + step * o;
         up &= src[o] == o / (f ? f : 1);
     }
-    if (arith)
-        return slice(x, v, dim, src[0], src[0] + step * (outn - 1) + 1, step, out);
-    int r;
-    int64_t s[IC_MAX_RANK], e[IC_MAX_RANK] = { 0 };
-    shape_of(x, v, &r, s);
     ic_status st;
-    if (up) { /* [.., in, 1, ..] -> expand [.., in, f, ..] -> [.., in * f, ..] */
-        ic_attrs ea;
-        ic_attrs_init(&ea, IC_OP_EXPAND);
-        for (int j = 0, q = 0; j < r; j++) {
-            e[q++] = s[j];
-            if (j == dim)
-                e[q++] = 1;
-        }
-        if ((st = reshape(x, "rep", v, r + 1, e, &v)))
-            return st;
-        e[dim + 1] = f;
-        ea.nshape = r + 1;
-        for (int j = 0; j <= r; j++)
-            ea.shape[j] = ic_dim_const(e[j]);
-        ic_operand op = ic_val(v);
-        if ((st = node(x, "expand", IC_OP_EXPAND, 1, &op, &ea, &v)))
-            return st;
-        s[dim] = outn;
-        return reshape(x, "up", v, r, s, out);
-    }
-    ic_value parts[4096];
-    int np = 0;
-    for (int64_t o = 0; o < outn;) {
-        int64_t len = 1;
-        while (o + len < outn && src[o + len] == src[o] + len)
-            len++;
-        if ((st = slice(x, v, dim, src[o], src[o] + len, 1, &parts[np++])))
-            return st;
-        o += len;
-    }
-    return cat(x, parts, np, dim, out);
+    if (arith)
+        st = slice(x, v, dim, src[0], src[0] + step * (outn - 1) + 1, step, out);
+    else if (up)
+        st = upsample_dim(x, v, dim, f, out);
+    else
+        st = runs_dim(x, v, dim, src, outn, out);
+    ic__free(x->E->c, src);
+    return st;
 }
 
 /* Linear along dim: v (dim moved last) @ M^T with M^T [in, out] holding PyTorch's two taps
@@ -755,12 +833,18 @@ static ic_status expand_interpolate(ic__exp *E, const ic_operand *in, ic_value *
         return s;
     bool lin = E->n.attrs->mode >= IC_INTERP_LINEAR;
     ic_value v = in[0].node;
+    ic_dtype dt = dtype_of(&x, v);
+    bool half = lin && (dt == IC_F16 || dt == IC_BF16);
+    if (half && (s = cast(&x, v, IC_F32, &v))) /* PyTorch's opmath: one rounding at the end */
+        return s;
     for (int i = 0; i < g.k && !s; i++) {
         if (g.in[i] == g.out[i] && !E->n.attrs->nscale)
             continue; /* same size: identity in every mode (source index = o) */
         s = lin ? linear_dim(&x, v, 2 + i, i, g.in[i], g.out[i], &v)
                 : nearest_dim(&x, v, 2 + i, i, g.in[i], g.out[i], &v);
     }
+    if (!s && half)
+        s = cast(&x, v, dt, &v);
     return s ? s : finish(&x, v, out);
 }
 

@@ -1097,6 +1097,25 @@ def conv_cases(c):
        {"padding": [8], "groups": 16})
     sp(c, "conv2d_odd", "conv", [T("f64", [3, 5, 13, 11]), T("f64", [7, 5, 5, 3]), T("f64", [7])],
        {"stride": [3, 2], "padding": [2, 1]})
+    for dt in FLOATS:  # depthwise: one channel per group (sum of taps, or a reduction)
+        sp(c, "conv2d_dw_%s" % dt, "conv", [T(dt, [2, 6, 9, 8]), T(dt, [6, 1, 3, 3]), T(dt, [6])],
+           {"groups": 6, "padding": [1, 1]})
+    sp(c, "conv2d_dw_stride_dil", "conv", [T("f32", [1, 5, 11, 10]), T("f32", [5, 1, 3, 2])],
+       {"groups": 5, "stride": [2, 3], "padding": [2, 1], "dilation": [2, 1]})
+    sp(c, "conv1d_dw_long", "conv", [T("f32", [2, 4, 40]), T("f32", [4, 1, 31]), T("f32", [4])],
+       {"groups": 4, "padding": [15]})
+    sp(c, "conv3d_dw", "conv", [T("f32", [1, 3, 4, 5, 6]), T("f32", [3, 1, 2, 3, 3])],
+       {"groups": 3, "padding": "same"})
+    sp(c, "conv2d_dw_unbatched_permuted", "conv", [T("f32", [4, 7, 6]), T("f32", [4, 1, 5, 5])],
+       {"groups": 4, "padding": [2]}, perm=[2, 0, 1])
+    sp(c, "conv2d_batch0", "conv", [T("f32", [0, 3, 5, 6]), T("f32", [4, 3, 3, 3]), T("f32", [4])],
+       {"padding": [1, 1]})
+    sp(c, "convt2d_batch0", "conv_transpose", [T("f32", [0, 3, 5, 6]), T("f32", [3, 4, 3, 3])],
+       {"stride": [2, 2]})
+    sp(c, "pool_max2d_batch0", "max_pool", [T("f32", [0, 3, 5, 6])], {"kernel_size": [2, 2]})
+    sp(c, "pool_adaptive_avg_batch0", "adaptive_avg_pool", [T("f32", [0, 3, 5, 6])], {"output_size": [2, 4]})
+    sp(c, "pad_constant_empty_dim", "pad", [T("f32", [2, 0, 3])], {"pad": [1, 1, 2, 0]})
+    sp(c, "interpolate_batch0", "interpolate", [T("f32", [0, 2, 3, 4])], {"size": [6, 5], "mode": "bilinear"})
     sp(c, "err_conv_channels", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 2, 3, 3])], expect="error")
     sp(c, "err_conv_groups", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 1, 3, 3])], {"groups": 3},
        expect="error")

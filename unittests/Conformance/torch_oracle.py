@@ -32,6 +32,8 @@ documented meaning of the op:
 - mean of f16/bf16 is taken in f32 and rounded once (see op_mean);
 - torch.prod and torch.squeeze take one dim at a time: several dims are
   reduced one after the other;
+- bf16 linear interpolation on CPU keeps weights and sums in bf16: it is
+  computed in f32 and rounded once, as the f16 fallback does;
 - bf16 conv_transpose on CPU refuses valid channel counts ("expected input
   ... to have 3 channels, but got 4"): it is run on f32 copies and rounded,
   as the f16 kernels above.
@@ -630,6 +632,10 @@ def op_pool(op, x, attrs):
 
 
 def op_interpolate(x, attrs):
+    """bf16/f16 linear modes are computed in f32 and rounded once (1.13's bf16 CPU kernel
+    keeps its weights and sums in bf16: errors of 0.01 on values of 0.1)."""
+    if x.dtype in HALF and attrs.get("mode", "nearest") not in ("nearest", "nearest-exact"):
+        return op_interpolate(x.float(), attrs).to(x.dtype)
     size = attrs["size"]
     mode = attrs.get("mode", "nearest")
     sf = attrs.get("scale_factor")

@@ -1118,6 +1118,8 @@ Test(infer, pool_shapes_and_errors)
     big.nkernel = 1, big.kernel_size[0] = 11;
     bad_msg("e3", IC_OP_MAX_POOL, OPS(V(u)), &big, "Output size is too small");
     bad_msg("e4", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(u)), &ad, "Expected 3D (unbatched) or 4D (batched) input");
+    ad.output_size[1] = 0;
+    bad_msg("e5", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(x)), &ad, "output_size entry 1 is 0; it must be positive");
 }
 
 Test(infer, pad_view_and_interpolate_shapes_and_errors)
