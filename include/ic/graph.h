@@ -28,12 +28,17 @@ extern "C" {
 #define IC_MAX_INPUTS 64 /* most operands of one node (cat) */
 
 typedef enum {
-    IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL, IC_DTYPE_COUNT
+    IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL,
+    IC_U8, IC_I8, IC_I16, /* torch.uint8 int8 int16: in memory only, computed in i32 */
+    IC_DTYPE_COUNT
 } ic_dtype;
 
 IC_API const char *ic_dtype_name(ic_dtype t);          /* "f32" */
 IC_API size_t ic_dtype_size(ic_dtype t);                /* bytes per element */
 IC_API bool ic_dtype_is_float(ic_dtype t);
+IC_API bool ic_dtype_is_int(ic_dtype t);               /* u8 i8 i16 i32 i64 (not bool) */
+/* The range of an integer dtype (bool: 0..1); false for floats. */
+IC_API bool ic_dtype_int_range(ic_dtype t, int64_t *lo, int64_t *hi);
 IC_API bool ic_dtype_from_name(const char *s, ic_dtype *out);
 /* The spec's tolerances for comparing results of dtype t against PyTorch or the reference:
  * |got - want| <= atol + rtol * |want|; 0 and 0 (exact) for integers and bool. */
@@ -42,6 +47,7 @@ IC_API void ic_dtype_tolerance(ic_dtype t, double *rtol, double *atol);
 typedef enum {
     IC_KIND_UNARY, IC_KIND_BINARY, IC_KIND_TERNARY, IC_KIND_REDUCE, IC_KIND_NORM,
     IC_KIND_VIEW, IC_KIND_CAT, IC_KIND_CONTRACT, IC_KIND_GATHER, IC_KIND_CREATE,
+    IC_KIND_SPATIAL, /* pad, roll, conv, pooling, interpolate (issue 12) */
     IC_KIND_INPUT, IC_KIND_PARAM
 } ic_op_kind;
 
@@ -106,7 +112,40 @@ typedef struct ic_attrs {
     int approximate;                /* gelu: 0 = "none", 1 = "tanh" */
     double negative_slope;          /* leaky_relu (0.01) */
     double beta, threshold;         /* softplus (1, 20): x where x * beta > threshold */
+    /* --- spatial ops (issue 12) ---
+     * Per-spatial-dim lists (stride, padding, dilation, kernel_size, output_padding,
+     * output_size, size, scale_factor) hold 0 entries when absent (the op's default), 1
+     * entry (applied to every spatial dim, as PyTorch's int form) or one per spatial dim. */
+    int npad; int64_t pad[2 * IC_MAX_RANK]; /* pad: F.pad order (last dim first, before/after) */
+    int mode;                       /* pad: IC_PAD_*; interpolate: IC_INTERP_* */
+    int64_t unfold_size;            /* unfold: size (dim, step: the fields above) */
+    int nshifts; int64_t shifts[IC_MAX_RANK]; /* roll (dims: has_dims/dims) */
+    int nstride; int64_t stride[IC_MAX_RANK];
+    int npadding; int64_t padding[IC_MAX_RANK];
+    int padding_str;                /* conv: IC_PADDING_INTS, IC_PADDING_SAME, IC_PADDING_VALID */
+    int ndilation; int64_t dilation[IC_MAX_RANK];
+    int64_t groups;                 /* conv (1) */
+    int noutput_padding; int64_t output_padding[IC_MAX_RANK]; /* conv_transpose */
+    int nkernel; int64_t kernel_size[IC_MAX_RANK];            /* pools */
+    bool ceil_mode, count_include_pad;                        /* pools (false, true) */
+    bool has_divisor; int64_t divisor_override;               /* avg_pool */
+    int noutput_size; int64_t output_size[IC_MAX_RANK];       /* adaptive pools */
+    int nsize; int64_t size[IC_MAX_RANK];                     /* interpolate */
+    int nscale; double scale_factor[IC_MAX_RANK];             /* interpolate */
+    bool align_corners;                                       /* interpolate */
+    /* --- nn ops (issue 12) --- */
+    int64_t num_groups;             /* group_norm (required) */
+    bool is_causal;                 /* scaled_dot_product_attention (false) */
+    bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    int64_t diagonal;               /* triu tril (0) */
+    double min_val, max_val;        /* hardtanh (-1, 1) */
+    double alpha;                   /* elu (1) */
 } ic_attrs;
+
+enum { IC_PAD_CONSTANT, IC_PAD_REFLECT, IC_PAD_REPLICATE, IC_PAD_CIRCULAR };
+enum { IC_INTERP_NEAREST, IC_INTERP_NEAREST_EXACT, IC_INTERP_LINEAR, IC_INTERP_BILINEAR,
+       IC_INTERP_TRILINEAR };
+enum { IC_PADDING_INTS, IC_PADDING_SAME, IC_PADDING_VALID };
 
 IC_API void ic_attrs_init(ic_attrs *a, ic_op op);
 

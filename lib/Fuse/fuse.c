@@ -82,6 +82,9 @@ static int op_weight(const ic_node *n)
     case IC_OP_EXP: case IC_OP_LOG: case IC_OP_TANH: case IC_OP_ERF: case IC_OP_SIN:
     case IC_OP_COS: return 2;
     case IC_OP_CAT: return n->info.ninputs + 1;
+    case IC_OP_MISH: return 10; /* --- nn ops: exp, log1p, tanh */
+    case IC_OP_ELU: return 5;   /* expm1 */
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_TRIU: case IC_OP_TRIL: return 2;
     default: return 1;
     }
 }

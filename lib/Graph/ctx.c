@@ -293,9 +293,9 @@ void ic__arena_free(ic_arena *a)
 /* ---- names ---- */
 
 static const char *const dtype_names[IC_DTYPE_COUNT] = {
-    "f32", "f64", "f16", "bf16", "i32", "i64", "bool"
+    "f32", "f64", "f16", "bf16", "i32", "i64", "bool", "u8", "i8", "i16"
 };
-static const size_t dtype_sizes[IC_DTYPE_COUNT] = { 4, 8, 2, 2, 4, 8, 1 };
+static const size_t dtype_sizes[IC_DTYPE_COUNT] = { 4, 8, 2, 2, 4, 8, 1, 1, 1, 2 };
 
 const char *ic_dtype_name(ic_dtype t)
 {
@@ -307,6 +307,24 @@ size_t ic_dtype_size(ic_dtype t) { return (unsigned)t < IC_DTYPE_COUNT ? dtype_s
 bool ic_dtype_is_float(ic_dtype t)
 {
     return t == IC_F32 || t == IC_F64 || t == IC_F16 || t == IC_BF16;
+}
+
+bool ic_dtype_is_int(ic_dtype t)
+{
+    return t == IC_I32 || t == IC_I64 || t == IC_U8 || t == IC_I8 || t == IC_I16;
+}
+
+bool ic_dtype_int_range(ic_dtype t, int64_t *lo, int64_t *hi)
+{
+    switch (t) {
+    case IC_BOOL: *lo = 0, *hi = 1; return true;
+    case IC_U8: *lo = 0, *hi = UINT8_MAX; return true;
+    case IC_I8: *lo = INT8_MIN, *hi = INT8_MAX; return true;
+    case IC_I16: *lo = INT16_MIN, *hi = INT16_MAX; return true;
+    case IC_I32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
+    case IC_I64: *lo = INT64_MIN, *hi = INT64_MAX; return true;
+    default: return false;
+    }
 }
 
 void ic_dtype_tolerance(ic_dtype t, double *rtol, double *atol)

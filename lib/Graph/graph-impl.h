@@ -94,4 +94,29 @@ IC_HIDDEN ic_status ic__graph_param_borrow(ic_graph *g, const char *name, ic_dty
                                            const ic_dim *shape, const void *data,
                                            const char *file, const char *key, ic_value *out);
 
+/* PyTorch's dtype rules (dtype.c: the one place they are written; new ops call these). */
+/* Type promotion between two tensor dtypes (torch.promote_types): u8 with i8 -> i16, an
+ * integer with a float -> the float, bool with anything -> the other. */
+IC_HIDDEN ic_dtype ic__promote(ic_dtype a, ic_dtype b);
+/* Float-only math (exp, sqrt, div...): integers and bool compute in f32. */
+IC_HIDDEN ic_dtype ic__float_result(ic_dtype t);
+/* sum, prod, cumsum: integers and bool accumulate in i64. */
+IC_HIDDEN ic_dtype ic__sum_result(ic_dtype t);
+/* u8 i8 i16: integers kept in memory only, computed in i32 and wrapped to their width. */
+IC_HIDDEN bool ic__narrow_int(ic_dtype t);
+/* Whether number v converts to dtype t without overflow (c10::checked_convert, which
+ * clamp bounds and full values go through): u8 takes -255..255, i8 -128..127. */
+IC_HIDDEN bool ic__scalar_fits(ic_scalar v, ic_dtype t);
+/* v wrapped to integer dtype t's width (two's complement, as PyTorch's integer casts);
+ * bool: v != 0; i64 and floats: v. */
+IC_HIDDEN int64_t ic__wrap_int(int64_t v, ic_dtype t);
+/* float -> integer dtype t: truncated toward zero to i64 (saturating, NaN 0), then wrapped
+ * (bool: f != 0). PyTorch leaves out-of-range conversions undefined (its CPU kernels differ
+ * between their scalar and vector paths); in range, this is exactly its result. */
+IC_HIDDEN int64_t ic__float_to_int(double f, ic_dtype t);
+/* arange of an integer dtype as PyTorch computes it: start + i * step in int64, from start
+ * and step truncated toward zero (arange(0, 5, 1.5, dtype=i32) is 0 1 2 3; a step of 0.5
+ * is a zero step, refused). */
+IC_HIDDEN void ic__arange_int(const ic_attrs *at, int64_t *start, int64_t *step);
+
 #endif

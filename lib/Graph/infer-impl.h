@@ -6,8 +6,6 @@
 /* Infers n's dtype, rank, shape and normalised fields from its operands and attrs,
  * validating everything; n is not yet part of g. */
 IC_HIDDEN ic_status ic__infer(ic_graph *g, ic_node *n);
-/* PyTorch type promotion between two tensor dtypes. */
-IC_HIDDEN ic_dtype ic__promote(ic_dtype a, ic_dtype b);
 IC_HIDDEN ic_status ic__dim_mul(ic_dim a, ic_dim b, ic_dim *out);
 
 #endif

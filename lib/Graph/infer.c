@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "infer-impl.h"
+#include "spatial-impl.h"
 
 void ic_attrs_init(ic_attrs *a, ic_op op)
 {
@@ -15,6 +16,12 @@ void ic_attrs_init(ic_attrs *a, ic_op op)
     a->negative_slope = 0.01;
     a->beta = 1;
     a->threshold = 20;
+    a->groups = 1;              /* --- spatial ops --- */
+    a->count_include_pad = true;
+    /* --- nn ops --- */
+    a->min_val = -1;
+    a->max_val = 1;
+    a->alpha = 1;
 }
 
 /* ---- helpers ---- */
@@ -32,22 +39,6 @@ static const ic_node *arg(const cx *x, int i) { return x->g->nodes[x->n->in[i].n
 static const char *shp(const cx *x, const ic_node *t, char *buf)
 {
     return ic_graph_shape_str(x->g, t->info.rank, t->shape, buf, 160);
-}
-
-static int category(ic_dtype t) { return t == IC_BOOL ? 0 : ic_dtype_is_float(t) ? 2 : 1; }
-
-ic_dtype ic__promote(ic_dtype a, ic_dtype b)
-{
-    if (a == b)
-        return a;
-    int ca = category(a), cb = category(b);
-    if (ca != cb)
-        return ca > cb ? a : b;
-    if (ca == 1)
-        return (a == IC_I64 || b == IC_I64) ? IC_I64 : IC_I32;
-    if (a == IC_F64 || b == IC_F64)
-        return IC_F64;
-    return IC_F32; /* f16 with bf16, or either with f32 */
 }
 
 ic_status ic__dim_mul(ic_dim a, ic_dim b, ic_dim *out)
@@ -220,6 +211,21 @@ static ic_status infer_unary(cx *x)
     case IC_OP_LOGICAL_NOT:
         out = IC_BOOL;
         break;
+    /* --- nn ops --- */
+    case IC_OP_HARDTANH: /* integers clamp to the bounds truncated, as PyTorch */
+        if (t == IC_BOOL)
+            return FAIL(x, IC_EDTYPE, "does not take bool tensors");
+        break;
+    case IC_OP_MISH: case IC_OP_ELU:
+        if ((s = need_float(x, t)))
+            return s;
+        break;
+    case IC_OP_TRIU: case IC_OP_TRIL: {
+        char b1[160];
+        if (a->info.rank < 2)
+            return FAIL(x, IC_ESHAPE, "needs at least 2 dims, got %s", shp(x, a, b1));
+        break;
+    }
     case IC_OP_CLAMP: {
         const ic_attrs *at = &x->n->attrs;
         bool fbound = (at->has_min && !at->min.is_int) || (at->has_max && !at->max.is_int);
@@ -228,6 +234,11 @@ static ic_status infer_unary(cx *x)
             out = IC_F32;
         else if (t == IC_BOOL && (at->has_min || at->has_max))
             out = IC_I64;
+        for (int i = 0; ic_dtype_is_int(out) && i < 2; i++) /* PyTorch converts the bounds */
+            if ((i ? at->has_max : at->has_min) && !ic__scalar_fits(i ? at->max : at->min, out))
+                return FAIL(x, IC_EINVAL, "%s %lld cannot be converted to %s without overflow",
+                            i ? "max" : "min", (long long)(i ? at->max.i : at->min.i),
+                            ic_dtype_name(out));
         break;
     }
     case IC_OP_CAST:
@@ -237,8 +248,7 @@ static ic_status infer_unary(cx *x)
         break;
     default: /* exp log sqrt rsqrt sin cos tanh sigmoid erf reciprocal log1p expm1: ints
               * become f32 */
-        if (!ic_dtype_is_float(t))
-            out = IC_F32;
+        out = ic__float_result(t);
     }
     x->n->info.dtype = out;
     x->n->compute = op == IC_OP_CAST || op == IC_OP_LOGICAL_NOT ? t : out;
@@ -283,7 +293,7 @@ static ic_status infer_binary(cx *x)
         n->info.dtype = t;
         break;
     case IC_OP_DIV:
-        n->compute = n->info.dtype = ic_dtype_is_float(t) ? t : IC_F32;
+        n->compute = n->info.dtype = ic__float_result(t);
         break;
     case IC_OP_EQ: case IC_OP_NE: case IC_OP_LT: case IC_OP_LE: case IC_OP_GT: case IC_OP_GE:
     case IC_OP_LOGICAL_AND: case IC_OP_LOGICAL_OR:
@@ -382,7 +392,7 @@ static ic_status infer_reduce(cx *x)
     uint32_t mask;
     switch (n->info.op) {
     case IC_OP_SUM: case IC_OP_PROD:
-        n->info.dtype = ic_dtype_is_float(t) ? t : IC_I64;
+        n->info.dtype = ic__sum_result(t);
         break;
     case IC_OP_MEAN:
         if ((s = need_float(x, t)))
@@ -601,6 +611,8 @@ static ic_status infer_view(cx *x)
     int r = a->info.rank, d = 0;
     ic_dim out[IC_MAX_RANK];
     switch (n->info.op) {
+    case IC_OP_UNFOLD: case IC_OP_FLIP: /* --- spatial ops --- */
+        return ic__infer_spatial(x->g, x->n);
     case IC_OP_RESHAPE:
         return infer_reshape(x, a);
     case IC_OP_PERMUTE:
@@ -848,7 +860,20 @@ static ic_status infer_create(cx *x)
     if (len > 4e18)
         return FAIL(x, IC_ESHAPE, "too many elements");
     int64_t ilen = (int64_t)len;
-    if (at->astart.is_int && at->aend.is_int && at->astep.is_int) {
+    bool exact = at->astart.is_int && at->aend.is_int && at->astep.is_int;
+    if (ic_dtype_is_int(at->dtype) && !exact) { /* in int64 from truncated start and step */
+        int64_t s0, p0, e0 = at->aend.is_int ? at->aend.i : ic__float_to_int(en, IC_I64);
+        ic__arange_int(at, &s0, &p0);
+        if (p0 == 0)
+            return FAIL(x, IC_EINVAL, "step must be nonzero (step %g truncates to 0 for %s)", sp,
+                        ic_dtype_name(at->dtype));
+        if (!((p0 > 0 && e0 >= s0) || (p0 < 0 && e0 <= s0)))
+            return FAIL(x, IC_EINVAL, "end %g is on the wrong side of start %g for step %g", en, st, sp);
+        /* PyTorch's length: from the truncated bounds for i64, from the numbers otherwise */
+        if (at->dtype == IC_I64)
+            ilen = (int64_t)ceil((double)((__int128)e0 - s0) / (double)p0);
+    }
+    if (exact) {
         /* exact for large i64 bounds, where doubles lose the low bits */
         __int128 span = (__int128)at->aend.i - at->astart.i, step = at->astep.i;
         __int128 q = span / step + ((span % step) != 0 && ((span < 0) == (step < 0)));
@@ -859,6 +884,308 @@ static ic_status infer_create(cx *x)
     ic_dim d = ic_dim_const(ilen);
     set_shape(n, 1, &d);
     return IC_OK;
+}
+
+/* ---- nn ops (issue 12) ---- */
+
+/* Checks that input i, when present, is a 1-d tensor of c elements (a per-channel
+ * parameter of batch_norm / group_norm). */
+static ic_status channel_param(cx *x, int i, ic_dim c, const char *what)
+{
+    if (i >= x->n->info.ninputs || x->n->in[i].node == IC_NONE)
+        return IC_OK;
+    ic_status s;
+    if ((s = need_tensor(x, i)))
+        return s;
+    const ic_node *w = arg(x, i);
+    char b1[160], b2[160];
+    if (w->info.rank != 1 || !ic_dim_eq(w->shape[0], c))
+        return FAIL(x, IC_ESHAPE, "%s (input %d) has shape %s, expected [%s] (the channels, dim 1 "
+                    "of the input)", what, i, shp(x, w, b1), ic_graph_shape_str(x->g, 1, &c, b2, sizeof b2) + 1);
+    return IC_OK;
+}
+
+/* batch_norm(x, running_mean, running_var, weight?, bias?): inference with the running
+ * statistics over channel dim 1. The parameters share one dtype: x's, or f32 for f16/bf16
+ * x (PyTorch's mixed-precision batch_norm). */
+static ic_status infer_batch_norm(cx *x)
+{
+    static const char *const what[] = { "", "running_mean", "running_var", "weight", "bias" };
+    ic_status s;
+    char b1[160];
+    if ((s = need_tensor(x, 0)) || (s = need_tensor(x, 1)) || (s = need_tensor(x, 2)))
+        return s;
+    const ic_node *a = arg(x, 0);
+    ic_dtype t = a->info.dtype, pt = arg(x, 1)->info.dtype;
+    if ((s = need_float(x, t)))
+        return s;
+    if (a->info.rank < 2)
+        return FAIL(x, IC_ESHAPE, "expects an input of at least 2 dims [N, C, ...], got %s", shp(x, a, b1));
+    if (!(x->n->attrs.eps >= 0) || isinf(x->n->attrs.eps))
+        return FAIL(x, IC_EINVAL, "eps must be a non-negative number");
+    for (int i = 1; i < x->n->info.ninputs; i++) {
+        if ((s = channel_param(x, i, a->shape[1], what[i])))
+            return s;
+        if (x->n->in[i].node == IC_NONE)
+            continue;
+        ic_dtype wt = arg(x, i)->info.dtype;
+        if (wt != pt || !(wt == t || (wt == IC_F32 && (t == IC_F16 || t == IC_BF16))))
+            return FAIL(x, IC_EDTYPE, "%s is %s; the parameters must all be %s like the input%s", what[i],
+                        ic_dtype_name(wt), ic_dtype_name(t), t == IC_F16 || t == IC_BF16 ? " (or all f32)" : "");
+    }
+    x->n->info.dtype = t;
+    x->n->compute = pt;
+    x->n->axis = 1;
+    set_shape(x->n, a->info.rank, a->shape);
+    return IC_OK;
+}
+
+/* group_norm(x [N, C, *], weight?, bias?): C split into num_groups groups, each normalised
+ * over its channels and the spatial dims. */
+static ic_status infer_group_norm(cx *x)
+{
+    ic_status s;
+    char b1[160];
+    if ((s = need_tensor(x, 0)))
+        return s;
+    const ic_node *a = arg(x, 0);
+    const ic_attrs *at = &x->n->attrs;
+    if ((s = need_float(x, a->info.dtype)))
+        return s;
+    if (a->info.rank < 2)
+        return FAIL(x, IC_ESHAPE, "expects an input of at least 2 dims [N, C, ...], got %s", shp(x, a, b1));
+    if (at->num_groups <= 0)
+        return FAIL(x, IC_EINVAL, "num_groups must be positive, not %lld", (long long)at->num_groups);
+    ic_dim c = a->shape[1];
+    if (c.nsym || c.coef % at->num_groups)
+        return FAIL(x, IC_ESHAPE, "the channels of input %s (dim 1) must be a multiple of num_groups=%lld",
+                    shp(x, a, b1), (long long)at->num_groups);
+    if (!(at->eps >= 0) || isinf(at->eps))
+        return FAIL(x, IC_EINVAL, "eps must be a non-negative number");
+    for (int i = 1; i < x->n->info.ninputs; i++) {
+        if ((s = channel_param(x, i, c, i == 1 ? "weight" : "bias")))
+            return s;
+        if (x->n->in[i].node != IC_NONE && arg(x, i)->info.dtype != a->info.dtype)
+            return FAIL(x, IC_EDTYPE, "input %d is %s, expected %s like the input", i,
+                        ic_dtype_name(arg(x, i)->info.dtype), ic_dtype_name(a->info.dtype));
+    }
+    x->n->info.dtype = x->n->compute = a->info.dtype;
+    set_shape(x->n, a->info.rank, a->shape);
+    return IC_OK;
+}
+
+/* scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev], mask?):
+ * [..., L, Ev], batch dims broadcast as matmul's. The mask is bool (true = attend), or
+ * float (added): of q's dtype, or f32 (PyTorch 2.x takes it for any q) and broadcasts to
+ * [..., L, S]. */
+static ic_status infer_sdpa(cx *x)
+{
+    ic_status s;
+    char b1[160], b2[160], b3[160];
+    for (int i = 0; i < 3; i++)
+        if ((s = need_tensor(x, i)))
+            return s;
+    const ic_node *q = arg(x, 0), *k = arg(x, 1), *v = arg(x, 2);
+    ic_dtype t = q->info.dtype;
+    if ((s = need_float(x, t)))
+        return s;
+    if (k->info.dtype != t || v->info.dtype != t)
+        return FAIL(x, IC_EDTYPE, "q, k and v must have one dtype, got %s, %s and %s", ic_dtype_name(t),
+                    ic_dtype_name(k->info.dtype), ic_dtype_name(v->info.dtype));
+    int rq = q->info.rank, rk = k->info.rank, rv = v->info.rank;
+    if (rq < 2 || rk < 2 || rv < 2)
+        return FAIL(x, IC_ESHAPE, "q, k and v need at least 2 dims, got %s, %s and %s", shp(x, q, b1),
+                    shp(x, k, b2), shp(x, v, b3));
+    if (!ic_dim_eq(q->shape[rq - 1], k->shape[rk - 1]) || !ic_dim_eq(k->shape[rk - 2], v->shape[rv - 2]))
+        return FAIL(x, IC_ESHAPE, "q %s, k %s and v %s: q and k must share the last dim (E) and k and v "
+                    "the second last (S)", shp(x, q, b1), shp(x, k, b2), shp(x, v, b3));
+    ic_dim bqk[IC_MAX_RANK], out[IC_MAX_RANK];
+    int r1, r;
+    if ((s = broadcast(x, rq - 2, q->shape, rk - 2, k->shape, &r1, bqk)) ||
+        (s = broadcast(x, r1, bqk, rv - 2, v->shape, &r, out)))
+        return s;
+    out[r] = q->shape[rq - 2];
+    out[r + 1] = v->shape[rv - 1];
+    if (x->n->attrs.has_scale && !isfinite(x->n->attrs.scale))
+        return FAIL(x, IC_EINVAL, "scale must be a finite number");
+    if (x->n->info.ninputs == 4 && x->n->in[3].node != IC_NONE) {
+        if ((s = need_tensor(x, 3)))
+            return s;
+        const ic_node *m = arg(x, 3);
+        if (x->n->attrs.is_causal)
+            return FAIL(x, IC_EINVAL, "takes attn_mask or is_causal, not both");
+        if (m->info.dtype != IC_BOOL && m->info.dtype != IC_F32 && m->info.dtype != t)
+            return FAIL(x, IC_EDTYPE, "attn_mask must be bool, f32 or %s like q, not %s", ic_dtype_name(t),
+                        ic_dtype_name(m->info.dtype));
+        ic_dim sc[IC_MAX_RANK], tmp[IC_MAX_RANK];
+        memcpy(sc, out, sizeof(ic_dim) * (size_t)r);
+        sc[r] = q->shape[rq - 2];
+        sc[r + 1] = k->shape[rk - 2];
+        int rr;
+        bool same = !broadcast(x, r + 2, sc, m->info.rank, m->shape, &rr, tmp) && rr == r + 2;
+        for (int i = 0; same && i < rr; i++)
+            same = ic_dim_eq(tmp[i], sc[i]);
+        if (!same)
+            return FAIL(x, IC_ESHAPE, "attn_mask %s does not broadcast to the scores %s", shp(x, m, b1),
+                        ic_graph_shape_str(x->g, r + 2, sc, b2, sizeof b2));
+    }
+    x->n->info.dtype = x->n->compute = t;
+    set_shape(x->n, r + 2, out);
+    return IC_OK;
+}
+
+/* gather(x, index, dim): index has x's rank and no dim larger than x's but dim; the
+ * result has index's shape. index_select(x, index (1-d or 0-d), dim): x with dim resized
+ * to the number of indices. */
+static ic_status infer_gather(cx *x)
+{
+    ic_status s;
+    char b1[160], b2[160];
+    if ((s = need_tensor(x, 0)) || (s = need_tensor(x, 1)))
+        return s;
+    const ic_node *a = arg(x, 0), *ix = arg(x, 1);
+    int r = a->info.rank, d = 0;
+    if (ix->info.dtype != IC_I32 && ix->info.dtype != IC_I64)
+        return FAIL(x, IC_EDTYPE, "index must be i32 or i64, not %s", ic_dtype_name(ix->info.dtype));
+    if ((s = norm_dim(x, x->n->attrs.dim, r, "dim", &d)))
+        return s;
+    x->n->axis = d;
+    x->n->info.dtype = x->n->compute = a->info.dtype;
+    if (x->n->info.op == IC_OP_GATHER) {
+        if (ix->info.rank != r)
+            return FAIL(x, IC_ESHAPE, "index %s must have as many dims as the input %s", shp(x, ix, b1),
+                        shp(x, a, b2));
+        for (int i = 0; i < r; i++) {
+            ic_dim di = ix->shape[i], da = a->shape[i];
+            bool ok = i == d || ic_dim_eq(di, da) || (!di.nsym && !da.nsym && di.coef <= da.coef);
+            if (!ok)
+                return FAIL(x, IC_ESHAPE, "index %s is larger than the input %s in dim %d (only dim %d may be)",
+                            shp(x, ix, b1), shp(x, a, b2), i, d);
+        }
+        set_shape(x->n, r, ix->shape);
+        return IC_OK;
+    }
+    if (ix->info.rank > 1)
+        return FAIL(x, IC_ESHAPE, "index must be 1-d or 0-d, got %s", shp(x, ix, b1));
+    if (r == 0)
+        return FAIL(x, IC_EUNSUPPORTED, "a 0-d input is not supported");
+    ic_dim out[IC_MAX_RANK];
+    memcpy(out, a->shape, sizeof(ic_dim) * (size_t)r);
+    out[d] = ix->info.rank ? ix->shape[0] : ic_dim_const(1);
+    set_shape(x->n, r, out);
+    return IC_OK;
+}
+
+/* cumsum(x, dim, dtype?): integers and bool sum in i64 unless dtype says otherwise. */
+static ic_status infer_cumsum(cx *x)
+{
+    ic_status s;
+    if ((s = need_tensor(x, 0)))
+        return s;
+    const ic_node *a = arg(x, 0);
+    const ic_attrs *at = &x->n->attrs;
+    int d = 0;
+    if ((s = norm_dim(x, at->dim, a->info.rank, "dim", &d)))
+        return s;
+    ic_dtype t = a->info.dtype, out = ic_dtype_is_float(t) ? t : IC_I64;
+    if (at->has_dtype) {
+        if ((unsigned)at->dtype >= IC_DTYPE_COUNT || at->dtype == IC_BOOL)
+            return FAIL(x, IC_EDTYPE, "cannot sum into dtype %s", ic_dtype_name(at->dtype));
+        out = at->dtype;
+    }
+    x->n->axis = d;
+    x->n->info.dtype = x->n->compute = out;
+    set_shape(x->n, a->info.rank, a->shape);
+    return IC_OK;
+}
+
+/* stack(x0, x1, ..., dim): equal shapes, a new dim at dim, dtypes promoted as cat's. */
+static ic_status infer_stack(cx *x)
+{
+    ic_node *n = x->n;
+    ic_status s;
+    char b1[160], b2[160];
+    for (int i = 0; i < n->info.ninputs; i++)
+        if ((s = need_tensor(x, i)))
+            return s;
+    const ic_node *a = arg(x, 0);
+    int r = a->info.rank, d = 0;
+    if (r + 1 > IC_MAX_RANK)
+        return FAIL(x, IC_ESHAPE, "rank would exceed %d", IC_MAX_RANK);
+    if ((s = norm_dim(x, n->attrs.dim, r + 1, "dim", &d)))
+        return s;
+    for (int i = 1; i < n->info.ninputs; i++) {
+        const ic_node *b = arg(x, i);
+        bool ok = b->info.rank == r;
+        for (int k = 0; ok && k < r; k++)
+            ok = ic_dim_eq(b->shape[k], a->shape[k]);
+        if (!ok)
+            return FAIL(x, IC_ESHAPE, "input %d has shape %s, input 0 has %s; stack needs equal shapes", i,
+                        shp(x, b, b1), shp(x, a, b2));
+    }
+    ic_dim out[IC_MAX_RANK];
+    for (int i = 0, k = 0; i <= r; i++)
+        out[i] = i == d ? ic_dim_const(n->info.ninputs) : a->shape[k++];
+    n->axis = d;
+    n->info.dtype = n->compute = promote_operands(x, 0, n->info.ninputs);
+    set_shape(n, r + 1, out);
+    return IC_OK;
+}
+
+/* Whether number v converts to dtype t without overflow, as PyTorch checks masked_fill's
+ * value (infinities and NaN pass for floats, not for integers). */
+static bool fits_dtype(ic_scalar v, ic_dtype t)
+{
+    double f = v.is_int ? (double)v.i : v.f;
+    switch (t) {
+    case IC_BOOL: return true;
+    case IC_F64: return true;
+    case IC_F32: return !isfinite(f) || fabs(f) <= 3.4028234663852886e38;
+    case IC_F16: return !isfinite(f) || fabs(f) <= 65504.0;
+    case IC_BF16: return !isfinite(f) || fabs(f) <= 3.3895313892515355e38;
+    case IC_I32: return v.is_int ? v.i >= INT32_MIN && v.i <= INT32_MAX : f > -2147483649.0 && f < 2147483648.0;
+    default: return v.is_int || (f >= -9.2233720368547758e18 && f < 9.2233720368547758e18);
+    }
+}
+
+/* masked_fill(x, mask, value): x where mask is false, value (as x's dtype) where true;
+ * the result has the broadcast shape of x and mask. */
+static ic_status infer_masked_fill(cx *x)
+{
+    ic_status s;
+    if ((s = need_tensor(x, 0)) || (s = need_tensor(x, 1)))
+        return s;
+    const ic_node *a = arg(x, 0), *m = arg(x, 1);
+    ic_dtype t = a->info.dtype;
+    if (m->info.dtype != IC_BOOL)
+        return FAIL(x, IC_EDTYPE, "mask must be bool, not %s", ic_dtype_name(m->info.dtype));
+    if (!fits_dtype(x->n->attrs.value, t))
+        return FAIL(x, IC_EINVAL, "value %g cannot be converted to %s without overflow",
+                    x->n->attrs.value.is_int ? (double)x->n->attrs.value.i : x->n->attrs.value.f,
+                    ic_dtype_name(t));
+    ic_dim out[IC_MAX_RANK];
+    int r;
+    if ((s = broadcast(x, a->info.rank, a->shape, m->info.rank, m->shape, &r, out)))
+        return s;
+    x->n->info.dtype = x->n->compute = t;
+    set_shape(x->n, r, out);
+    return IC_OK;
+}
+
+/* The nn ops with rules of their own (their kind's group does not apply); false for
+ * the others. */
+static bool infer_nn(cx *x, ic_status *s)
+{
+    switch (x->n->info.op) {
+    case IC_OP_BATCH_NORM: *s = infer_batch_norm(x); return true;
+    case IC_OP_GROUP_NORM: *s = infer_group_norm(x); return true;
+    case IC_OP_SDPA: *s = infer_sdpa(x); return true;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: *s = infer_gather(x); return true;
+    case IC_OP_CUMSUM: *s = infer_cumsum(x); return true;
+    case IC_OP_STACK: *s = infer_stack(x); return true;
+    case IC_OP_MASKED_FILL: *s = infer_masked_fill(x); return true;
+    default: return false;
+    }
 }
 
 ic_status ic__infer(ic_graph *g, ic_node *n)
@@ -878,6 +1205,9 @@ ic_status ic__infer(ic_graph *g, ic_node *n)
         return FAIL(&x, IC_EINVAL, "takes %d to %d inputs, got %d", mn, mx < 0 ? IC_MAX_INPUTS : mx,
                     n->info.ninputs);
     }
+    ic_status s;
+    if (infer_nn(&x, &s))
+        return s;
     switch (ic_op_kind_of(n->info.op)) {
     case IC_KIND_UNARY: return infer_unary(&x);
     case IC_KIND_BINARY: return infer_binary(&x);
@@ -889,6 +1219,7 @@ ic_status ic__infer(ic_graph *g, ic_node *n)
     case IC_KIND_CONTRACT: return infer_contract(&x);
     case IC_KIND_GATHER: return infer_embedding(&x);
     case IC_KIND_CREATE: return infer_create(&x);
+    case IC_KIND_SPATIAL: return ic__infer_spatial(g, n);
     default: return FAIL(&x, IC_EINVAL, "not an op");
     }
 }

@@ -22,19 +22,32 @@
 
 enum {
     A_DIMS, A_KEEPDIM, A_DIM, A_DIM0, A_DIM1, A_SHAPE, A_NSHAPE, A_START, A_END, A_STEP,
-    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD, A_COUNT
+    A_VALUE, A_MIN, A_MAX, A_EPS, A_DTYPE, A_APPROX, A_NEG_SLOPE, A_BETA, A_THRESHOLD,
+    /* --- nn ops (issue 12) --- */
+    A_NUM_GROUPS, A_IS_CAUSAL, A_SDPA_SCALE, A_DIAGONAL, A_MIN_VAL, A_MAX_VAL, A_ALPHA,
+    /* --- spatial ops (issue 12): last, parse_spatial_attr takes ids from A_PAD on --- */
+    A_PAD, A_MODE, A_SIZE, A_SHIFTS, A_STRIDE, A_PADDING, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
+    A_KERNEL, A_CEIL, A_CIP, A_DIVISOR, A_OUTPUT_SIZE, A_SCALE, A_ALIGN,
+    A_COUNT
 };
 static const char *const attr_names[A_COUNT] = {
     "dims", "keepdim", "dim", "dim0", "dim1", "shape", "normalized_shape", "start", "end",
     "step", "value", "min", "max", "eps", "dtype", "approximate", "negative_slope", "beta",
-    "threshold"
+    "threshold",
+    /* --- nn ops --- */
+    "num_groups", "is_causal", "scale", "diagonal", "min_val", "max_val", "alpha",
+    /* --- spatial ops --- */
+    "pad", "mode", "size", "shifts", "stride", "padding", "dilation", "groups", "output_padding",
+    "kernel_size", "ceil_mode", "count_include_pad", "divisor_override", "output_size",
+    "scale_factor", "align_corners",
 };
-#define BIT(a) (1u << (a))
+typedef uint64_t attr_mask; /* a bit per attr id: more than 32 of them */
+#define BIT(a) ((attr_mask)1 << (a))
 
 /* The attrs op takes (allowed) and those it cannot do without (required), per the spec. */
-static void op_attrs(ic_op op, unsigned *allowed, unsigned *required)
+static void op_attrs(ic_op op, attr_mask *allowed, attr_mask *required)
 {
-    unsigned al = 0, rq = 0;
+    attr_mask al = 0, rq = 0;
     switch (op) {
     case IC_OP_GELU: al = BIT(A_APPROX); break;
     case IC_OP_LEAKY_RELU: al = BIT(A_NEG_SLOPE); break;
@@ -62,6 +75,40 @@ static void op_attrs(ic_op op, unsigned *allowed, unsigned *required)
         al = BIT(A_START) | BIT(A_END) | BIT(A_STEP) | BIT(A_DTYPE);
         rq = BIT(A_END);
         break;
+    /* --- spatial ops --- */
+    case IC_OP_PAD: al = BIT(A_PAD) | BIT(A_MODE) | BIT(A_VALUE); rq = BIT(A_PAD); break;
+    case IC_OP_UNFOLD: al = rq = BIT(A_DIM) | BIT(A_SIZE) | BIT(A_STEP); break;
+    case IC_OP_FLIP: al = rq = BIT(A_DIMS); break;
+    case IC_OP_ROLL: al = BIT(A_SHIFTS) | BIT(A_DIMS); rq = BIT(A_SHIFTS); break;
+    case IC_OP_CONV:
+        al = BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_DILATION) | BIT(A_GROUPS);
+        break;
+    case IC_OP_CONV_TRANSPOSE:
+        al = BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_OUTPUT_PADDING) | BIT(A_DILATION) | BIT(A_GROUPS);
+        break;
+    case IC_OP_MAX_POOL:
+        al = BIT(A_KERNEL) | BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_DILATION) | BIT(A_CEIL);
+        rq = BIT(A_KERNEL);
+        break;
+    case IC_OP_AVG_POOL:
+        al = BIT(A_KERNEL) | BIT(A_STRIDE) | BIT(A_PADDING) | BIT(A_CEIL) | BIT(A_CIP) | BIT(A_DIVISOR);
+        rq = BIT(A_KERNEL);
+        break;
+    case IC_OP_ADAPTIVE_AVG_POOL: case IC_OP_ADAPTIVE_MAX_POOL: al = rq = BIT(A_OUTPUT_SIZE); break;
+    case IC_OP_INTERPOLATE:
+        al = BIT(A_SIZE) | BIT(A_SCALE) | BIT(A_MODE) | BIT(A_ALIGN);
+        rq = BIT(A_SIZE);
+        break;
+    /* --- nn ops --- */
+    case IC_OP_BATCH_NORM: al = BIT(A_EPS); break;
+    case IC_OP_GROUP_NORM: al = BIT(A_NUM_GROUPS) | BIT(A_EPS); rq = BIT(A_NUM_GROUPS); break;
+    case IC_OP_SDPA: al = BIT(A_IS_CAUSAL) | BIT(A_SDPA_SCALE); break;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK: al = rq = BIT(A_DIM); break;
+    case IC_OP_CUMSUM: al = BIT(A_DIM) | BIT(A_DTYPE); rq = BIT(A_DIM); break;
+    case IC_OP_MASKED_FILL: al = rq = BIT(A_VALUE); break;
+    case IC_OP_HARDTANH: al = BIT(A_MIN_VAL) | BIT(A_MAX_VAL); break;
+    case IC_OP_ELU: al = BIT(A_ALPHA); break;
+    case IC_OP_TRIU: case IC_OP_TRIL: al = BIT(A_DIAGONAL); break;
     default: break;
     }
     *allowed = al;
@@ -69,7 +116,7 @@ static void op_attrs(ic_op op, unsigned *allowed, unsigned *required)
 }
 
 /* "dims, keepdim" for messages. */
-static const char *attr_list(unsigned mask, char *buf, size_t n)
+static const char *attr_list(attr_mask mask, char *buf, size_t n)
 {
     size_t k = 0;
     buf[0] = 0;
@@ -164,6 +211,15 @@ static ic_status get_scalar(site *s, const json_t *j, const char *what, ic_scala
         *out = ic_scalar_i(json_is_true(j)).scalar;
         return IC_OK;
     }
+    if (json_is_string(j)) { /* JSON has no infinities: masked_fill(value="-inf") */
+        const char *v = json_string_value(j);
+        double f = !strcmp(v, "inf") ? INFINITY : !strcmp(v, "-inf") ? -INFINITY : !strcmp(v, "nan") ? NAN : 0;
+        if (f == 0)
+            return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not a string ('%s'; the strings "
+                            "taken are \"inf\", \"-inf\" and \"nan\")", what, v);
+        *out = ic_scalar_f(f).scalar;
+        return IC_OK;
+    }
     return SITE_ERR(s, IC_EFORMAT, "%s must be a number, not %s", what, jtype(j));
 }
 
@@ -181,7 +237,7 @@ static ic_status get_dtype(site *s, const json_t *j, const char *what, ic_dtype 
         return SITE_ERR(s, IC_EFORMAT, "%s must be a dtype name string, not %s", what, jtype(j));
     if (!ic_dtype_from_name(json_string_value(j), out))
         return SITE_ERR(s, IC_EFORMAT,
-                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64 or bool)",
+                        "%s '%s' is not a dtype (expected f32, f64, f16, bf16, i32, i64, bool, u8, i8 or i16)",
                         what, json_string_value(j));
     return IC_OK;
 }
@@ -279,11 +335,131 @@ static ic_status get_real(site *s, const json_t *j, const char *what, double *ou
     return st;
 }
 
+/* ---- spatial attrs (issue 12) ---- */
+
+/* A per-spatial-dim list: an int (PyTorch's single-int form, kept as 1 entry) or a list. */
+static ic_status get_dim_list(site *s, const json_t *j, const char *what, int64_t *out, int *n)
+{
+    if (json_is_integer(j)) {
+        out[0] = json_integer_value(j);
+        *n = 1;
+        return IC_OK;
+    }
+    return get_int_list(s, j, what, out, n);
+}
+
+static ic_status get_enum(site *s, const json_t *j, const char *what, const char *const *names,
+                          int count, const char *expect, int *out)
+{
+    const char *v = json_string_value(j);
+    for (int i = 0; v && i < count; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return IC_OK;
+        }
+    if (!v)
+        return SITE_ERR(s, IC_EFORMAT, "%s must be one of %s, not %s", what, expect, jtype(j));
+    return SITE_ERR(s, IC_EFORMAT, "%s must be one of %s, not '%s'", what, expect, v);
+}
+
+static const char *const pad_modes[] = { "constant", "reflect", "replicate", "circular" };
+static const char *const interp_modes[] = { "nearest", "nearest-exact", "linear", "bilinear",
+                                            "trilinear" };
+static const char *const padding_strs[] = { "", "same", "valid" };
+
+static ic_status get_scales(site *s, const json_t *j, const char *what, ic_attrs *a)
+{
+    ic_status st;
+    if (json_is_number(j)) {
+        a->scale_factor[0] = json_number_value(j);
+        a->nscale = 1;
+        return IC_OK;
+    }
+    if ((st = get_list(s, j, what, IC_MAX_RANK)))
+        return st;
+    for (size_t i = 0; i < json_array_size(j); i++) {
+        const json_t *e = json_array_get(j, i);
+        if (!json_is_number(e))
+            return SITE_ERR(s, IC_EFORMAT, "%s must be a list of numbers; entry %zu is %s", what, i, jtype(e));
+        a->scale_factor[i] = json_number_value(e);
+    }
+    a->nscale = (int)json_array_size(j);
+    return IC_OK;
+}
+
+static ic_status parse_spatial_attr(site *s, ic_op op, int id, const json_t *j, const char *what,
+                                    ic_attrs *a)
+{
+    ic_status st;
+    switch (id) {
+    case A_PAD: {
+        if ((st = get_list(s, j, what, 2 * IC_MAX_RANK)))
+            return st;
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            if (!json_is_integer(json_array_get(j, i)))
+                return SITE_ERR(s, IC_EFORMAT, "%s must be a list of integers; entry %zu is %s",
+                                what, i, jtype(json_array_get(j, i)));
+            a->pad[i] = json_integer_value(json_array_get(j, i));
+        }
+        a->npad = (int)json_array_size(j);
+        return IC_OK;
+    }
+    case A_MODE:
+        if (op == IC_OP_PAD)
+            return get_enum(s, j, what, pad_modes, 4, "\"constant\", \"reflect\", \"replicate\", \"circular\"", &a->mode);
+        return get_enum(s, j, what, interp_modes, 5,
+                        "\"nearest\", \"nearest-exact\", \"linear\", \"bilinear\", \"trilinear\"", &a->mode);
+    case A_SIZE:
+        if (op == IC_OP_UNFOLD)
+            return get_int(s, j, what, &a->unfold_size);
+        return get_dim_list(s, j, what, a->size, &a->nsize);
+    case A_SHIFTS: return get_dim_list(s, j, what, a->shifts, &a->nshifts);
+    case A_STRIDE: return get_dim_list(s, j, what, a->stride, &a->nstride);
+    case A_PADDING:
+        if (json_is_string(j)) {
+            if (op != IC_OP_CONV)
+                return SITE_ERR(s, IC_EFORMAT, "%s must be integers", what);
+            int k = 0;
+            if ((st = get_enum(s, j, what, padding_strs + 1, 2, "\"same\", \"valid\" or integers", &k)))
+                return st;
+            a->npadding = 0;
+            a->padding_str = k + 1;
+            return IC_OK;
+        }
+        a->padding_str = IC_PADDING_INTS;
+        return get_dim_list(s, j, what, a->padding, &a->npadding);
+    case A_DILATION: return get_dim_list(s, j, what, a->dilation, &a->ndilation);
+    case A_GROUPS: return get_int(s, j, what, &a->groups);
+    case A_OUTPUT_PADDING: return get_dim_list(s, j, what, a->output_padding, &a->noutput_padding);
+    case A_KERNEL: return get_dim_list(s, j, what, a->kernel_size, &a->nkernel);
+    case A_CEIL: return get_bool(s, j, what, &a->ceil_mode);
+    case A_CIP: return get_bool(s, j, what, &a->count_include_pad);
+    case A_DIVISOR:
+        if (json_is_null(j)) {
+            a->has_divisor = false;
+            return IC_OK;
+        }
+        a->has_divisor = true;
+        return get_int(s, j, what, &a->divisor_override);
+    case A_OUTPUT_SIZE: return get_dim_list(s, j, what, a->output_size, &a->noutput_size);
+    case A_SCALE:
+        if (json_is_null(j)) {
+            a->nscale = 0;
+            return IC_OK;
+        }
+        return get_scales(s, j, what, a);
+    case A_ALIGN: return get_bool(s, j, what, &a->align_corners);
+    }
+    return SITE_ERR(s, IC_EFORMAT, "unhandled attr");
+}
+
 static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs *a)
 {
     char what[64];
     snprintf(what, sizeof what, "attr '%s'", attr_names[id]);
-    bool slice = op == IC_OP_SLICE;
+    bool slice = op == IC_OP_SLICE || op == IC_OP_UNFOLD;
+    if (id >= A_PAD)
+        return parse_spatial_attr(s, op, id, j, what, a);
     switch (id) {
     case A_DIMS:
         a->has_dims = true;
@@ -309,6 +485,16 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
     case A_DTYPE:
         a->has_dtype = true;
         return get_dtype(s, j, what, &a->dtype);
+    /* --- nn ops --- */
+    case A_NUM_GROUPS: return get_int(s, j, what, &a->num_groups);
+    case A_IS_CAUSAL: return get_bool(s, j, what, &a->is_causal);
+    case A_SDPA_SCALE:
+        a->has_scale = !json_is_null(j);
+        return a->has_scale ? get_real(s, j, what, &a->scale) : IC_OK;
+    case A_DIAGONAL: return get_int(s, j, what, &a->diagonal);
+    case A_MIN_VAL: return get_real(s, j, what, &a->min_val);
+    case A_MAX_VAL: return get_real(s, j, what, &a->max_val);
+    case A_ALPHA: return get_real(s, j, what, &a->alpha);
     case A_APPROX: {
         const char *v = json_string_value(j);
         if (!v)
@@ -325,7 +511,7 @@ static ic_status parse_attr(site *s, ic_op op, int id, const json_t *j, ic_attrs
 /* Fills a (already at the op's defaults) from the node's "attrs" object (may be NULL). */
 static ic_status parse_attrs(site *s, ic_op op, const json_t *j, ic_attrs *a)
 {
-    unsigned allowed, required, seen = 0;
+    attr_mask allowed, required, seen = 0;
     char b[256];
     op_attrs(op, &allowed, &required);
     if (j && !json_is_object(j))
@@ -961,6 +1147,9 @@ static ic_status put_scalar(saver *sv, const ic_node *n, json_t *obj, const char
                             ic_scalar s)
 {
     json_t *v;
+    if (!s.is_int && !isfinite(s.f)) /* an attr: the strings get_scalar reads (operands
+                                      * cannot be strings, which name nodes) */
+        return put(sv, obj, key, json_string(isnan(s.f) ? "nan" : s.f > 0 ? "inf" : "-inf"));
     ic_status st = scalar_json(sv, n, key, s, &v);
     return st ? st : put(sv, obj, key, v);
 }
@@ -977,9 +1166,55 @@ static ic_status put_shape(saver *sv, const ic_node *n, json_t *obj, const char 
 static ic_status put_bound(saver *sv, const ic_node *n, json_t *obj, const char *key, bool has,
                            int64_t i, ic_scalar s)
 {
-    if (n->info.op != IC_OP_SLICE)
+    if (n->info.op != IC_OP_SLICE && n->info.op != IC_OP_UNFOLD)
         return put_scalar(sv, n, obj, key, s);
     return has ? put(sv, obj, key, json_integer(i)) : IC_OK;
+}
+
+static json_t *real_list_json(int n, const double *d)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_real(d[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* --- spatial ops (issue 12): lists only when given (absent = the op's default) --- */
+static ic_status spatial_attr_json(saver *sv, const ic_node *n, json_t *o, int id)
+{
+    const ic_attrs *a = &n->attrs;
+    const char *k = attr_names[id];
+    bool pad = n->info.op == IC_OP_PAD;
+#define LIST(cnt, arr) ((cnt) ? put(sv, o, k, int_list_json((cnt), (arr))) : IC_OK)
+    switch (id) {
+    case A_PAD: return put(sv, o, k, int_list_json(a->npad, a->pad));
+    case A_MODE: return put(sv, o, k, json_string(pad ? pad_modes[a->mode] : interp_modes[a->mode]));
+    case A_SIZE:
+        if (n->info.op == IC_OP_UNFOLD)
+            return put(sv, o, k, json_integer(a->unfold_size));
+        return put(sv, o, k, int_list_json(a->nsize, a->size));
+    case A_SHIFTS: return put(sv, o, k, int_list_json(a->nshifts, a->shifts));
+    case A_STRIDE: return LIST(a->nstride, a->stride);
+    case A_PADDING:
+        if (a->padding_str != IC_PADDING_INTS)
+            return put(sv, o, k, json_string(padding_strs[a->padding_str]));
+        return LIST(a->npadding, a->padding);
+    case A_DILATION: return LIST(a->ndilation, a->dilation);
+    case A_GROUPS: return put(sv, o, k, json_integer(a->groups));
+    case A_OUTPUT_PADDING: return LIST(a->noutput_padding, a->output_padding);
+    case A_KERNEL: return put(sv, o, k, int_list_json(a->nkernel, a->kernel_size));
+    case A_CEIL: return put(sv, o, k, json_boolean(a->ceil_mode));
+    case A_CIP: return put(sv, o, k, json_boolean(a->count_include_pad));
+    case A_DIVISOR: return a->has_divisor ? put(sv, o, k, json_integer(a->divisor_override)) : IC_OK;
+    case A_OUTPUT_SIZE: return put(sv, o, k, int_list_json(a->noutput_size, a->output_size));
+    case A_SCALE: return a->nscale ? put(sv, o, k, real_list_json(a->nscale, a->scale_factor)) : IC_OK;
+    case A_ALIGN: return put(sv, o, k, json_boolean(a->align_corners));
+    }
+#undef LIST
+    return IC_OK;
 }
 
 /* Every attr the op takes that has a value (optional ones only when given), so that a
@@ -988,7 +1223,7 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
 {
     const ic_attrs *a = &n->attrs;
     ic_op op = n->info.op;
-    unsigned al, rq;
+    attr_mask al, rq;
     ic_status st = IC_OK;
     op_attrs(op, &al, &rq);
     for (int id = 0; id < A_COUNT && !st; id++) {
@@ -1015,6 +1250,15 @@ static ic_status attrs_json(saver *sv, const ic_node *n, json_t *o)
         case A_THRESHOLD: st = put_scalar(sv, n, o, k, ic_scalar_f(a->threshold).scalar); break;
         case A_DTYPE: if (a->has_dtype) st = put(sv, o, k, json_string(ic_dtype_name(a->dtype))); break;
         case A_APPROX: st = put(sv, o, k, json_string(a->approximate ? "tanh" : "none")); break;
+        default: st = spatial_attr_json(sv, n, o, id); break;
+        /* --- nn ops --- */
+        case A_NUM_GROUPS: st = put(sv, o, k, json_integer(a->num_groups)); break;
+        case A_IS_CAUSAL: st = put(sv, o, k, json_boolean(a->is_causal)); break;
+        case A_SDPA_SCALE: if (a->has_scale) st = put_scalar(sv, n, o, k, ic_scalar_f(a->scale).scalar); break;
+        case A_DIAGONAL: st = put(sv, o, k, json_integer(a->diagonal)); break;
+        case A_MIN_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->min_val).scalar); break;
+        case A_MAX_VAL: st = put_scalar(sv, n, o, k, ic_scalar_f(a->max_val).scalar); break;
+        case A_ALPHA: st = put_scalar(sv, n, o, k, ic_scalar_f(a->alpha).scalar); break;
         }
     }
     return st;

@@ -32,6 +32,70 @@ static void print_dims(FILE *f, const char *key, int n, const int64_t *d)
     fputc(']', f);
 }
 
+/* --- spatial ops (issue 12) --- */
+static void print_list(FILE *f, const char *key, int n, const int64_t *d)
+{
+    if (n)
+        print_dims(f, key, n, d);
+}
+
+static void print_spatial(FILE *f, const ic_node *n)
+{
+    const ic_attrs *a = &n->attrs;
+    static const char *const pm[] = { "constant", "reflect", "replicate", "circular" };
+    static const char *const im[] = { "nearest", "nearest-exact", "linear", "bilinear", "trilinear" };
+    switch (n->info.op) {
+    case IC_OP_PAD:
+        print_dims(f, "pad", a->npad, a->pad);
+        fprintf(f, " mode=%s value=", pm[a->mode & 3]);
+        print_scalar(f, a->value);
+        break;
+    case IC_OP_UNFOLD:
+        fprintf(f, " dim=%lld size=%lld step=%lld", (long long)a->dim, (long long)a->unfold_size,
+                (long long)a->step);
+        break;
+    case IC_OP_FLIP: print_dims(f, "dims", a->ndims, a->dims); break;
+    case IC_OP_ROLL:
+        print_dims(f, "shifts", a->nshifts, a->shifts);
+        if (a->has_dims)
+            print_dims(f, "dims", a->ndims, a->dims);
+        break;
+    case IC_OP_CONV: case IC_OP_CONV_TRANSPOSE:
+        print_list(f, "stride", a->nstride, a->stride);
+        print_list(f, "output_padding", a->noutput_padding, a->output_padding);
+        if (a->padding_str)
+            fprintf(f, " padding=%s", a->padding_str == IC_PADDING_SAME ? "same" : "valid");
+        print_list(f, "padding", a->npadding, a->padding);
+        print_list(f, "dilation", a->ndilation, a->dilation);
+        fprintf(f, " groups=%lld", (long long)a->groups);
+        break;
+    case IC_OP_MAX_POOL: case IC_OP_AVG_POOL:
+        print_dims(f, "kernel_size", a->nkernel, a->kernel_size);
+        print_list(f, "stride", a->nstride, a->stride);
+        print_list(f, "padding", a->npadding, a->padding);
+        print_list(f, "dilation", a->ndilation, a->dilation);
+        if (a->ceil_mode)
+            fputs(" ceil_mode", f);
+        if (n->info.op == IC_OP_AVG_POOL && !a->count_include_pad)
+            fputs(" count_include_pad=false", f);
+        if (a->has_divisor)
+            fprintf(f, " divisor_override=%lld", (long long)a->divisor_override);
+        break;
+    case IC_OP_ADAPTIVE_AVG_POOL: case IC_OP_ADAPTIVE_MAX_POOL:
+        print_dims(f, "output_size", a->noutput_size, a->output_size);
+        break;
+    case IC_OP_INTERPOLATE:
+        print_dims(f, "size", a->nsize, a->size);
+        fprintf(f, " mode=%s", im[a->mode % 5]);
+        for (int i = 0; i < a->nscale; i++)
+            fprintf(f, "%s%.9g%s", i ? "," : " scale_factor=[", a->scale_factor[i], i + 1 == a->nscale ? "]" : "");
+        if (a->align_corners)
+            fputs(" align_corners", f);
+        break;
+    default: break;
+    }
+}
+
 /* Only the attributes the op uses, so the text stays short and diffable. */
 static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
 {
@@ -80,7 +144,25 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
         fputs(" step=", f), print_scalar(f, a->astep);
         fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
         break;
-    default: break;
+    default: print_spatial(f, n); break;
+    /* --- nn ops --- */
+    case IC_OP_BATCH_NORM: fprintf(f, " eps=%g", a->eps); break;
+    case IC_OP_GROUP_NORM: fprintf(f, " num_groups=%lld eps=%g", (long long)a->num_groups, a->eps); break;
+    case IC_OP_SDPA:
+        if (a->is_causal) fputs(" is_causal", f);
+        if (a->has_scale) fprintf(f, " scale=%.9g", a->scale);
+        break;
+    case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK:
+        fprintf(f, " dim=%lld", (long long)a->dim);
+        break;
+    case IC_OP_CUMSUM:
+        fprintf(f, " dim=%lld", (long long)a->dim);
+        if (a->has_dtype) fprintf(f, " dtype=%s", ic_dtype_name(a->dtype));
+        break;
+    case IC_OP_MASKED_FILL: fputs(" value=", f), print_scalar(f, a->value); break;
+    case IC_OP_HARDTANH: fprintf(f, " min_val=%g max_val=%g", a->min_val, a->max_val); break;
+    case IC_OP_ELU: fprintf(f, " alpha=%g", a->alpha); break;
+    case IC_OP_TRIU: case IC_OP_TRIL: fprintf(f, " diagonal=%lld", (long long)a->diagonal); break;
     }
 }
 

@@ -52,6 +52,7 @@ struct ic_safetensors {
 static const struct { const char *name; ic_dtype dt; } st_dtypes[] = {
     { "F32", IC_F32 }, { "F64", IC_F64 }, { "F16", IC_F16 }, { "BF16", IC_BF16 },
     { "I32", IC_I32 }, { "I64", IC_I64 }, { "BOOL", IC_BOOL },
+    { "U8", IC_U8 }, { "I8", IC_I8 }, { "I16", IC_I16 },
 };
 
 static const char *st_dtype_name(ic_dtype dt)
@@ -179,7 +180,7 @@ static ic_status parse_entry(ic_safetensors *st, const char *key, const json_t *
                        jdt ? "not a string" : "missing");
     if (!st_dtype_from_name(json_string_value(jdt), &e->dtype))
         return st_fail(st, key, IC_EDTYPE,
-                       "dtype \"%s\" is not supported (expected F32 F64 F16 BF16 I32 I64 BOOL)",
+                       "dtype \"%s\" is not supported (expected F32 F64 F16 BF16 I32 I64 BOOL U8 I8 I16)",
                        json_string_value(jdt));
     if (!js)
         return st_fail(st, key, IC_EFORMAT, "\"shape\" is missing");

@@ -155,6 +155,9 @@ double ic__elem_get(ic_dtype t, const void *data, int64_t i)
     case IC_I32: return ((const int32_t *)data)[i];
     case IC_I64: return (double)((const int64_t *)data)[i];
     case IC_BOOL: return ((const uint8_t *)data)[i] != 0;
+    case IC_U8: return ((const uint8_t *)data)[i];
+    case IC_I8: return ((const int8_t *)data)[i];
+    case IC_I16: return ((const int16_t *)data)[i];
     default: return 0;
     }
 }
@@ -162,6 +165,19 @@ double ic__elem_get(ic_dtype t, const void *data, int64_t i)
 double ic_tensor_get(const ic_tensor *t, int64_t i)
 {
     return ic__elem_get(t->dtype, t->data, offset_of(t, i));
+}
+
+/* v truncated toward zero to an integer (NaN 0, saturating at 64 bits), as bits for the
+ * narrow integer types to keep (wraparound, as PyTorch's int64 -> uint8 conversion). */
+static uint64_t wrap_int(double v)
+{
+    if (!(v == v))
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return (uint64_t)INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return (uint64_t)INT64_MIN;
+    return (uint64_t)(int64_t)v;
 }
 
 void ic_tensor_set(ic_tensor *t, int64_t i, double v)
@@ -175,6 +191,9 @@ void ic_tensor_set(ic_tensor *t, int64_t i, double v)
     case IC_I32: ((int32_t *)t->data)[o] = (int32_t)v; break;
     case IC_I64: ((int64_t *)t->data)[o] = (int64_t)v; break;
     case IC_BOOL: ((uint8_t *)t->data)[o] = v != 0; break;
+    case IC_U8: ((uint8_t *)t->data)[o] = (uint8_t)wrap_int(v); break;
+    case IC_I8: ((int8_t *)t->data)[o] = (int8_t)(uint8_t)wrap_int(v); break;
+    case IC_I16: ((int16_t *)t->data)[o] = (int16_t)(uint16_t)wrap_int(v); break;
     default: break;
     }
 }

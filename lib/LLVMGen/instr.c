@@ -14,6 +14,8 @@ LLVMTypeRef ic__gen_type(ic__cg *g, ic_dtype t)
     case IC_BF16: return g->t_i16; /* bits; converted with integer ops (no libcalls) */
     case IC_I32: return g->t_i32;
     case IC_I64: return g->t_i64;
+    case IC_U8: case IC_I8: return g->t_i8; /* in memory only: loads widen, stores truncate */
+    case IC_I16: return g->t_i16;
     default: return g->t_i1;
     }
 }
@@ -34,7 +36,7 @@ LLVMValueRef ic__gen_f32(ic__cg *g, double v)
 }
 
 static bool is_fp(ic_dtype t) { return t == IC_F32 || t == IC_F64; }
-static bool is_int(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
+static bool is_int(ic_dtype t) { return ic_dtype_is_int(t); }
 
 LLVMValueRef ic__gen_const(ic__cg *g, ic_dtype t, ic_scalar s)
 {
@@ -135,7 +137,7 @@ static LLVMValueRef to_float(ic__cg *g, LLVMValueRef v, ic_dtype from, ic_dtype 
         LLVMValueRef f = bf16_to_f32(g, v);
         return to == IC_F64 ? LLVMBuildFPExt(g->b, f, ft, "") : f;
     }
-    case IC_BOOL: return LLVMBuildUIToFP(g->b, v, ft, "");
+    case IC_BOOL: case IC_U8: return LLVMBuildUIToFP(g->b, v, ft, "");
     default: return LLVMBuildSIToFP(g->b, v, ft, "");
     }
 }
@@ -164,8 +166,8 @@ static LLVMValueRef build_cast(ic__cg *g, LLVMValueRef v, ic_dtype from, ic_dtyp
     default: /* integers */
         if (from == IC_BOOL)
             return LLVMBuildZExt(b, v, ty, "");
-        if (is_int(from))
-            return LLVMBuildIntCast2(b, v, ty, 1, "");
+        if (is_int(from)) /* widening u8 zero-extends; narrowing truncates (wraps) */
+            return LLVMBuildIntCast2(b, v, ty, from != IC_U8, "");
         if (from == IC_F16 || from == IC_BF16)
             v = to_float(g, v, from, IC_F32);
         {   /* saturating: NaN -> 0, out of range clamps (no poison) */

@@ -188,7 +188,8 @@ void ic_codegen_params_default(const ic_codegen_target *t, const ic_kernel *k,
          * threads. */
         int64_t cols = k->outer[k->nouter - 1];
         int64_t rest = prod(k->nouter - 1, k->outer);
-        int64_t want = rest >= 8 ? 1 : (8 + rest - 1) / rest; /* strips per row of outer */
+        /* strips per row of outer (an empty outer dim: nothing to split) */
+        int64_t want = rest >= 8 || rest <= 0 ? 1 : (8 + rest - 1) / rest;
         int64_t s = (cols + want - 1) / want;
         int64_t cap = (int64_t)(16384 / widest_elem(k, bufs));
         s = s > cap ? cap : s;

@@ -38,19 +38,15 @@ ic__val ic__convert(ic__val v, ic_dtype from, ic_dtype to)
         else if (to == IC_BOOL)
             r.i = v.f != 0 || isnan(v.f);
         else
-            r.i = to == IC_I32 ? (int32_t)(uint32_t)(uint64_t)to_int(v.f) : to_int(v.f);
+            r.i = ic__wrap_int(to_int(v.f), to);
         return r;
     }
     if (to == IC_F64)
         r.f = (double)v.i;
     else if (ic__is_fp(to)) /* int -> f32 rounds once (not through double) */
         r.f = ic__round_fp(to, (double)(float)v.i);
-    else if (to == IC_BOOL)
-        r.i = v.i != 0;
-    else if (to == IC_I32)
-        r.i = (int32_t)(uint32_t)(uint64_t)v.i;
     else
-        r.i = v.i;
+        r.i = ic__wrap_int(v.i, to);
     return r;
 }
 
@@ -161,6 +157,7 @@ static bool exact_widening(ic_dtype from, ic_dtype mid)
     case IC_F16: case IC_BF16: return mid == IC_F32 || mid == IC_F64;
     case IC_F32: return mid == IC_F64;
     case IC_I32: return mid == IC_I64 || mid == IC_F64;
+    case IC_U8: case IC_I8: case IC_I16: return !ic__narrow_int(mid) && mid != IC_BOOL && mid != IC_F16;
     case IC_BOOL: return true;
     default: return false;
     }
@@ -177,10 +174,15 @@ static int peephole(ic__kb *b, ic_linstr *in)
         if (a->op == IC_L_CAST && ic__kb_type(b, a->a) == in->type &&
             exact_widening(in->type, a->type))
             return a->a;
-        if (a->op == IC_L_CONST && in->type != IC_F16 && in->type != IC_BF16) {
-            ic__val v = { .f = a->imm.f };
-            if (!ic__is_fp(a->type))
-                v.i = a->imm.i;
+        bool mem_only = in->type == IC_F16 || in->type == IC_BF16 || ic__narrow_int(in->type);
+        /* a constant wrapped to a narrow int, widened again: the wrapped constant */
+        const ic_linstr *k = a->op == IC_L_CAST && ic__narrow_int(a->type) ? at(b, a->a) : a;
+        if (k->op == IC_L_CONST && !mem_only) {
+            ic__val v = { .f = k->imm.f };
+            if (!ic__is_fp(k->type))
+                v.i = k->imm.i;
+            if (k != a)
+                v = ic__convert(v, k->type, a->type);
             v = ic__convert(v, a->type, in->type);
             return ic__is_fp(in->type) ? ic__kb_const_f(b, in->type, v.f)
                                        : ic__kb_const_i(b, in->type, v.i);

@@ -26,7 +26,40 @@ bool ic__idx_eq(int rank, const ic__ix *const *a, const ic__ix *const *b)
 
 enum { ALL_DIMS, IN_MASK, NOT_IN_MASK };
 
-/* Maps the non-1 dims of shape chosen by (mask, sel), in order, onto the domain dims. */
+/* Dims i.. of shape (from i, those of `sel`) that together hold domain dim d (their sizes
+ * multiply to its size): their indices delinearise d's; the count of dims used, 0 when none
+ * fits. A conv's matmul runs over [Cout, H*W] while its epilogue reads [N, Cout, H, W]. */
+static int split_dim(ic__gen *G, int rank, const ic_dim *shape, int i, const ic__ldim *d,
+                     const ic__ix **idx)
+{
+    int64_t p = 1, sizes[IC_MAX_RANK];
+    int j = i;
+    while (j < rank && p < d->size && shape[j].coef > 0 && d->size % (p * shape[j].coef) == 0)
+        p *= shape[j].coef, sizes[j - i] = shape[j].coef, j++;
+    if (p != d->size || j - i < 2)
+        return 0;
+    ic__ix_delinear(&G->ix, d->ix, j - i, sizes, idx + i);
+    return j - i;
+}
+
+/* Domain dims k.. that together make dim `size` of the node: its index is their linear
+ * index; the count used, 0 when none fits. */
+static int merge_dims(ic__gen *G, int64_t size, int k, int nd, const ic__ldim *dims, const ic__ix **out)
+{
+    int64_t p = 1, sizes[IC_MAX_RANK];
+    const ic__ix *ix[IC_MAX_RANK];
+    int m = k;
+    while (m < nd && p < size && size % (p * dims[m].size) == 0)
+        p *= dims[m].size, sizes[m - k] = dims[m].size, ix[m - k] = dims[m].ix, m++;
+    if (p != size || m - k < 2)
+        return 0;
+    *out = ic__ix_linear(&G->ix, m - k, sizes, ix);
+    return m - k;
+}
+
+/* Maps the non-1 dims of shape chosen by (mask, sel), in order, onto the domain dims. With
+ * ALL_DIMS a domain dim may also hold several consecutive dims of the shape, or a dim of the
+ * shape several domain dims (the same elements in the same row-major order). */
 static bool match(ic__gen *G, int rank, const ic_dim *shape, uint32_t mask, int sel, int nd,
                   const ic__ldim *dims, const ic__ix **idx)
 {
@@ -39,9 +72,23 @@ static bool match(ic__gen *G, int rank, const ic_dim *shape, uint32_t mask, int 
             idx[i] = ic__ix_const(&G->ix, 0);
             continue;
         }
-        if (k >= nd || dims[k].size != shape[i].coef)
+        if (k >= nd)
             return false;
-        idx[i] = dims[k++].ix;
+        if (dims[k].size == shape[i].coef) {
+            idx[i] = dims[k++].ix;
+            continue;
+        }
+        int n;
+        if (sel != ALL_DIMS)
+            return false;
+        if ((n = split_dim(G, rank, shape, i, &dims[k], idx)) > 0) {
+            i += n - 1;
+            k++;
+        } else if ((n = merge_dims(G, shape[i].coef, k, nd, dims, &idx[i])) > 0) {
+            k += n;
+        } else {
+            return false;
+        }
     }
     return k == nd;
 }

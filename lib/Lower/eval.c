@@ -87,11 +87,20 @@ static int scalar_const(ic__gen *G, ic_scalar s, ic_dtype ct)
         v.i = s.i;
     else
         v = ic__convert(v, IC_F64, IC_I64);
-    return ic__kb_const_i(&G->kb, t, v.i);
+    return ic__kb_const_i(&G->kb, t, ic__wrap_int(v.i, ct)); /* u8: 300 is 44 */
+}
+
+/* Whether every value of integer (or bool) dtype a is one of integer dtype b. */
+static bool int_within(ic_dtype a, ic_dtype b)
+{
+    int64_t alo, ahi, blo, bhi;
+    return ic_dtype_int_range(a, &alo, &ahi) && ic_dtype_int_range(b, &blo, &bhi) &&
+           alo >= blo && ahi <= bhi;
 }
 
 /* Operand i of n at n's index (broadcast), as register type t. Converted to n's compute
- * dtype first when that is f16/bf16: an integer operand is rounded to it. */
+ * dtype first when that is f16/bf16 (an integer operand is rounded to it) or u8/i8/i16 (a
+ * wider 0-d operand, a lower tier of the promotion, wraps to it). */
 int ic__eval_operand(ic__gen *G, const ic_node *n, int i, const ic__ix *const *idx, ic_dtype t)
 {
     const ic_operand *o = &n->in[i];
@@ -106,8 +115,10 @@ int ic__eval_operand(ic__gen *G, const ic_node *n, int i, const ic__ix *const *i
     for (int j = 0; j < rs; j++)
         sidx[j] = ic__dim(s, j) == 1 || j + r - rs < 0 ? ic__ix_const(&G->ix, 0) : idx[j + r - rs];
     int v = ic__eval(G, o->node, sidx);
-    if (via && (n->compute == IC_F16 || n->compute == IC_BF16) && s->info.dtype != n->compute)
-        v = ic__kb_cast(&G->kb, n->compute, v);
+    bool mem_only = n->compute == IC_F16 || n->compute == IC_BF16 ||
+                    (ic__narrow_int(n->compute) && !int_within(s->info.dtype, n->compute));
+    if (via && mem_only && s->info.dtype != n->compute)
+        v = ic__kb_cast(&G->kb, n->compute, ic__kb_cast(&G->kb, ic__regty(n->compute), v));
     return ic__kb_cast(&G->kb, t, v);
 }
 
@@ -177,6 +188,16 @@ int ic__eval_view(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     case IC_OP_SQUEEZE:
         for (int i = 0, k = 0; i < rs; i++)
             sidx[i] = (n->axes & (1u << i)) ? zero : idx[k++];
+        break;
+    case IC_OP_FLIP: /* --- spatial ops: flip and unfold --- */
+        for (int i = 0; i < rs; i++)
+            sidx[i] = (n->axes & (1u << i)) ? ic__ix_addc(&G->ix, ic__ix_scale(&G->ix, idx[i], -1),
+                                                          ic__dim(s, i) - 1) : idx[i];
+        break;
+    case IC_OP_UNFOLD: /* window idx[d] of the dim, element idx[last] of the window */
+        for (int i = 0; i < rs; i++)
+            sidx[i] = i != n->axis ? idx[i] :
+                ic__ix_add(&G->ix, ic__ix_scale(&G->ix, idx[i], n->attrs.step), idx[r - 1]);
         break;
     default: { /* slice */
         int d = n->axis;
@@ -298,6 +319,47 @@ static int remainder_of(ic__gen *G, int x, int y, ic_dtype t)
     return SEL(big, SEL(xoff, y, x), r);
 }
 
+/* --- nn ops --- */
+
+/* hardtanh: clamp(x, min_val, max_val), max last, NaN kept (MAX/MIN propagate it); on
+ * integers the bounds truncated, as PyTorch converts them to the tensor's type. */
+static int hardtanh_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    const ic_attrs *at = &n->attrs;
+    if (!ic__is_fp(t))
+        return BIN(MIN, BIN(MAX, x, ic__kb_const_i(b, t, (int64_t)at->min_val)),
+                   ic__kb_const_i(b, t, (int64_t)at->max_val));
+    return BIN(MIN, BIN(MAX, x, attr_const(G, at->min_val, t)), attr_const(G, at->max_val, t));
+}
+
+/* mish: x * tanh(log(1 + exp(x))), PyTorch's kernel (no softplus threshold). */
+static int mish_of(ic__gen *G, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    return BIN(MUL, x, UN(TANH, log1p_of(G, UN(EXP, x), t)));
+}
+
+/* elu: x where x > 0, else alpha * expm1(x) (NaN: alpha * NaN). */
+static int elu_of(ic__gen *G, const ic_node *n, int x, ic_dtype t)
+{
+    ic__kb *b = &G->kb;
+    int neg = BIN(MUL, expm1_of(G, x, t), attr_const(G, n->attrs.alpha, t));
+    return SEL(CMP(GT, x, cf(G, t, 0.0)), x, neg);
+}
+
+/* triu keeps col - row >= diagonal, tril col - row <= diagonal (last two dims), else 0. */
+static int tri_of(ic__gen *G, const ic_node *n, int x, ic_dtype t, const ic__ix *const *idx)
+{
+    ic__kb *b = &G->kb;
+    int r = n->info.rank;
+    int row = ic__kb_ix(b, idx[r - 2]), col = ic__kb_ix(b, idx[r - 1]);
+    int off = ic__kb_bin(b, IC_L_SUB, IC_I64, col, row);
+    int dg = ic__kb_const_i(b, IC_I64, n->attrs.diagonal);
+    int keep = n->info.op == IC_OP_TRIU ? CMP(GE, off, dg) : CMP(LE, off, dg);
+    return SEL(keep, x, ic__is_fp(t) ? cf(G, t, 0.0) : ic__kb_const_i(b, t, 0));
+}
+
 #undef BIN
 #undef UN
 #undef CMP
@@ -356,8 +418,15 @@ static int eval_unary(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     }
     case IC_OP_SOFTPLUS:
         return softplus_of(G, n, x, t);
+    /* --- nn ops --- */
+    case IC_OP_HARDTANH: return hardtanh_of(G, n, x, t);
+    case IC_OP_MISH: return mish_of(G, x, t);
+    case IC_OP_ELU: return elu_of(G, n, x, t);
+    case IC_OP_TRIU: case IC_OP_TRIL: return tri_of(G, n, x, t, idx);
     case IC_OP_CAST: {
         ic_dtype to = n->info.dtype;
+        if (ic__narrow_int(to)) /* through i32 (float: truncated), wrapped by compute() */
+            return ic__kb_cast(b, IC_I32, x);
         int r = ic__kb_cast(b, to, x); /* an explicit cast to f16/bf16 always rounds */
         return ic__kb_cast(b, ic__regty(to), r);
     }
@@ -468,6 +537,34 @@ static int eval_embedding(ic__gen *G, const ic_node *n, const ic__ix *const *idx
     return ic__eval(G, n->in[0].node, widx);
 }
 
+/* gather / index_select (nn ops): x read at the index's value in dim axis, clamped to
+ * [0, size) like embedding's (the pipeline checks indices that come from arguments). */
+static int eval_gather(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    if (n->info.op == IC_OP_EMBEDDING)
+        return eval_embedding(G, n, idx);
+    const ic_node *x = ic__gnode(G, n->in[0].node), *ix = ic__gnode(G, n->in[1].node);
+    int r = n->info.rank, d = n->axis;
+    int64_t size = r ? ic__dim(x, d) : 1; /* a 0-d x is one element */
+    if (size == 0)
+        return ic__kb_const_i(&G->kb, ic__regty(n->info.dtype), 0);
+    const ic__ix *iidx[IC_MAX_RANK], *xidx[IC_MAX_RANK];
+    if (n->info.op == IC_OP_GATHER)
+        memcpy(iidx, idx, sizeof(*idx) * (size_t)r);
+    else if (ix->info.rank == 1)
+        iidx[0] = idx[d];
+    int iv = ic__kb_cast(&G->kb, IC_I64, ic__eval(G, n->in[1].node, iidx));
+    iv = ic__kb_bin(&G->kb, IC_L_MAX, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, 0));
+    iv = ic__kb_bin(&G->kb, IC_L_MIN, IC_I64, iv, ic__kb_const_i(&G->kb, IC_I64, size - 1));
+    if (iv < 0)
+        return -1;
+    if (r == 0)
+        return ic__eval(G, n->in[0].node, xidx);
+    memcpy(xidx, idx, sizeof(*idx) * (size_t)r);
+    xidx[d] = ic__ix_val(&G->ix, iv, G->kb.cur, 0, size - 1);
+    return ic__eval(G, n->in[0].node, xidx);
+}
+
 static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
 {
     ic_dtype t = ic__regty(n->info.dtype);
@@ -475,9 +572,11 @@ static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     if (n->info.op == IC_OP_FULL)
         return scalar_const(G, at->value, n->info.dtype);
     int i = ic__kb_ix(&G->kb, idx[0]);
-    if (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int) {
-        int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, at->astep.i));
-        v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, at->astart.i));
+    int64_t istart, istep; /* integer dtypes: PyTorch's int64 arithmetic, truncated start and step */
+    ic__arange_int(at, &istart, &istep);
+    if (ic_dtype_is_int(n->info.dtype) || (!ic__is_fp(t) && at->astart.is_int && at->astep.is_int)) {
+        int v = ic__kb_bin(&G->kb, IC_L_MUL, IC_I64, i, ic__kb_const_i(&G->kb, IC_I64, istep));
+        v = ic__kb_bin(&G->kb, IC_L_ADD, IC_I64, v, ic__kb_const_i(&G->kb, IC_I64, istart));
         return ic__kb_cast(&G->kb, t, v);
     }
     /* start + step * i in PyTorch's accumulate type (f32 for f16/bf16, else double), then
@@ -488,7 +587,75 @@ static int eval_create(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     int v = ic__kb_cast(&G->kb, acc, i);
     v = ic__kb_bin(&G->kb, IC_L_MUL, acc, v, cf(G, acc, sp));
     v = ic__kb_bin(&G->kb, IC_L_ADD, acc, v, cf(G, acc, st));
-    return ic__kb_cast(&G->kb, ic__regty(t), ic__kb_cast(&G->kb, n->info.dtype, v));
+    ic_dtype to = ic__narrow_int(n->info.dtype) ? IC_I32 : n->info.dtype; /* wrapped by compute() */
+    return ic__kb_cast(&G->kb, ic__regty(t), ic__kb_cast(&G->kb, to, v));
+}
+
+/* ---- pad (spatial ops, issue 12) ---- */
+
+/* |e| as index arithmetic: 2 * max(e, 0) - e. */
+static const ic__ix *ix_abs(ic__ixtab *t, const ic__ix *e)
+{
+    const ic__ix *pos = ic__ix_clamp(t, e, 0, e->hi > 0 ? e->hi : 0);
+    return ic__ix_add(t, ic__ix_scale(t, pos, 2), ic__ix_scale(t, e, -1));
+}
+
+/* Source index of output index o padded by (before, after) along a dim of size len, with
+ * j = o - before: reflect is (len-1) - |(len-1) - |j||, replicate clamps, circular wraps
+ * around the cropped input (ic__pad_source); constant clamps and *inside says where j is in
+ * range. */
+static const ic__ix *pad_source(ic__gen *G, const ic__ix *o, int64_t before, int64_t after,
+                                int64_t len, int mode, int *inside)
+{
+    ic__ixtab *t = &G->ix;
+    ic__kb *b = &G->kb;
+    const ic__ix *j = ic__ix_addc(t, o, -before);
+    if (mode == IC_PAD_CIRCULAR) {
+        int64_t base = before < 0 ? -before : 0, m = len - base - (after < 0 ? -after : 0);
+        int64_t lo = before > 0 ? before : 0, k = (lo + m - 1) / m + 1; /* o - lo + k*m >= 0 */
+        return ic__ix_addc(t, ic__ix_mod(t, ic__ix_addc(t, o, k * m - lo), m), base);
+    }
+    switch (mode) {
+    case IC_PAD_REFLECT:
+        return ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, ic__ix_addc(t, ic__ix_scale(t, ix_abs(t, j), -1),
+                                                                    len - 1)), -1), len - 1);
+    case IC_PAD_REPLICATE: return ic__ix_clamp(t, j, 0, len - 1);
+    default: break;
+    }
+    int in = -1;
+    if (j->lo < 0)
+        in = ic__kb_cmp(b, IC_CMP_GE, ic__kb_ix(b, j), ic__kb_const_i(b, IC_I64, 0));
+    if (j->hi >= len) {
+        int c = ic__kb_cmp(b, IC_CMP_LT, ic__kb_ix(b, j), ic__kb_const_i(b, IC_I64, len));
+        in = in < 0 ? c : ic__kb_bin(b, IC_L_AND, IC_BOOL, in, c);
+    }
+    if (in >= 0)
+        *inside = *inside < 0 ? in : ic__kb_bin(b, IC_L_AND, IC_BOOL, *inside, in);
+    return ic__ix_clamp(t, j, 0, len - 1);
+}
+
+/* pad: the input read at the source index (never out of bounds), the constant selected
+ * where the index falls into constant padding. */
+static int eval_pad(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
+{
+    const ic_node *s = ic__gnode(G, n->in[0].node);
+    const ic_attrs *at = &n->attrs;
+    ic_dtype t = ic__regty(n->info.dtype);
+    int r = n->info.rank, inside = -1;
+    const ic__ix *sidx[IC_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        int p = r - 1 - d; /* F.pad order: last dim first */
+        int64_t before = p < at->npad / 2 ? at->pad[2 * p] : 0, len = ic__dim(s, d);
+        if (len == 0) /* nothing to read: all constant */
+            return scalar_const(G, at->value, n->info.dtype);
+        sidx[d] = idx[d];
+        if (p < at->npad / 2)
+            sidx[d] = pad_source(G, idx[d], before, at->pad[2 * p + 1], len, at->mode, &inside);
+    }
+    int v = ic__kb_cast(&G->kb, t, ic__eval(G, n->in[0].node, sidx));
+    if (inside < 0 || v < 0)
+        return v;
+    return ic__kb_select(&G->kb, inside, v, scalar_const(G, at->value, n->info.dtype));
 }
 
 int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
@@ -498,8 +665,13 @@ int ic__eval_pointwise(ic__gen *G, const ic_node *n, const ic__ix *const *idx)
     case IC_KIND_BINARY: return eval_binary(G, n, idx);
     case IC_KIND_TERNARY: return eval_where(G, n, idx);
     case IC_KIND_CAT: return eval_cat(G, n, idx);
-    case IC_KIND_GATHER: return eval_embedding(G, n, idx);
+    case IC_KIND_GATHER: return eval_gather(G, n, idx);
     case IC_KIND_CREATE: return eval_create(G, n, idx);
+    case IC_KIND_SPATIAL:
+        if (n->info.op == IC_OP_PAD)
+            return eval_pad(G, n, idx);
+        return ic__gen_fail(G, "'%s' (%s) is a composite: ic_graph_expand rewrites it", n->info.name,
+                            ic_op_name(n->info.op)), -1;
     default: return ic__gen_fail(G, "'%s' is not pointwise", n->info.name), -1;
     }
 }
@@ -521,6 +693,10 @@ static int compute(ic__gen *G, ic_value v, const ic__ix *const *idx)
     ic_dtype t = n->info.dtype;
     if (r >= 0 && G->s->emulate_casts && (t == IC_F16 || t == IC_BF16))
         r = ic__kb_cast(&G->kb, IC_F32, ic__kb_cast(&G->kb, t, r));
+    /* u8/i8/i16 are computed in i32: every result wraps to its width (u8 200 + 100 is 44),
+     * whether stored or used inline */
+    if (r >= 0 && ic__narrow_int(t))
+        r = ic__kb_cast(&G->kb, IC_I32, ic__kb_cast(&G->kb, t, r));
     return r;
 }
 

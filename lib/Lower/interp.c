@@ -27,14 +27,7 @@ typedef struct {
 
 static double rnd(ic_dtype t, double f) { return t == IC_F32 ? (double)(float)f : f; }
 
-static int64_t wrap(ic_dtype t, uint64_t v)
-{
-    if (t == IC_I32)
-        return (int32_t)(uint32_t)v;
-    if (t == IC_BOOL)
-        return v != 0;
-    return (int64_t)v;
-}
+static int64_t wrap(ic_dtype t, uint64_t v) { return ic__wrap_int((int64_t)v, t); }
 
 static ic_status oob(icx *x, int i, const char *what, int64_t off)
 {
@@ -54,6 +47,9 @@ static ic__val load(const void *base, ic_dtype t, int64_t off)
     case IC_BF16: r.f = ic_bf16_to_f32(((const uint16_t *)base)[off]); break;
     case IC_I32: r.i = ((const int32_t *)base)[off]; break;
     case IC_I64: r.i = ((const int64_t *)base)[off]; break;
+    case IC_U8: r.i = ((const uint8_t *)base)[off]; break;
+    case IC_I8: r.i = ((const int8_t *)base)[off]; break;
+    case IC_I16: r.i = ((const int16_t *)base)[off]; break;
     default: r.i = ((const uint8_t *)base)[off] != 0; break;
     }
     return r;
@@ -68,6 +64,9 @@ static void store(void *base, ic_dtype t, int64_t off, ic__val v)
     case IC_BF16: ((uint16_t *)base)[off] = ic_f32_to_bf16((float)v.f); break;
     case IC_I32: ((int32_t *)base)[off] = (int32_t)v.i; break;
     case IC_I64: ((int64_t *)base)[off] = v.i; break;
+    case IC_U8: ((uint8_t *)base)[off] = (uint8_t)v.i; break;
+    case IC_I8: ((int8_t *)base)[off] = (int8_t)v.i; break;
+    case IC_I16: ((int16_t *)base)[off] = (int16_t)v.i; break;
     default: ((uint8_t *)base)[off] = v.i != 0; break;
     }
 }

@@ -166,7 +166,7 @@ static ic_value bijective_base(const ic__gen *G, ic_value v)
 {
     while (ic__node_class(ic__gnode(G, v)) == IC__CL_VIEW) {
         ic_op op = ic__gnode(G, v)->info.op;
-        if (op == IC_OP_EXPAND || op == IC_OP_SLICE)
+        if (op == IC_OP_EXPAND || op == IC_OP_SLICE || op == IC_OP_UNFOLD || op == IC_OP_FLIP)
             return -1;
         v = ic__gnode(G, v)->in[0].node;
     }

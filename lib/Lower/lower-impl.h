@@ -84,10 +84,11 @@ IC_HIDDEN void ic__kernel_name(char *buf, size_t n, const char *prefix, const ic
 /* Assigns arena offsets to TEMP buffers (liveness-based reuse) and sets arena_bytes. */
 IC_HIDDEN void ic__program_plan(ic_program *p);
 
-/* Register type of a dtype: f16/bf16 are computed in f32. */
+/* Register type of a dtype: f16/bf16 are computed in f32, u8/i8/i16 in i32 (loads widen,
+ * stores truncate, and every result of a narrow dtype is wrapped to its width). */
 static inline ic_dtype ic__regty(ic_dtype t)
 {
-    return t == IC_F16 || t == IC_BF16 ? IC_F32 : t;
+    return t == IC_F16 || t == IC_BF16 ? IC_F32 : ic__narrow_int(t) ? IC_I32 : t;
 }
 
 /* dst reads src's graph: it shares src's ownership of it (if any). */

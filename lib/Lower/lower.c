@@ -75,6 +75,11 @@ static ic_status check_node(ic_ctx *c, const ic_graph *g, const ic_node *n)
     if (n->info.op == IC_OP_EMBEDDING && ic__dim(ic__node(g, n->in[0].node), 0) == 0 &&
         ic__shape_numel(n->info.rank, n->shape) > 0)
         return gerror(c, g, name, op, IC_EINVAL, "the weight has 0 rows, so every index is out of range");
+    if ((n->info.op == IC_OP_GATHER || n->info.op == IC_OP_INDEX_SELECT) && /* --- nn ops --- */
+        ic__node(g, n->in[0].node)->info.rank > 0 && ic__dim(ic__node(g, n->in[0].node), n->axis) == 0 &&
+        ic__shape_numel(n->info.rank, n->shape) > 0)
+        return gerror(c, g, name, op, IC_EINVAL, "dim %d of the input has size 0, so every index is "
+                      "out of range", n->axis);
     if (n->info.op == IC_OP_POW && !ic_dtype_is_float(n->compute) && n->in[1].node == IC_SCALAR &&
         n->in[1].scalar.i < 0)
         return gerror(c, g, name, op, IC_EINVAL, "integers to negative integer powers are not "
@@ -88,7 +93,7 @@ static ic_status check_node(ic_ctx *c, const ic_graph *g, const ic_node *n)
         double f = v.is_int ? (double)v.i : v.f;
         bool bad = ic_dtype_is_float(t) ? isfinite(f) && fabs(f) > float_max(t)
                  : t == IC_BOOL ? false
-                 : v.is_int ? t == IC_I32 && (v.i < INT32_MIN || v.i > INT32_MAX)
+                 : v.is_int || ic__narrow_int(t) ? !ic__scalar_fits(v, t)
                  : !(f > (t == IC_I32 ? -2147483649.0 : -9223372036854775808.0) &&
                      f < (t == IC_I32 ? 2147483648.0 : 9223372036854775808.0));
         if (bad)

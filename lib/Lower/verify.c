@@ -18,7 +18,8 @@ static ic_dtype ty(const vcx *x, int i) { return x->st->instr[i].type; }
 static bool arith(ic_dtype t) { return t == IC_F32 || t == IC_F64 || t == IC_I32 || t == IC_I64; }
 static bool fp(ic_dtype t) { return t == IC_F32 || t == IC_F64; }
 static bool integer(ic_dtype t) { return t == IC_I32 || t == IC_I64; }
-/* A type values are computed in: f16/bf16 exist only in memory (loads cast them to f32). */
+/* A type values are computed in: f16/bf16 and u8/i8/i16 exist only in memory (loads cast
+ * them to f32 and i32). */
 static bool computed(ic_dtype t) { return arith(t) || t == IC_BOOL; }
 
 static const char *operands(const vcx *x, int i, const ic_linstr *in)
@@ -128,6 +129,12 @@ static const char *check_instr(const vcx *x, int i)
     bool narrow = in->type == IC_F16 || in->type == IC_BF16;
     if (narrow && in->op != IC_L_LOAD && in->op != IC_L_STORE && in->op != IC_L_CAST)
         return "f16/bf16 exist only in memory: arithmetic must be in f32";
+    if (ic__narrow_int(in->type) && in->op != IC_L_LOAD && in->op != IC_L_STORE && in->op != IC_L_CAST)
+        return "u8/i8/i16 exist only in memory: arithmetic must be in i32";
+    /* backends widen and truncate narrow integers only from and to i32 */
+    if (in->op == IC_L_CAST && (ic__narrow_int(in->type) || ic__narrow_int(ty(x, in->a))) &&
+        (in->type != IC_I32 && ty(x, in->a) != IC_I32))
+        return "u8/i8/i16 are cast only from and to i32";
     return check_rule(x, in, op->rule);
 }
 

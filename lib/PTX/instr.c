@@ -16,6 +16,8 @@ LLVMTypeRef ic__pg_type(ic__pg *G, ic_dtype t)
     case IC_I32: return G->t_i32;
     case IC_I64: return G->t_i64;
     case IC_BOOL: return G->t_i1;
+    case IC_U8: case IC_I8: return G->t_i8; /* in memory only: loads widen, stores truncate */
+    case IC_I16: return G->t_i16;
     default: return G->t_i32;
     }
 }
@@ -114,12 +116,12 @@ LLVMValueRef ic__pg_convert(ic__pg *G, LLVMValueRef x, ic_dtype from, ic_dtype t
     if (isf(from) && isf(to))
         return to == IC_F64 ? LLVMBuildFPExt(b, x, tt, "") : LLVMBuildFPTrunc(b, x, tt, "");
     if (isf(to))
-        return LLVMBuildSIToFP(b, x, tt, "");
+        return from == IC_U8 ? LLVMBuildUIToFP(b, x, tt, "") : LLVMBuildSIToFP(b, x, tt, "");
     if (isf(from)) { /* truncates toward zero, saturates, NaN -> 0 (cvt.rzi semantics) */
         LLVMTypeRef ov[2] = { tt, LLVMTypeOf(x) };
         return ic__pg_call(G, "llvm.fptosi.sat", ov, 2, &x, 1);
     }
-    return LLVMBuildIntCast2(b, x, tt, 1, "");
+    return LLVMBuildIntCast2(b, x, tt, from != IC_U8, ""); /* u8 zero-extends; narrowing wraps */
 }
 
 /* ---- scalar operations ---- */

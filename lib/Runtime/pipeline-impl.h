@@ -3,7 +3,7 @@
  * ic_compile_dump, IC_DUMP and the IC_COMPILE_DEBUG folder (dump.c), the variant cache
  * (variants.c) and the code-generation thread pool (pool.c).
  *
- *     graph --specialise--> --freeze--> graph --lower--> loops --fuse--> fused
+ *     graph --specialise--> --expand--> --freeze--> graph --lower--> loops --fuse--> fused
  *           --backend codegen--> llvm / llvm-opt / asm (CPU) or ptx (CUDA) --backend load-->
  *
  * Every consumer runs ic__pipeline: ic_compile and ic_cuda_compile (through the variant
@@ -21,6 +21,7 @@
 typedef struct ic__vbase {
     int64_t *vals;            /* [nsyms] the symbol values it is specialised for */
     ic_graph *spec;           /* owned when the graph has symbols, else NULL */
+    ic_graph *convbn;         /* freezing: batch_norms folded into convolutions (owned) */
     ic_graph *expanded;       /* composite ops as existing ops (owned), else NULL */
     ic_graph *folded;         /* freezing: constant subgraphs folded (owned), else NULL */
     const ic_graph *g;        /* the graph compiled (folded, spec or the original) */
@@ -29,7 +30,7 @@ typedef struct ic__vbase {
     uint64_t used;            /* the cache's tick at its last use (LRU) */
     int busy;                 /* runs in flight: never evicted while > 0 */
     int nchecks;              /* embedding indices read straight from an argument */
-    struct ic__index_check { int arg; int64_t limit; const char *node; } *checks;
+    struct ic__index_check { int arg; int64_t limit; const char *node, *op; } *checks;
 } ic__vbase;
 
 typedef struct ic__pipe ic__pipe;

@@ -44,23 +44,38 @@ void ic__variant_free(const ic__pipe *P, ic__vbase *v)
     ic__free(c, v->checks);
     ic_graph_destroy(v->folded); /* borrows from expanded and spec: first */
     ic_graph_destroy(v->expanded);
+    ic_graph_destroy(v->convbn);
     ic_graph_destroy(v->spec);
     ic__free(c, v->vals);
     ic__free(c, v);
 }
 
-/* Embedding indices outside [0, num_embeddings) are an error in PyTorch; the kernels clamp
- * them (no stray reads), so every backend's run checks the ones that come straight from an
- * argument, through value-preserving views, before running. */
+/* The size an index of gather-kind node ni must stay below: embedding's rows, gather's and
+ * index_select's size of dim (nn ops); -1 when not known. */
+static int64_t index_limit(const ic_graph *g, const ic_node_info *ni)
+{
+    ic_node_info wi;
+    ic_graph_node(g, ni->inputs[0].node, &wi);
+    if (ni->op == IC_OP_EMBEDDING)
+        return wi.rank >= 1 ? wi.shape[0].coef : -1;
+    int64_t d = ni->attrs->dim < 0 ? ni->attrs->dim + wi.rank : ni->attrs->dim;
+    if (wi.rank == 0) /* a 0-d input is one element */
+        return 1;
+    return d >= 0 && d < wi.rank ? wi.shape[d].coef : -1;
+}
+
+/* Indices outside [0, size) (embedding, gather, index_select) are an error in PyTorch; the
+ * kernels clamp them (no stray reads), so every backend's run checks the ones that come
+ * straight from an argument, through value-preserving views, before running. */
 static ic_status make_index_checks(ic_ctx *c, ic__vbase *v)
 {
     const ic_graph *g = v->g;
     int n = ic_graph_num_nodes(g), nargs = ic_graph_num_args(g), k = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (ic_value id = 0; id < n; id++) {
-            ic_node_info ni, wi, xi;
+            ic_node_info ni, xi;
             ic_graph_node(g, id, &ni);
-            if (ni.op != IC_OP_EMBEDDING || ni.ninputs < 2 || ni.inputs[1].node < 0)
+            if (ic_op_kind_of(ni.op) != IC_KIND_GATHER || ni.ninputs < 2 || ni.inputs[1].node < 0)
                 continue;
             ic_value x = ni.inputs[1].node;
             for (ic_graph_node(g, x, &xi);; ic_graph_node(g, x, &xi)) {
@@ -74,11 +89,11 @@ static ic_status make_index_checks(ic_ctx *c, ic__vbase *v)
             for (int a = 0; a < nargs && arg < 0; a++)
                 if (ic_graph_arg(g, a) == x)
                     arg = a;
-            ic_graph_node(g, ni.inputs[0].node, &wi);
-            if (arg < 0 || wi.rank < 1 || !(xi.dtype == IC_I32 || xi.dtype == IC_I64))
+            int64_t limit = index_limit(g, &ni);
+            if (arg < 0 || limit < 0 || !(xi.dtype == IC_I32 || xi.dtype == IC_I64))
                 continue;
             if (pass == 1)
-                v->checks[k] = (struct ic__index_check){ arg, wi.shape[0].coef, ni.name };
+                v->checks[k] = (struct ic__index_check){ arg, limit, ni.name, ic_op_name(ni.op) };
             k++;
         }
         if (pass == 0 && k > 0 && !(v->checks = ic__calloc(c, (size_t)k, sizeof *v->checks)))
@@ -98,7 +113,7 @@ ic_status ic__check_indices(const ic_graph *g, const ic__vbase *v, const ic_tens
         for (int64_t e = 0; e < n; e++) {
             int64_t x = t->dtype == IC_I32 ? ((const int32_t *)t->data)[off] : ((const int64_t *)t->data)[off];
             if (x < 0 || x >= ck->limit)
-                return ic__node_error(g, ck->node, "embedding", IC_EINVAL,
+                return ic__node_error(g, ck->node, ck->op, IC_EINVAL,
                                       "index %lld out of range [0, %lld) (argument %d, element %lld)",
                                       (long long)x, (long long)ck->limit, ck->arg, (long long)e);
             off = ic__next_elem(t, idx, off);
@@ -111,7 +126,8 @@ static void print_graph(FILE *f, const void *g) { ic_graph_print(f, g); }
 static void print_program(FILE *f, const void *p) { ic_program_print(f, p); }
 
 /* requires: P->g verified. makes: v->g, the graph with constant sizes (v->spec when P->g has
- * symbols) and, freezing, its constant subgraphs folded into params (v->folded). */
+ * symbols), its composite ops expanded (v->expanded) and, freezing, its constant subgraphs
+ * folded into params (v->folded). */
 static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vbase *v)
 {
     int nsyms = ic_graph_num_symbols(P->g);
@@ -124,6 +140,11 @@ static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vba
         if ((s = ic_graph_specialize(P->g, vals, &v->spec)))
             return s;
         v->g = v->spec;
+    }
+    if (P->freezing) {
+        if ((s = ic__graph_fold_conv_bn(P->c, v->g, &v->convbn)))
+            return s;
+        v->g = v->convbn ? v->convbn : v->g;
     }
     /* before freezing, so that it folds what composites compute from weights (batch_norm) */
     if ((s = ic_graph_expand(P->c, v->g, &v->expanded)))
@@ -175,7 +196,8 @@ static bool stopped(const ic__pipe *P, ic_pipe_stage last)
 
 /* The whole compile of one variant, stage by stage:
  *   1 specialise   symbols -> the sizes in vals (graphs with symbols only)
- *   2 freeze       constant subgraphs become params (freezing)     [stage graph]
+ *   2 expand       composite ops (conv, pooling, batch_norm, attention...) as existing ops
+ *     freeze       constant subgraphs become params (freezing)     [stage graph]
  *   3 lower        graph -> loop IR, one kernel per op              [stage loops]
  *   4 fuse         group kernels (fusion on)                        [stage fused]
  *   5 codegen      backend: LLVM modules and object code on several threads (CPU:

@@ -19,12 +19,17 @@ static inline int64_t ic__ref_geti(const ic_tensor *t, int64_t i)
     case IC_I32: return ((const int32_t *)t->data)[i];
     case IC_I64: return ((const int64_t *)t->data)[i];
     case IC_BOOL: return ((const uint8_t *)t->data)[i] != 0;
+    case IC_U8: return ((const uint8_t *)t->data)[i];
+    case IC_I8: return ((const int8_t *)t->data)[i];
+    case IC_I16: return ((const int16_t *)t->data)[i];
     default: {
         double f = ic__ref_getf(t, i); /* float -> int truncates toward zero, as PyTorch's cast */
         return isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
     }
     }
 }
+
+static inline void ic__ref_seti(ic_tensor *t, int64_t i, int64_t v);
 
 /* Stores v rounded to t's dtype (f32 round to nearest, f16/bf16 via f32 round to nearest even). */
 static inline void ic__ref_setf(ic_tensor *t, int64_t i, double v)
@@ -36,13 +41,18 @@ static inline void ic__ref_setf(ic_tensor *t, int64_t i, double v)
     case IC_BF16: ((uint16_t *)t->data)[i] = ic_f32_to_bf16((float)v); break;
     case IC_I32: ((int32_t *)t->data)[i] = (int32_t)(isnan(v) ? 0 : v); break;
     case IC_I64: ((int64_t *)t->data)[i] = (int64_t)(isnan(v) ? 0 : v); break;
+    case IC_U8: case IC_I8: case IC_I16: ic__ref_seti(t, i, ic__float_to_int(v, t->dtype)); break;
     default: ((uint8_t *)t->data)[i] = v != 0; break;
     }
 }
 
+/* Stores v wrapped to t's width (integers), != 0 (bool), or converted (floats). */
 static inline void ic__ref_seti(ic_tensor *t, int64_t i, int64_t v)
 {
     switch (t->dtype) {
+    case IC_U8: ((uint8_t *)t->data)[i] = (uint8_t)ic__wrap_int(v, IC_U8); break;
+    case IC_I8: ((int8_t *)t->data)[i] = (int8_t)ic__wrap_int(v, IC_I8); break;
+    case IC_I16: ((int16_t *)t->data)[i] = (int16_t)ic__wrap_int(v, IC_I16); break;
     case IC_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
     case IC_I64: ((int64_t *)t->data)[i] = v; break;
     case IC_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
@@ -67,6 +77,11 @@ IC_HIDDEN ic_status ic__ref_cat(const ic_graph *g, const ic_node *n, const ic_te
 IC_HIDDEN ic_status ic__ref_norm(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_contract(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_gather(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
+/* --- spatial ops (issue 12): ref_spatial.c --- */
+IC_HIDDEN ic_status ic__ref_spatial(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
 IC_HIDDEN ic_status ic__ref_create(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out);
+/* --- nn ops (ref_nn.c) --- */
+/* The kernel of an nn op of issue 12 (batch_norm, attention, gather...), NULL for others. */
+IC_HIDDEN ic__ref_fn ic__ref_nn_kernel(ic_op op);
 
 #endif

@@ -196,6 +196,8 @@ ic_status ic__ref_view(const ic_graph *g, const ic_node *n, const ic_tensor *con
         return view_expand(g, n, x, out);
     case IC_OP_SLICE:
         return view_slice(g, n, x, out);
+    case IC_OP_UNFOLD: case IC_OP_FLIP: /* --- spatial ops --- */
+        return ic__ref_spatial(g, n, ins, out);
     default:
         return FAIL(g, n, IC_EINVAL, "is not a view op");
     }
@@ -676,11 +678,11 @@ static ic_status full(const ic_graph *g, const ic_node *n, ic_tensor *out)
     } else if (ic_dtype_is_float(t)) {
         bad = isfinite(fv) && fabs(fv) > float_max(t);
     } else if (v.is_int) {
-        bad = t == IC_I32 && (v.i < INT32_MIN || v.i > INT32_MAX);
+        bad = !ic__scalar_fits(v, t);
     } else { /* a float value truncates toward zero, as PyTorch's conversion */
         double lo = t == IC_I32 ? -2147483649.0 : -9223372036854775808.0;
         double hi = t == IC_I32 ? 2147483648.0 : 9223372036854775808.0;
-        bad = !(v.f > lo && v.f < hi);
+        bad = ic__narrow_int(t) ? !ic__scalar_fits(v, t) : !(v.f > lo && v.f < hi);
         iv = bad ? 0 : (int64_t)v.f;
     }
     if (bad)
@@ -709,9 +711,11 @@ static ic_status arange(const ic_graph *g, const ic_node *n, ic_tensor *out)
         return FAIL(g, n, IC_ESHAPE, "output %s is not 1-d", tshape(out, b1, sizeof b1));
     int64_t len = out->shape[0];
     double start = scalar_f(at->astart), step = scalar_f(at->astep);
+    int64_t istart, istep; /* integer dtypes: PyTorch's int64 arithmetic */
+    ic__arange_int(at, &istart, &istep);
     for (int64_t i = 0; i < len; i++) {
-        if (!ic_dtype_is_float(t) && at->astart.is_int && at->astep.is_int) {
-            ic__ref_seti(out, i, (int64_t)((uint64_t)at->astart.i + (uint64_t)i * (uint64_t)at->astep.i));
+        if (ic_dtype_is_int(t) || (t == IC_BOOL && at->astart.is_int && at->astep.is_int)) {
+            ic__ref_seti(out, i, (int64_t)((uint64_t)istart + (uint64_t)i * (uint64_t)istep));
         } else if (t == IC_F16 || t == IC_BF16) {
             float v = (float)start + (float)step * (float)i;
             ic__ref_setf(out, i, v);

@@ -103,7 +103,7 @@ typedef struct {
 static void number_as(ic_dtype compute, const ic_scalar *s, double *f, int64_t *i)
 {
     *f = s->is_int ? quantize_int(compute, s->i) : quantize(compute, s->f);
-    *i = s->is_int ? s->i : trunc_i64(s->f);
+    *i = ic__wrap_int(s->is_int ? s->i : trunc_i64(s->f), compute);
 }
 
 static void operand_init(operand *o, const ic_node *n, int k, const ic_tensor *t, ic_dtype compute)
@@ -124,9 +124,11 @@ static double opf(const operand *o, int64_t off)
     return quantize_int(o->compute, ic__ref_geti(o->t, off));
 }
 
+/* An integer operand converted to the compute dtype: a 0-d tensor of a wider type (a
+ * lower tier of the promotion) wraps to it, as PyTorch casts it. */
 static int64_t opi(const operand *o, int64_t off)
 {
-    return o->t ? ic__ref_geti(o->t, off) : o->i;
+    return o->t ? ic__wrap_int(ic__ref_geti(o->t, off), o->compute) : o->i;
 }
 
 /* Integer arithmetic wraps like PyTorch's two's complement (unsigned: no C overflow UB). */
@@ -755,6 +757,9 @@ static ic_status load_param(run_state *r, int v)
 
 static ic__ref_fn kernel_of(ic_op op)
 {
+    ic__ref_fn nn = ic__ref_nn_kernel(op); /* --- nn ops (ref_nn.c) --- */
+    if (nn)
+        return nn;
     switch (ic_op_kind_of(op)) {
     case IC_KIND_UNARY: return ref_unary;
     case IC_KIND_BINARY: return ref_binary;
@@ -766,6 +771,7 @@ static ic__ref_fn kernel_of(ic_op op)
     case IC_KIND_CONTRACT: return ic__ref_contract;
     case IC_KIND_GATHER: return ic__ref_gather;
     case IC_KIND_CREATE: return ic__ref_create;
+    case IC_KIND_SPATIAL: return ic__ref_spatial;
     default: return NULL;
     }
 }

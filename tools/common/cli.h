@@ -54,7 +54,8 @@ double cli_now(void);
  * supplied or on their order. Floats: k / 2^(p-1) - 1 with k uniform over p bits (p = the
  * dtype's significand precision: f64 53, f32 24, f16 11, bf16 8), i.e. uniform in [-1, 1) and
  * exactly representable. Integers: lo + (x mod (hi - lo)) over the input's "range" [lo, hi),
- * default [0, 10). bool: the top bit. */
+ * default [0, 10) (u8 i8 i16: their whole range, so wraparound is exercised). bool: the
+ * top bit. */
 uint64_t cli_splitmix64(uint64_t *state);
 uint64_t cli_fnv1a64(const char *s);
 /* Fills t (allocated, contiguous) from stream (seed, name). lo/hi used for integer dtypes. */

@@ -24,7 +24,9 @@ static int64_t get_int(const ic_tensor *t, int64_t i)
     switch (t->dtype) {
     case IC_I64: return ((const int64_t *)t->data)[off];
     case IC_I32: return ((const int32_t *)t->data)[off];
-    default: return ((const uint8_t *)t->data)[off]; /* bool: the stored byte */
+    case IC_I16: return ((const int16_t *)t->data)[off];
+    case IC_I8: return ((const int8_t *)t->data)[off];
+    default: return ((const uint8_t *)t->data)[off]; /* u8, and bool: the stored byte */
     }
 }
 

@@ -57,8 +57,10 @@ void cli_fill_random(ic_tensor *t, uint64_t seed, const char *name, int64_t lo, 
             int64_t v = (int64_t)((uint64_t)lo + cli_splitmix64(&st) % span);
             if (t->dtype == IC_I64)
                 ((int64_t *)t->data)[i] = v; /* exact: no trip through double */
-            else
+            else if (t->dtype == IC_I32)
                 ((int32_t *)t->data)[i] = (int32_t)v;
+            else
+                ic_tensor_set(t, i, (double)v); /* u8 i8 i16: exact, wraps outside */
         }
     }
 }
@@ -209,6 +211,10 @@ static bool generate(ic_ctx *c, const ic_graph *g, int i, uint64_t seed, cli_arg
                         ic_last_error(c));
     }
     int64_t lo = 0, hi = 10;
+    if (ni.dtype == IC_U8 || ni.dtype == IC_I8 || ni.dtype == IC_I16) {
+        ic_dtype_int_range(ni.dtype, &lo, &hi); /* every value, so wraparound is exercised */
+        hi++;
+    }
     if (ni.has_range && ni.range_lo < ni.range_hi) {
         lo = ni.range_lo;
         hi = ni.range_hi;

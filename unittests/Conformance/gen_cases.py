@@ -39,7 +39,11 @@ floor ceil logical_not gelu clamp cast add sub mul div pow maximum minimum eq ne
 logical_and logical_or where sum mean amax amin prod argmax softmax log_softmax layer_norm
 rms_norm reshape permute transpose expand unsqueeze squeeze slice cat matmul linear bmm
 embedding full arange log1p expm1 sign round remainder hardswish hardsigmoid leaky_relu
-softplus""".split())
+softplus
+pad unfold flip roll conv max_pool avg_pool adaptive_avg_pool adaptive_max_pool interpolate
+conv_transpose
+batch_norm group_norm scaled_dot_product_attention gather index_select cumsum stack
+masked_fill hardtanh mish elu triu tril""".split())  # --- nn ops (issue 12) ---
 
 def defined_ops():
     """The op names include/ic/ops.def defines (the library's list): each must also be in
@@ -53,6 +57,7 @@ def defined_ops():
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i32", "i64"]
 ALL = FLOATS + INTS + ["bool"]
+NARROW = ["u8", "i8", "i16"]   # the narrow integers (issue 12): dtype_cases
 GEN = torch.Generator().manual_seed(20240611)
 ONLY = os.environ.get("IC_CONFORMANCE_ONLY")
 
@@ -63,6 +68,14 @@ def rand(dtype, shape, lo=None, hi=None, nonzero=False):
     dt = DT[dtype]
     if dtype == "bool":
         return torch.randint(0, 2, shape, generator=GEN).bool()
+    if dtype in NARROW:
+        info = torch.iinfo(dt)   # the whole range by default: wraparound is exercised
+        lo = info.min if lo is None else lo
+        hi = info.max + 1 if hi is None else hi
+        t = torch.randint(int(lo), int(hi), shape, generator=GEN, dtype=torch.int64)
+        if nonzero:
+            t[t == 0] = 1 if hi > 1 else -1
+        return t.to(dt)
     if dtype in INTS:
         lo = -5 if lo is None else lo
         hi = 6 if hi is None else hi
@@ -1037,6 +1050,573 @@ def new_pointwise_cases(c):
            node("y", "mul", ["a", "g"]), node("w", "hardsigmoid", ["y"])], ["w", "q"])
 
 
+# --- spatial ops (issue 12) ---
+
+def sp(c, name, op, operands, attrs=None, expect="ok", perm=None):
+    """One spatial op; with perm, input 0 is declared permuted (its inverse is applied
+    first), so the op reads a non-contiguous view."""
+    if perm is None:
+        one_op(c, name, op, operands, attrs, expect)
+        return
+    dt, shape, t = operands[0]
+    inv = [perm.index(i) for i in range(len(perm))]
+    src = [shape[i] for i in inv]
+    inputs = [("x0", dt, src, t.permute(inv).contiguous())]
+    args = ["p"]
+    for i, o in enumerate(operands[1:], 1):
+        if o is None:
+            args.append(None)
+            continue
+        inputs.append(("x%d" % i, o[0], o[1], o[2]))
+        args.append("x%d" % i)
+    nodes = [node("p", "permute", ["x0"], dims=perm), node("y", op, args, **(attrs or {}))]
+    c.add(name, inputs, nodes, ["y"], expect=expect)
+
+
+def conv_cases(c):
+    for dt in FLOATS:
+        sp(c, "conv2d_%s" % dt, "conv", [T(dt, [2, 4, 7, 6]), T(dt, [5, 4, 3, 3]), T(dt, [5])],
+           {"padding": [1, 1]})
+        sp(c, "conv1d_%s" % dt, "conv", [T(dt, [2, 3, 11]), T(dt, [4, 3, 3])], {"stride": [2]})
+    sp(c, "conv3d_f32", "conv", [T("f32", [1, 2, 5, 6, 4]), T("f32", [3, 2, 2, 3, 2]), T("f32", [3])],
+       {"stride": [1, 2, 1], "padding": [1, 0, 1]})
+    sp(c, "conv2d_stride_pad_dil", "conv", [T("f32", [2, 3, 9, 8]), T("f32", [4, 3, 3, 2])],
+       {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 3]})
+    sp(c, "conv2d_groups", "conv", [T("f32", [2, 6, 7, 7]), T("f32", [4, 3, 3, 3]), T("f32", [4])],
+       {"groups": 2, "padding": [1]})
+    sp(c, "conv2d_depthwise", "conv", [T("f32", [2, 4, 8, 7]), T("f32", [8, 1, 3, 3])],
+       {"groups": 4, "stride": [2], "padding": [1]})
+    sp(c, "conv2d_same", "conv", [T("f32", [1, 3, 6, 7]), T("f32", [2, 3, 4, 3])],
+       {"padding": "same", "dilation": [1, 2]})
+    sp(c, "conv2d_valid", "conv", [T("f32", [1, 3, 6, 7]), T("f32", [2, 3, 4, 3])], {"padding": "valid"})
+    sp(c, "conv2d_1x1", "conv", [T("f32", [2, 8, 5, 3]), T("f32", [6, 8, 1, 1]), T("f32", [6])])
+    sp(c, "conv2d_unbatched", "conv", [T("f32", [3, 6, 5]), T("f32", [2, 3, 2, 2])], {"stride": [1, 2]})
+    sp(c, "conv2d_permuted_input", "conv", [T("f32", [2, 3, 6, 5]), T("f32", [4, 3, 3, 3])],
+       {"padding": [1, 1]}, perm=[0, 3, 1, 2])
+    sp(c, "conv1d_wav2vec_like", "conv", [T("f32", [1, 32, 40]), T("f32", [32, 2, 16]), T("f32", [32])],
+       {"padding": [8], "groups": 16})
+    sp(c, "conv2d_odd", "conv", [T("f64", [3, 5, 13, 11]), T("f64", [7, 5, 5, 3]), T("f64", [7])],
+       {"stride": [3, 2], "padding": [2, 1]})
+    for dt in FLOATS:  # depthwise: one channel per group (sum of taps, or a reduction)
+        sp(c, "conv2d_dw_%s" % dt, "conv", [T(dt, [2, 6, 9, 8]), T(dt, [6, 1, 3, 3]), T(dt, [6])],
+           {"groups": 6, "padding": [1, 1]})
+    sp(c, "conv2d_dw_stride_dil", "conv", [T("f32", [1, 5, 11, 10]), T("f32", [5, 1, 3, 2])],
+       {"groups": 5, "stride": [2, 3], "padding": [2, 1], "dilation": [2, 1]})
+    sp(c, "conv1d_dw_long", "conv", [T("f32", [2, 4, 40]), T("f32", [4, 1, 31]), T("f32", [4])],
+       {"groups": 4, "padding": [15]})
+    sp(c, "conv3d_dw", "conv", [T("f32", [1, 3, 4, 5, 6]), T("f32", [3, 1, 2, 3, 3])],
+       {"groups": 3, "padding": "same"})
+    sp(c, "conv2d_dw_unbatched_permuted", "conv", [T("f32", [4, 7, 6]), T("f32", [4, 1, 5, 5])],
+       {"groups": 4, "padding": [2]}, perm=[2, 0, 1])
+    sp(c, "conv2d_batch0", "conv", [T("f32", [0, 3, 5, 6]), T("f32", [4, 3, 3, 3]), T("f32", [4])],
+       {"padding": [1, 1]})
+    sp(c, "convt2d_batch0", "conv_transpose", [T("f32", [0, 3, 5, 6]), T("f32", [3, 4, 3, 3])],
+       {"stride": [2, 2]})
+    sp(c, "pool_max2d_batch0", "max_pool", [T("f32", [0, 3, 5, 6])], {"kernel_size": [2, 2]})
+    sp(c, "pool_adaptive_avg_batch0", "adaptive_avg_pool", [T("f32", [0, 3, 5, 6])], {"output_size": [2, 4]})
+    sp(c, "pad_constant_empty_dim", "pad", [T("f32", [2, 0, 3])], {"pad": [1, 1, 2, 0]})
+    sp(c, "interpolate_batch0", "interpolate", [T("f32", [0, 2, 3, 4])], {"size": [6, 5], "mode": "bilinear"})
+    sp(c, "err_conv_channels", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 2, 3, 3])], expect="error")
+    sp(c, "err_conv_groups", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 1, 3, 3])], {"groups": 3},
+       expect="error")
+    sp(c, "err_conv_kernel_too_big", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 6, 3])],
+       expect="error")
+    sp(c, "err_conv_same_strided", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 3, 3])],
+       {"stride": [2], "padding": "same"}, expect="error")
+    sp(c, "err_conv_bias_shape", "conv", [T("f32", [2, 3, 5, 6]), T("f32", [4, 3, 3, 3]), T("f32", [3])],
+       expect="error")
+    sp(c, "err_conv_dtype_mix", "conv", [T("f32", [2, 3, 5, 6]), T("f64", [4, 3, 3, 3])], expect="error")
+
+
+def conv_transpose_cases(c):
+    for dt in FLOATS:
+        sp(c, "convt2d_%s" % dt, "conv_transpose", [T(dt, [2, 4, 5, 4]), T(dt, [4, 3, 3, 3]), T(dt, [3])],
+           {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 0]})
+    sp(c, "convt1d", "conv_transpose", [T("f32", [2, 3, 7]), T("f32", [3, 2, 4])], {"stride": [3]})
+    sp(c, "convt3d", "conv_transpose", [T("f32", [1, 2, 3, 4, 3]), T("f32", [2, 2, 2, 3, 2]), T("f32", [2])],
+       {"stride": [2, 1, 2], "padding": [0, 1, 1]})
+    sp(c, "convt2d_groups_dil", "conv_transpose", [T("f32", [2, 4, 5, 6]), T("f32", [4, 3, 3, 2]), T("f32", [6])],
+       {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 1], "groups": 2, "output_padding": [1, 2]})
+    sp(c, "convt2d_1x1", "conv_transpose", [T("f32", [2, 4, 3, 5]), T("f32", [4, 6, 1, 1])])
+    sp(c, "convt2d_unbatched", "conv_transpose", [T("f32", [3, 4, 5]), T("f32", [3, 2, 2, 2])], {"stride": [2]})
+    sp(c, "convt2d_crop", "conv_transpose", [T("f32", [1, 2, 6, 6]), T("f32", [2, 2, 3, 3])],
+       {"padding": [2, 2]})
+    sp(c, "convt2d_permuted", "conv_transpose", [T("f32", [2, 3, 4, 5]), T("f32", [3, 2, 3, 3])],
+       {"stride": [2]}, perm=[0, 2, 3, 1])
+    sp(c, "err_convt_outpad", "conv_transpose", [T("f32", [1, 2, 4, 4]), T("f32", [2, 2, 3, 3])],
+       {"output_padding": [1]}, expect="error")
+    sp(c, "err_convt_channels", "conv_transpose", [T("f32", [1, 3, 4, 4]), T("f32", [2, 2, 3, 3])],
+       expect="error")
+
+
+def pool_cases(c):
+    for dt in FLOATS:
+        sp(c, "pool_max2d_%s" % dt, "max_pool", [T(dt, [2, 3, 7, 6])],
+           {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]})
+        sp(c, "pool_avg2d_%s" % dt, "avg_pool", [T(dt, [2, 3, 7, 6])],
+           {"kernel_size": [3, 2], "stride": [2, 2], "padding": [1, 1]})
+        sp(c, "pool_adaptive_avg_%s" % dt, "adaptive_avg_pool", [T(dt, [2, 3, 7, 6])],
+           {"output_size": [3, 4]})
+        sp(c, "pool_adaptive_max_%s" % dt, "adaptive_max_pool", [T(dt, [2, 3, 7, 6])],
+           {"output_size": [3, 4]})
+    sp(c, "pool_max2d_ceil_dil", "max_pool", [T("f32", [1, 2, 9, 8])],
+       {"kernel_size": [3, 2], "stride": [2, 3], "padding": [1, 1], "dilation": [2, 1], "ceil_mode": True})
+    sp(c, "pool_max1d_unbatched", "max_pool", [T("f32", [3, 10])], {"kernel_size": [3]})
+    sp(c, "pool_max3d", "max_pool", [T("f32", [1, 2, 5, 6, 7])], {"kernel_size": [2, 3, 2], "stride": [1, 2, 2]})
+    sp(c, "pool_max2d_permuted", "max_pool", [T("f32", [2, 3, 8, 7])], {"kernel_size": [2, 2]},
+       perm=[0, 2, 3, 1])
+    sp(c, "pool_avg2d_ceil_nopad_count", "avg_pool", [T("f32", [2, 2, 9, 7])],
+       {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True,
+        "count_include_pad": False})
+    sp(c, "pool_avg2d_ceil", "avg_pool", [T("f32", [2, 2, 9, 7])],
+       {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": True})
+    sp(c, "pool_avg2d_divisor", "avg_pool", [T("f32", [2, 2, 6, 6])],
+       {"kernel_size": [2, 2], "divisor_override": 3})
+    sp(c, "pool_avg1d", "avg_pool", [T("f64", [2, 3, 11])], {"kernel_size": [4], "stride": [3], "padding": [2]})
+    sp(c, "pool_avg3d", "avg_pool", [T("f32", [1, 2, 5, 6, 7])], {"kernel_size": [2, 2, 3], "padding": [1, 0, 1]})
+    sp(c, "pool_adaptive_avg_global", "adaptive_avg_pool", [T("f32", [2, 8, 7, 7])], {"output_size": [1, 1]})
+    sp(c, "pool_adaptive_avg_divides", "adaptive_avg_pool", [T("f32", [2, 3, 8, 6])], {"output_size": [4, 2]})
+    sp(c, "pool_adaptive_avg_1d_unbatched", "adaptive_avg_pool", [T("f32", [3, 10])], {"output_size": [4]})
+    sp(c, "pool_adaptive_avg_3d", "adaptive_avg_pool", [T("f32", [1, 2, 5, 6, 7])], {"output_size": [2, 3, 4]})
+    sp(c, "pool_adaptive_max_up", "adaptive_max_pool", [T("f32", [1, 2, 3, 5])], {"output_size": [5, 7]})
+    sp(c, "err_pool_pad_too_big", "max_pool", [T("f32", [1, 2, 6, 6])], {"kernel_size": [2, 2], "padding": [2]},
+       expect="error")
+    sp(c, "err_pool_output_too_small", "max_pool", [T("f32", [1, 2, 3, 3])], {"kernel_size": [4, 4]},
+       expect="error")
+    sp(c, "err_pool_divisor_zero", "avg_pool", [T("f32", [1, 2, 4, 4])],
+       {"kernel_size": [2, 2], "divisor_override": 0}, expect="error")
+    sp(c, "err_pool_int", "max_pool", [T("i64", [1, 2, 4, 4])], {"kernel_size": [2, 2]}, expect="error")
+    sp(c, "err_pool_rank", "max_pool", [T("f32", [4, 4])], {"kernel_size": [2, 2]}, expect="error")
+
+
+def pad_cases(c):
+    for dt in ALL:
+        sp(c, "pad_constant_%s" % dt, "pad", [T(dt, [2, 3, 4])], {"pad": [1, 2, 0, 1], "value": 1})
+    for dt in FLOATS:
+        for mode in ("reflect", "replicate", "circular"):
+            sp(c, "pad_%s_%s" % (mode, dt), "pad", [T(dt, [2, 3, 5, 4])],
+               {"pad": [2, 1, 1, 3], "mode": mode})
+    for mode in ("reflect", "replicate", "circular"):
+        sp(c, "pad_%s_1d" % mode, "pad", [T("f32", [2, 3, 6])], {"pad": [3, 5 if mode != "reflect" else 4], "mode": mode})
+        sp(c, "pad_%s_3d" % mode, "pad", [T("f32", [1, 2, 3, 4, 5])], {"pad": [1, 2, 2, 1, 1, 1], "mode": mode})
+        sp(c, "pad_%s_negative" % mode, "pad", [T("f32", [1, 2, 5, 6])], {"pad": [-1, 2, 1, -2], "mode": mode})
+    sp(c, "pad_circular_i64", "pad", [T("i64", [1, 2, 5])], {"pad": [2, 1], "mode": "circular"})
+    sp(c, "pad_reflect_unbatched", "pad", [T("f32", [3, 6])], {"pad": [2, 3], "mode": "reflect"})
+    sp(c, "pad_constant_negative_crop", "pad", [T("f32", [3, 6, 5])], {"pad": [-2, 1, 1, -3, 0, 1]})
+    sp(c, "pad_constant_float_value_int", "pad", [T("i64", [3, 4])], {"pad": [1, 1], "value": 2.5})
+    sp(c, "pad_constant_permuted", "pad", [T("f32", [3, 4, 5])], {"pad": [1, 2], "value": -1.5}, perm=[2, 0, 1])
+    sp(c, "pad_constant_to_zero", "pad", [T("f32", [3, 4])], {"pad": [-2, -2]})
+    sp(c, "err_pad_odd", "pad", [T("f32", [3, 4])], {"pad": [1, 2, 3]}, expect="error")
+    sp(c, "err_pad_negative_size", "pad", [T("f32", [3, 4])], {"pad": [-3, -2]}, expect="error")
+    sp(c, "err_pad_reflect_too_big", "pad", [T("f32", [1, 3, 4])], {"pad": [4, 0], "mode": "reflect"},
+       expect="error")
+    sp(c, "err_pad_circular_wrap", "pad", [T("f32", [1, 3, 4])], {"pad": [5, 0], "mode": "circular"},
+       expect="error")
+    sp(c, "err_pad_reflect_int", "pad", [T("i32", [1, 3, 4])], {"pad": [1, 0], "mode": "reflect"},
+       expect="error")
+
+
+def view_spatial_cases(c):
+    for dt in ALL:
+        sp(c, "unfold_%s" % dt, "unfold", [T(dt, [3, 8, 2])], {"dim": 1, "size": 3, "step": 2})
+        sp(c, "flip_%s" % dt, "flip", [T(dt, [3, 4, 5])], {"dims": [0, -1]})
+        sp(c, "roll_%s" % dt, "roll", [T(dt, [3, 4, 5])], {"shifts": [2, -7], "dims": [0, 2]})
+    sp(c, "unfold_size0", "unfold", [T("f32", [3, 4])], {"dim": 0, "size": 0, "step": 1})
+    sp(c, "unfold_0d", "unfold", [T("f32", [])], {"dim": 0, "size": 1, "step": 1})
+    sp(c, "unfold_permuted", "unfold", [T("f32", [4, 9])], {"dim": -1, "size": 4, "step": 3}, perm=[1, 0])
+    sp(c, "flip_none", "flip", [T("f32", [3, 4])], {"dims": []})
+    sp(c, "roll_flat", "roll", [T("f32", [3, 4, 2])], {"shifts": [5]})
+    sp(c, "roll_swin_like", "roll", [T("f32", [1, 8, 8, 6])], {"shifts": [-3, -3], "dims": [1, 2]})
+    sp(c, "roll_empty", "roll", [T("f32", [0, 3])], {"shifts": [1], "dims": [0]})
+    sp(c, "err_unfold_too_big", "unfold", [T("f32", [3, 4])], {"dim": 0, "size": 4, "step": 1}, expect="error")
+    sp(c, "err_flip_dup", "flip", [T("f32", [3, 4])], {"dims": [0, -2]}, expect="error")
+    sp(c, "err_roll_mismatch", "roll", [T("f32", [3, 4])], {"shifts": [1, 2], "dims": [0]}, expect="error")
+
+
+def interpolate_cases(c):
+    for dt in FLOATS:
+        sp(c, "interpolate_nearest_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])], {"size": [8, 10]})
+        sp(c, "interpolate_bilinear_%s" % dt, "interpolate", [T(dt, [2, 3, 4, 5])],
+           {"size": [7, 9], "mode": "bilinear"})
+    sp(c, "interpolate_nearest_down", "interpolate", [T("f32", [1, 2, 9, 8])], {"size": [4, 3]})
+    sp(c, "interpolate_nearest_exact", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [8, 3], "mode": "nearest-exact"})
+    sp(c, "interpolate_nearest_scale", "interpolate", [T("f32", [1, 2, 5, 7])],
+       {"size": [7, 10], "scale_factor": [1.5, 1.5]})
+    sp(c, "interpolate_linear_1d", "interpolate", [T("f32", [2, 3, 6])], {"size": [11], "mode": "linear"})
+    sp(c, "interpolate_bilinear_align", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [7, 5], "mode": "bilinear", "align_corners": True})
+    sp(c, "interpolate_bilinear_scale", "interpolate", [T("f32", [1, 2, 4, 6])],
+       {"size": [10, 15], "scale_factor": [2.5, 2.5], "mode": "bilinear"})
+    sp(c, "interpolate_trilinear", "interpolate", [T("f64", [1, 2, 3, 4, 5])],
+       {"size": [5, 3, 7], "mode": "trilinear"})
+    sp(c, "interpolate_nearest_3d", "interpolate", [T("f32", [1, 2, 3, 4, 5])], {"size": [6, 8, 4]})
+    sp(c, "interpolate_permuted", "interpolate", [T("f32", [1, 3, 4, 5])], {"size": [8, 10], "mode": "bilinear"},
+       perm=[0, 3, 1, 2])
+    sp(c, "err_interpolate_mode_rank", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "mode": "linear"}, expect="error")
+    sp(c, "err_interpolate_align_nearest", "interpolate", [T("f32", [1, 2, 4, 5])],
+       {"size": [8, 10], "align_corners": True}, expect="error")
+    sp(c, "err_interpolate_int", "interpolate", [T("i64", [1, 2, 4, 5])], {"size": [8, 10]}, expect="error")
+# --- nn ops (issue 12) ---
+
+def idx(shape, hi, lo=0, dtype="i64"):
+    """An index input (values in [lo, hi)) as a one_op operand."""
+    return (dtype, list(shape), rand(dtype, list(shape), lo=lo, hi=hi))
+
+
+def permuted(c, name, op, x, perm, others=(), attrs=None):
+    """op on a non-contiguous view of x (a permute node first), then the other operands."""
+    inputs = [("x", x[0], x[1], x[2])]
+    args = ["xp"]
+    for i, o in enumerate(others):
+        inputs.append(("o%d" % i, o[0], o[1], o[2]))
+        args.append("o%d" % i)
+    c.add(name, inputs, [node("xp", "permute", ["x"], dims=list(perm)),
+                         node("y", op, args, **(attrs or {}))], ["y"])
+
+
+def norm_nn_cases(c):
+    for dt in FLOATS:
+        ch = lambda lo=-1.0, hi=1.0: T(dt, [3], lo=lo, hi=hi)
+        one_op(c, "batch_norm_%s" % dt, "batch_norm",
+               [T(dt, [2, 3, 4, 5]), ch(), ch(0.5, 2.0), ch(), ch()])
+        one_op(c, "group_norm_%s" % dt, "group_norm",
+               [T(dt, [2, 6, 5]), T(dt, [6]), T(dt, [6])], {"num_groups": 3})
+    for dt in INTS:
+        one_op(c, "batch_norm_%s" % dt, "batch_norm", [T(dt, [2, 3]), T("f32", [3]), T("f32", [3], lo=1, hi=2)])
+        one_op(c, "group_norm_%s" % dt, "group_norm", [T(dt, [2, 6])], {"num_groups": 3})
+    one_op(c, "batch_norm_2d_eps", "batch_norm", [T("f32", [7, 3]), T("f32", [3]), T("f32", [3], lo=0.1, hi=1)],
+           {"eps": 0.25})
+    one_op(c, "batch_norm_weight_only_3d", "batch_norm",
+           [T("f64", [2, 4, 9]), T("f64", [4]), T("f64", [4], lo=0.5, hi=2), T("f64", [4])])
+    one_op(c, "batch_norm_bf16_f32_params", "batch_norm",
+           [T("bf16", [2, 3, 4]), T("f32", [3]), T("f32", [3], lo=0.5, hi=2), T("f32", [3]), T("f32", [3])])
+    one_op(c, "batch_norm_empty", "batch_norm", [T("f32", [0, 3, 2]), T("f32", [3]), T("f32", [3], lo=1, hi=2)])
+    c.add("batch_norm_null_weight", [("x", "f32", [2, 3, 5], rand("f32", [2, 3, 5])),
+                                      ("m", "f32", [3], rand("f32", [3])),
+                                      ("v", "f32", [3], rand("f32", [3], lo=0.5, hi=2)),
+                                      ("b", "f32", [3], rand("f32", [3]))],
+          [node("y", "batch_norm", ["x", "m", "v", None, "b"])], ["y"])
+    # weights from a file: freezing folds weight * rsqrt(var + eps) into one constant
+    C = 16
+    c.add("batch_norm_frozen_params", [("x", "f32", [2, C, 7, 7], rand("f32", [2, C, 7, 7]))],
+          [node("y", "batch_norm", ["x", "m", "v", "w", "b"], eps=1e-3)], ["y"],
+          params=[(n, "f32", [C], rand("f32", [C], lo=lo, hi=hi), None, True)
+                  for n, lo, hi in (("m", -1, 1), ("v", 0.2, 3), ("w", -2, 2), ("b", -1, 1))])
+    permuted(c, "batch_norm_noncontig", "batch_norm", T("f32", [4, 5, 3]), [0, 2, 1],
+             [T("f32", [3]), T("f32", [3], lo=0.5, hi=2), T("f32", [3]), T("f32", [3])])
+    one_op(c, "group_norm_4d_plain", "group_norm", [T("f32", [2, 4, 3, 3])], {"num_groups": 2})
+    one_op(c, "group_norm_2d_eps", "group_norm", [T("f32", [3, 6]), T("f32", [6])], {"num_groups": 6, "eps": 0.1})
+    one_op(c, "group_norm_one_group_f64", "group_norm", [T("f64", [2, 5, 7]), T("f64", [5]), T("f64", [5])],
+           {"num_groups": 1})
+    one_op(c, "group_norm_empty_batch", "group_norm", [T("f32", [0, 6, 3])], {"num_groups": 3})
+    permuted(c, "group_norm_noncontig", "group_norm", T("f32", [2, 5, 4]), [0, 2, 1], [T("f32", [4])],
+             {"num_groups": 2})
+    one_op(c, "err_batch_norm_1d", "batch_norm", [T("f32", [3]), T("f32", [3]), T("f32", [3])], expect="error")
+    one_op(c, "err_batch_norm_channels", "batch_norm", [T("f32", [2, 4]), T("f32", [3]), T("f32", [3])],
+           expect="error")
+    one_op(c, "err_batch_norm_mixed_f64", "batch_norm", [T("f64", [2, 3]), T("f32", [3]), T("f32", [3])],
+           expect="error")
+    one_op(c, "err_group_norm_groups", "group_norm", [T("f32", [2, 6, 5])], {"num_groups": 4}, expect="error")
+    one_op(c, "err_group_norm_weight", "group_norm", [T("f32", [2, 6, 3]), T("f32", [3])], {"num_groups": 3},
+           expect="error")
+    one_op(c, "err_group_norm_1d", "group_norm", [T("f32", [6])], {"num_groups": 3}, expect="error")
+
+
+def sdpa_cases(c):
+    op = "scaled_dot_product_attention"
+    for dt in FLOATS + ["i32"]:
+        one_op(c, "sdpa_%s" % dt, op, [T(dt, [2, 3, 5, 8]), T(dt, [2, 3, 7, 8]), T(dt, [2, 3, 7, 6])])
+    q, k, v = T("f32", [2, 2, 6, 4]), T("f32", [2, 2, 6, 4]), T("f32", [2, 2, 6, 4])
+    one_op(c, "sdpa_causal", op, [q, k, v], {"is_causal": True})
+    one_op(c, "sdpa_causal_l5_s7_f16", op, [T("f16", [3, 5, 8]), T("f16", [3, 7, 8]), T("f16", [3, 7, 8])],
+           {"is_causal": True})
+    one_op(c, "sdpa_bool_mask_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [2, 3, 7, 8]), T("f32", [2, 3, 7, 6]),
+                                           T("bool", [5, 7])])
+    one_op(c, "sdpa_float_mask_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [2, 3, 7, 8]), T("f32", [2, 3, 7, 6]),
+                                            T("f32", [2, 1, 1, 7], lo=-3, hi=0)])
+    one_op(c, "sdpa_scale_bf16", op, [T("bf16", [2, 5, 8]), T("bf16", [2, 7, 8]), T("bf16", [2, 7, 3])],
+           {"scale": 0.5})
+    one_op(c, "sdpa_2d", op, [T("f64", [5, 8]), T("f64", [9, 8]), T("f64", [9, 3])])
+    one_op(c, "sdpa_batch_bcast", op, [T("f32", [2, 3, 5, 8]), T("f32", [1, 3, 7, 8]), T("f32", [1, 3, 7, 6])])
+    mask = torch.ones(2, 4, 6, dtype=torch.bool)
+    mask[0, 1, :] = False   # a fully masked row: NaN, as PyTorch's math path
+    mask[1, 2, 3:] = False
+    c.add("sdpa_fully_masked_row", [("q", "f32", [2, 4, 8], rand("f32", [2, 4, 8])),
+                                     ("k", "f32", [2, 6, 8], rand("f32", [2, 6, 8])),
+                                     ("v", "f32", [2, 6, 5], rand("f32", [2, 6, 5])),
+                                     ("m", "bool", [2, 4, 6], mask)],
+          [node("y", op, ["q", "k", "v", "m"])], ["y"])
+    # the transformer layout: [B, L, H, E] permuted to [B, H, L, E]
+    c.add("sdpa_noncontig", [("q", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8])),
+                             ("k", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8])),
+                             ("v", "f32", [2, 5, 3, 8], rand("f32", [2, 5, 3, 8]))],
+          [node("qp", "permute", ["q"], dims=[0, 2, 1, 3]), node("kp", "permute", ["k"], dims=[0, 2, 1, 3]),
+           node("vp", "permute", ["v"], dims=[0, 2, 1, 3]),
+           node("y", op, ["qp", "kp", "vp"], is_causal=True)], ["y"])
+    one_op(c, "sdpa_f16_f32_mask", op, [T("f16", [2, 5, 8]), T("f16", [2, 7, 8]), T("f16", [2, 7, 6]),
+                                        T("f32", [5, 7], lo=-2, hi=0)])
+    one_op(c, "sdpa_head_dim_0", op, [T("f32", [2, 3, 0]), T("f32", [2, 4, 0]), T("f32", [2, 4, 5])])
+    one_op(c, "sdpa_empty_l", op, [T("f32", [2, 0, 8]), T("f32", [2, 7, 8]), T("f32", [2, 7, 6])])
+    one_op(c, "err_sdpa_mask_and_causal", op, [q, k, v, T("bool", [6, 6])], {"is_causal": True}, expect="error")
+    one_op(c, "err_sdpa_dtypes", op, [T("f32", [5, 8]), T("f64", [7, 8]), T("f32", [7, 8])], expect="error")
+    one_op(c, "err_sdpa_head_dim", op, [T("f32", [5, 8]), T("f32", [7, 4]), T("f32", [7, 8])], expect="error")
+    one_op(c, "err_sdpa_mask_dtype", op, [T("f32", [5, 8]), T("f32", [7, 8]), T("f32", [7, 8]), T("f64", [5, 7])],
+           expect="error")
+    one_op(c, "err_sdpa_mask_shape", op, [T("f32", [5, 8]), T("f32", [7, 8]), T("f32", [7, 8]), T("bool", [3, 5, 7])],
+           expect="error")
+
+
+def index_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "gather_%s" % dt, "gather", [T(dt, [4, 6]), idx([4, 3], 6)], {"dim": 1})
+        one_op(c, "index_select_%s" % dt, "index_select", [T(dt, [5, 4]), idx([7], 5)], {"dim": 0})
+    one_op(c, "gather_dim0_smaller", "gather", [T("f32", [3, 5]), idx([2, 4], 3)], {"dim": 0})
+    one_op(c, "gather_3d_neg_dim", "gather", [T("f16", [2, 3, 4]), idx([2, 3, 9], 4)], {"dim": -1})
+    one_op(c, "gather_i32_index", "gather", [T("f32", [4, 6]), idx([4, 2], 6, dtype="i32")], {"dim": 1})
+    one_op(c, "gather_empty", "gather", [T("f32", [3, 4]), idx([3, 0], 4)], {"dim": 1})
+    one_op(c, "gather_0d", "gather", [T("f32", []), idx([], 1)], {"dim": 0})
+    permuted(c, "gather_noncontig", "gather", T("f32", [6, 4]), [1, 0], [idx([4, 6], 6)], {"dim": 1})
+    one_op(c, "index_select_dim1_i32", "index_select", [T("f32", [3, 6, 2]), idx([4], 6, dtype="i32")], {"dim": 1})
+    one_op(c, "index_select_0d_index", "index_select", [T("f32", [5, 4]), idx([], 5)], {"dim": -2})
+    one_op(c, "index_select_empty", "index_select", [T("f32", [5, 4]), idx([0], 5)], {"dim": 0})
+    permuted(c, "index_select_noncontig", "index_select", T("bf16", [4, 5]), [1, 0], [idx([3], 4)], {"dim": 1})
+    oob = ("i64", [2, 2], torch.tensor([[0, 1], [6, 2]]))
+    one_op(c, "err_gather_oob", "gather", [T("f32", [2, 6]), oob], {"dim": 1}, expect="error")
+    one_op(c, "err_gather_negative", "gather", [T("f32", [2, 6]), ("i64", [2, 1], torch.tensor([[0], [-1]]))],
+           {"dim": 1}, expect="error")
+    one_op(c, "err_gather_rank", "gather", [T("f32", [2, 6]), idx([3], 2)], {"dim": 0}, expect="error")
+    one_op(c, "err_gather_larger", "gather", [T("f32", [3, 4]), idx([4, 1], 3)], {"dim": 1}, expect="error")
+    one_op(c, "err_index_select_oob", "index_select", [T("f32", [5, 4]), ("i64", [3], torch.tensor([0, 5, 1]))],
+           {"dim": 0}, expect="error")
+    one_op(c, "err_index_select_negative", "index_select",
+           [T("f32", [5, 4]), ("i32", [2], torch.tensor([1, -1], dtype=torch.int32))], {"dim": 0}, expect="error")
+    one_op(c, "err_index_select_2d", "index_select", [T("f32", [5, 4]), idx([2, 2], 5)], {"dim": 0},
+           expect="error")
+    one_op(c, "err_index_select_float", "index_select", [T("f32", [5, 4]), T("f32", [2])], {"dim": 0},
+           expect="error")
+
+
+def shape_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "cumsum_%s" % dt, "cumsum", [T(dt, [4, 6])], {"dim": 1})
+        one_op(c, "stack_%s" % dt, "stack", [T(dt, [3, 4]), T(dt, [3, 4]), T(dt, [3, 4])], {"dim": 1})
+        one_op(c, "masked_fill_%s" % dt, "masked_fill", [T(dt, [3, 5]), T("bool", [3, 5])],
+               {"value": -1.5 if dt in FLOATS else (1 if dt == "bool" else 7)})
+    one_op(c, "cumsum_dim0_3d", "cumsum", [T("f32", [5, 3, 4])], {"dim": 0})
+    one_op(c, "cumsum_neg_dim_f64", "cumsum", [T("f64", [3, 4, 33])], {"dim": -1})
+    one_op(c, "cumsum_dtype_f64", "cumsum", [T("i32", [9])], {"dim": 0, "dtype": "f64"})
+    one_op(c, "cumsum_dtype_i32_trunc", "cumsum", [T("f32", [2, 9], lo=-3, hi=3)], {"dim": 1, "dtype": "i32"})
+    one_op(c, "cumsum_0d", "cumsum", [T("f32", [])], {"dim": -1})
+    one_op(c, "cumsum_empty", "cumsum", [T("f32", [0, 4])], {"dim": 0})
+    one_op(c, "cumsum_len1", "cumsum", [T("i32", [3, 1])], {"dim": 1})
+    one_op(c, "cumsum_long_f32", "cumsum", [T("f32", [1000], lo=0, hi=1)], {"dim": 0})
+    one_op(c, "cumsum_big_i64", "cumsum", [T("i64", [40], lo=-10 ** 15, hi=10 ** 15)], {"dim": 0})
+    permuted(c, "cumsum_noncontig", "cumsum", T("f32", [4, 7]), [1, 0], (), {"dim": 1})
+    one_op(c, "err_cumsum_dtype_bool", "cumsum", [T("f32", [4])], {"dim": 0, "dtype": "bool"}, expect="error")
+    one_op(c, "err_cumsum_dim", "cumsum", [T("f32", [4])], {"dim": 1}, expect="error")
+    one_op(c, "stack_dim0", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": 0})
+    one_op(c, "stack_dim_neg1", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": -1})
+    one_op(c, "stack_promote", "stack", [T("i32", [4]), T("f16", [4])], {"dim": 0})
+    one_op(c, "stack_0d", "stack", [T("f32", []), T("f32", []), T("f32", [])], {"dim": 0})
+    one_op(c, "stack_one", "stack", [T("i64", [3, 2])], {"dim": 2})
+    one_op(c, "stack_empty", "stack", [T("f32", [0, 2]), T("f32", [0, 2])], {"dim": 1})
+    one_op(c, "err_stack_shapes", "stack", [T("f32", [2]), T("f32", [3])], {"dim": 0}, expect="error")
+    one_op(c, "err_stack_dim", "stack", [T("f32", [2, 3]), T("f32", [2, 3])], {"dim": 3}, expect="error")
+    one_op(c, "masked_fill_bcast_mask", "masked_fill", [T("f32", [4, 5]), T("bool", [1, 5])], {"value": 0.25})
+    one_op(c, "masked_fill_mask_bigger", "masked_fill", [T("f32", [5]), T("bool", [3, 5])], {"value": 2})
+    one_op(c, "masked_fill_neg_inf_f16", "masked_fill", [T("f16", [2, 6]), T("bool", [2, 6])],
+           {"value": "-inf"})
+    one_op(c, "masked_fill_float_on_int", "masked_fill", [T("i32", [6]), T("bool", [6])], {"value": 2.75})
+    one_op(c, "masked_fill_0d_mask", "masked_fill", [T("f32", [2, 3]), T("bool", [])], {"value": 3})
+    one_op(c, "masked_fill_i64_big", "masked_fill", [T("i64", [4]), T("bool", [4])], {"value": 3000000000})
+    permuted(c, "masked_fill_noncontig", "masked_fill", T("f32", [3, 4]), [1, 0], [T("bool", [4, 3])],
+             {"value": -7.5})
+    one_op(c, "err_masked_fill_overflow_f16", "masked_fill", [T("f16", [3]), T("bool", [3])], {"value": 70000},
+           expect="error")
+    one_op(c, "err_masked_fill_overflow_i32", "masked_fill", [T("i32", [3]), T("bool", [3])],
+           {"value": 3000000000}, expect="error")
+    one_op(c, "err_masked_fill_nan_i32", "masked_fill", [T("i32", [3]), T("bool", [3])],
+           {"value": float("nan")}, expect="error")
+    one_op(c, "err_masked_fill_int_mask", "masked_fill", [T("f32", [3]), T("i32", [3], lo=0, hi=2)], {"value": 1},
+           expect="error")
+    one_op(c, "err_masked_fill_bcast", "masked_fill", [T("f32", [3]), T("bool", [4])], {"value": 1},
+           expect="error")
+
+
+def pointwise_nn_cases(c):
+    for dt in ALL:
+        one_op(c, "hardtanh_%s" % dt, "hardtanh", [T(dt, [4, 7], lo=-3, hi=3)])
+        one_op(c, "mish_%s" % dt, "mish", [T(dt, [4, 7], lo=-6, hi=6)])
+        one_op(c, "elu_%s" % dt, "elu", [T(dt, [4, 7], lo=-4, hi=4)])
+        one_op(c, "triu_%s" % dt, "triu", [T(dt, [4, 5])])
+        one_op(c, "tril_%s" % dt, "tril", [T(dt, [5, 4])])
+    one_op(c, "hardtanh_bounds", "hardtanh", [T("f32", [33], lo=-3, hi=3)], {"min_val": -0.5, "max_val": 2.0})
+    one_op(c, "hardtanh_int_float_bounds", "hardtanh", [T("i64", [9])], {"min_val": -1.5, "max_val": 2.5})
+    one_op(c, "hardtanh_min_gt_max", "hardtanh", [T("f32", [7])], {"min_val": 1, "max_val": -1})
+    one_op(c, "elu_alpha_f64", "elu", [T("f64", [17], lo=-5, hi=5)], {"alpha": 0.5})
+    nan, inf = float("nan"), float("inf")
+    sv = torch.tensor([nan, inf, -inf, 0.0, -0.0, 3.0, -3.0, 1e-30, 25.0, -25.0, -1.5, 88.0, -100.0])
+    for op in ("hardtanh", "mish", "elu"):
+        c.add("special_%s" % op, [("x", "f32", [13], sv)], [node("y", op, ["x"])], ["y"])
+    for op in ("triu", "tril"):
+        for dg in (1, -2, 10, -10):
+            one_op(c, "%s_diag_%d" % (op, dg), op, [T("f32", [4, 6])], {"diagonal": dg})
+        one_op(c, "%s_3d" % op, op, [T("i32", [2, 3, 4])], {"diagonal": -1})
+        one_op(c, "%s_empty" % op, op, [T("f32", [0, 4])])
+        permuted(c, "%s_noncontig" % op, op, T("f32", [5, 3]), [1, 0], (), {"diagonal": 1})
+        one_op(c, "err_%s_1d" % op, op, [T("f32", [4])], expect="error")
+    # a GPT-2 style causal mask: tril of ones, then masked_fill where it is 0
+    c.add("nn_causal_mask_chain", [("s", "f32", [2, 6, 6], rand("f32", [2, 6, 6]))],
+          [node("ones", "full", [], value=1, shape=[6, 6], dtype="f32"),
+           node("tri", "tril", ["ones"]), node("keep", "eq", ["tri", 0]),
+           node("m", "masked_fill", ["s", "keep"], value="-inf"),
+           node("p", "softmax", ["m"], dim=-1), node("c", "cumsum", ["p"], dim=-1),
+           node("h", "hardtanh", ["c"], min_val=0.0, max_val=0.9), node("y", "mish", ["h"])], ["y"])
+
+
+def nn_cases(c):
+    norm_nn_cases(c)
+    sdpa_cases(c)
+    index_nn_cases(c)
+    shape_nn_cases(c)
+    pointwise_nn_cases(c)
+# --- dtypes u8 i8 i16 (issue 12) ---
+
+def dtype_cases(c):
+    """u8 i8 i16 through every op family (PyTorch's refusals become error cases by
+    themselves), promotion with every other dtype, numbers, casts both ways, and the edge
+    values 0 127 128 255 -128 with wraparound."""
+    unary_kw = {op: {"lo": 1, "hi": 9} for op in POSITIVE}
+    for dt in NARROW:
+        for op in UNARY + ["gelu", "log1p", "expm1", "sign", "round", "hardswish",
+                           "hardsigmoid", "leaky_relu", "softplus"]:
+            one_op(c, "%s_%s" % (op, dt), op, [T(dt, [3, 5], **unary_kw.get(op, {}))])
+        one_op(c, "clamp_both_%s" % dt, "clamp", [T(dt, [3, 4])], {"min": -2, "max": 100})
+        one_op(c, "clamp_float_%s" % dt, "clamp", [T(dt, [3, 4])], {"min": 0.5})
+        for op in BINARY + ["remainder"]:
+            if op in ("pow",):
+                a, b = T(dt, [4, 6], lo=-3 if dt != "u8" else 0, hi=6), T(dt, [4, 6], lo=0, hi=5)
+            elif op in ("div", "remainder"):
+                a, b = T(dt, [4, 6]), T(dt, [4, 6], nonzero=True)
+            else:
+                a, b = T(dt, [4, 6]), T(dt, [4, 6])
+            one_op(c, "%s_%s" % (op, dt), op, [a, b])
+        one_op(c, "where_%s" % dt, "where", [T("bool", [3, 4]), T(dt, [3, 4]), T(dt, [1, 4])])
+        for op in REDUCE:
+            one_op(c, "%s_all_%s" % (op, dt), op, [T(dt, [2, 3, 4], **({"lo": -2, "hi": 3} if op == "prod" else {}))])
+            one_op(c, "%s_dim1_%s" % (op, dt), op, [T(dt, [4, 5, 3])], {"dims": [1], "keepdim": True})
+        one_op(c, "argmax_%s" % dt, "argmax", [T(dt, [4, 6])], {"dim": 1})
+        for op in ("softmax", "log_softmax"):
+            one_op(c, "%s_%s" % (op, dt), op, [T(dt, [3, 4])], {"dim": -1})
+        one_op(c, "layer_norm_%s" % dt, "layer_norm", [T(dt, [3, 4])], {"normalized_shape": [4]})
+        one_op(c, "rms_norm_%s" % dt, "rms_norm", [T(dt, [3, 4])], {"normalized_shape": [4]})
+        one_op(c, "reshape_%s" % dt, "reshape", [T(dt, [2, 3, 4])], {"shape": [4, -1]})
+        one_op(c, "permute_%s" % dt, "permute", [T(dt, [2, 3, 4])], {"dims": [2, 0, 1]})
+        one_op(c, "cat_%s" % dt, "cat", [T(dt, [2, 3]), T(dt, [2, 5])], {"dim": -1})
+        one_op(c, "slice_step_%s" % dt, "slice", [T(dt, [10, 3])],
+               {"dim": 0, "start": 1, "end": 9, "step": 3})
+        one_op(c, "transpose_%s" % dt, "transpose", [T(dt, [2, 3, 4])], {"dim0": 0, "dim1": 2})
+        one_op(c, "expand_%s" % dt, "expand", [T(dt, [3, 1])], {"shape": [2, 3, 5]})
+        one_op(c, "unsqueeze_%s" % dt, "unsqueeze", [T(dt, [3, 4])], {"dim": 1})
+        one_op(c, "squeeze_%s" % dt, "squeeze", [T(dt, [3, 1, 4])])
+        one_op(c, "matmul_2d_%s" % dt, "matmul", [T(dt, [5, 7]), T(dt, [7, 3])])
+        one_op(c, "bmm_%s" % dt, "bmm", [T(dt, [2, 3, 4]), T(dt, [2, 4, 5])])
+        one_op(c, "linear_bias_%s" % dt, "linear", [T(dt, [2, 3, 8]), T(dt, [5, 8]), T(dt, [5])])
+        one_op(c, "embedding_weight_%s" % dt, "embedding", [T(dt, [10, 4]), T("i64", [2, 5], lo=0, hi=10)])
+        one_op(c, "embedding_index_%s" % dt, "embedding", [T("f32", [10, 4]), T(dt, [2, 5], lo=0, hi=10)])
+        c.add("full_%s" % dt, [], [node("y", "full", [], value=-7, shape=[2, 3], dtype=dt)], ["y"])
+        c.add("full_float_value_%s" % dt, [], [node("y", "full", [], value=100.7, shape=[3], dtype=dt)], ["y"])
+        c.add("full_overflow_%s" % dt, [], [node("y", "full", [], value=70000, shape=[3], dtype=dt)],
+              ["y"], expect="error")
+        c.add("arange_%s" % dt, [], [node("y", "arange", [], start=-3 if dt != "u8" else 0, end=9, dtype=dt)], ["y"])
+        # casts both ways: floats in range (out of range is undefined in PyTorch)
+        for other in ALL + NARROW:
+            kw = {"lo": -128.0, "hi": 255.0} if other in FLOATS else {}
+            one_op(c, "cast_%s_to_%s" % (other, dt), "cast", [T(other, [2, 5], **kw)], {"dtype": dt})
+            if other not in NARROW:
+                one_op(c, "cast_%s_to_%s" % (dt, other), "cast", [T(dt, [2, 5])], {"dtype": other})
+        # promotion with every dtype, tensors and 0-d tensors, and numbers
+        for other in ALL + NARROW:
+            one_op(c, "add_%s_%s" % (dt, other), "add", [T(dt, [6]), T(other, [6])])
+            one_op(c, "lt_%s_0d_%s" % (dt, other), "lt", [T(dt, [6]), T(other, [])])
+        one_op(c, "add_int_num_%s" % dt, "add", [T(dt, [8]), 300])
+        one_op(c, "lt_int_num_%s" % dt, "lt", [T(dt, [8]), 300])
+        one_op(c, "eq_int_num_%s" % dt, "eq", [T(dt, [8]), -1])
+        one_op(c, "mul_float_num_%s" % dt, "mul", [T(dt, [8]), 0.5])
+        one_op(c, "sub_num_first_%s" % dt, "sub", [5, T(dt, [8])])
+        one_op(c, "pow_num_exp_%s" % dt, "pow", [T(dt, [8]), 3])
+        one_op(c, "remainder_num_%s" % dt, "remainder", [T(dt, [8]), 7])
+        one_op(c, "remainder_zero_num_%s" % dt, "remainder", [T(dt, [8]), 0], expect="error")
+        one_op(c, "clamp_overflow_%s" % dt, "clamp", [T(dt, [8])], {"max": 70000}, expect="error")
+        one_op(c, "maximum_0d_i64_%s" % dt, "maximum", [T(dt, [8]), ("i64", [], torch.tensor(300))])
+    # an integer arange computes in int64 from truncated start and step; i64 takes its length
+    # from the truncated bounds too, the others from the numbers
+    for dt in INTS + NARROW:
+        for i, (st, en, sp) in enumerate(((0, 5, 1.5), (0.5, 5.7, 1.5), (-0.5, 3, 1), (2.9, -3.2, -1.5))):
+            if dt == "u8" and sp < 0:
+                continue
+            c.add("arange_float_args_%d_%s" % (i, dt), [],
+                  [node("y", "arange", [], start=st, end=en, step=sp, dtype=dt)], ["y"])
+        c.add("arange_zero_int_step_%s" % dt, [],
+              [node("y", "arange", [], start=0, end=5, step=0.5, dtype=dt)], ["y"], expect="error")
+    # edge values and wraparound: 200 + 100 = 44 in u8, -128 * -1 = -128 in i8
+    ev = {"u8": [0, 1, 127, 128, 200, 255, 100, 3], "i8": [0, 1, 127, -128, -1, 100, -100, -7],
+          "i16": [0, 1, 32767, -32768, -1, 255, -256, 300]}
+    ew = {"u8": [0, 255, 1, 128, 100, 255, 200, 7], "i8": [0, -1, 1, -1, -128, 100, -100, 3],
+          "i16": [0, -1, 1, -1, -32768, 255, 256, -300]}
+    for dt in NARROW:
+        a = torch.tensor(ev[dt], dtype=DT[dt])
+        b = torch.tensor(ew[dt], dtype=DT[dt])
+        for op in ("add", "sub", "mul", "maximum", "minimum", "lt", "eq"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a), ("b", dt, [8], b)],
+                  [node("y", op, ["a", "b"])], ["y"])
+        nz = torch.where(b == 0, torch.ones_like(b), b)
+        for op in ("remainder", "div"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a), ("b", dt, [8], nz)],
+                  [node("y", op, ["a", "b"])], ["y"])
+        for op in ("neg", "abs", "sign", "relu"):
+            c.add("special_%s_%s" % (op, dt), [("a", dt, [8], a)], [node("y", op, ["a"])], ["y"])
+        c.add("special_sum_prod_%s" % dt, [("a", dt, [8], a)],
+              [node("s", "sum", ["a"]), node("p", "prod", ["a"]), node("m", "amax", ["a"]),
+               node("n", "amin", ["a"])], ["s", "p", "m", "n"])
+        c.add("special_chain_%s" % dt, [("a", dt, [8], a), ("b", dt, [8], b)],
+              [node("s", "add", ["a", "b"]), node("m", "mul", ["s", 3]), node("n", "neg", ["m"]),
+               node("y", "sub", ["n", "a"]), node("f", "cast", ["y"], dtype="f32"),
+               node("z", "mul", ["f", 0.5])], ["y", "z"])
+    fv = torch.tensor([0.0, 0.9, -0.9, 127.5, 128.0, 255.9, -1.0, -128.7, 300.0, -200.0])
+    for dt in NARROW:
+        for src in ("f32", "f64", "f16", "bf16"):
+            c.add("special_cast_%s_to_%s" % (src, dt), [("x", src, [10], fv.to(DT[src]))],
+                  [node("y", "cast", ["x"], dtype=dt)], ["y"])
+    # mixed narrow promotion: u8 with i8 is i16
+    c.add("promote_u8_i8_i16", [("a", "u8", [3, 4], rand("u8", [3, 4])),
+                                ("b", "i8", [4], rand("i8", [4])),
+                                ("s", "i16", [3, 1], rand("i16", [3, 1]))],
+          [node("x", "add", ["a", "b"]), node("m", "gt", ["a", "b"]),
+           node("w", "where", ["m", "a", "b"]), node("y", "mul", ["x", "s"])], ["x", "w", "y"])
+    inductor_uint8_case(c)
+
+
+def inductor_uint8_case(c):
+    """The uint8 example of PyTorch's "Inductor CPU backend debugging and profiling"
+    tutorial (an Inductor accuracy bug it walks through), as written there:
+        def foo1(x1, x2):
+            a = torch.neg(x1)
+            b = torch.maximum(x2, a)
+            y = torch.cat([b], dim=0)
+            return y
+        x1 = torch.randint(256, (1, 8), dtype=torch.uint8)
+        x2 = torch.randint(256, (8390, 8), dtype=torch.uint8)"""
+    x1 = torch.randint(256, (1, 8), generator=GEN, dtype=torch.int64).to(torch.uint8)
+    x2 = torch.randint(256, (8390, 8), generator=GEN, dtype=torch.int64).to(torch.uint8)
+    x1[0, :4] = torch.tensor([0, 1, 128, 255], dtype=torch.uint8)  # neg: 0 255 128 1
+    c.add("inductor_uint8_neg_maximum_cat", [("x1", "u8", [1, 8], x1), ("x2", "u8", [8390, 8], x2)],
+          [node("a", "neg", ["x1"]), node("b", "maximum", ["x2", "a"]),
+           node("y", "cat", ["b"], dim=0)], ["y"])
+
+
 def main(argv):
     if len(argv) != 1:
         sys.stderr.write(__doc__)
@@ -1048,7 +1628,9 @@ def main(argv):
                   contraction_cases, creation_cases, odd_size_cases, view_cases,
                   symbolic_cases, model_cases, special_value_cases, error_cases, edge_cases,
                   more_view_cases, llama_block_cases, int64_cases, zero_d_dim_cases,
-                  integer_attr_cases, new_pointwise_cases):
+                  integer_attr_cases, new_pointwise_cases,
+                  conv_cases, pool_cases, pad_cases, view_spatial_cases, interpolate_cases,
+                  conv_transpose_cases, nn_cases, dtype_cases):
         group(c)
     c.finish()
     unlisted = defined_ops() - SPEC_OPS

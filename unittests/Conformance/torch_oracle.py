@@ -31,7 +31,12 @@ documented meaning of the op:
   apply;
 - mean of f16/bf16 is taken in f32 and rounded once (see op_mean);
 - torch.prod and torch.squeeze take one dim at a time: several dims are
-  reduced one after the other.
+  reduced one after the other;
+- bf16 linear interpolation on CPU keeps weights and sums in bf16: it is
+  computed in f32 and rounded once, as the f16 fallback does;
+- bf16 conv_transpose on CPU refuses valid channel counts ("expected input
+  ... to have 3 channels, but got 4"): it is run on f32 copies and rounded,
+  as the f16 kernels above.
 """
 
 import json
@@ -45,12 +50,12 @@ import torch.nn.functional as F
 DTYPES = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
     "bf16": torch.bfloat16, "i32": torch.int32, "i64": torch.int64,
-    "bool": torch.bool,
+    "bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
 }
 ST_NAMES = {
     "F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
     "BF16": torch.bfloat16, "I32": torch.int32, "I64": torch.int64,
-    "BOOL": torch.bool,
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
 }
 ST_OF = {v: k for k, v in ST_NAMES.items()}
 HALF = (torch.float16, torch.bfloat16)
@@ -355,6 +360,115 @@ REDUCE = {
 }
 
 
+# --- nn ops (issue 12) ---
+# PyTorch 1.13 lacks F.scaled_dot_product_attention (2.0) and several f16 CPU kernels
+# (batch_norm, group_norm, cumsum, hardtanh, mish, elu): attention is written from PyTorch
+# 2.x's math path, and the half kernels run in f32 and round once to the input's dtype.
+
+def to_input_dtype(fn, x, args):
+    """fn(args); where PyTorch CPU lacks the half kernel, fn on f32 copies of every half
+    tensor, the result rounded to x's dtype."""
+    try:
+        return fn(*args)
+    except RuntimeError as e:
+        if "'Half'" not in str(e) and "'BFloat16'" not in str(e):
+            raise
+    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype in HALF else a for a in args]
+    return fn(*up).to(x.dtype)
+
+
+def op_batch_norm(args, attrs):
+    x, mean, var = args[:3]
+    w = args[3] if len(args) > 3 else None
+    b = args[4] if len(args) > 4 else None
+    eps = attrs.get("eps", 1e-5)
+    return to_input_dtype(lambda *t: F.batch_norm(*t, training=False, eps=eps), x,
+                          [x, mean, var, w, b])
+
+
+def op_group_norm(args, attrs):
+    x = args[0]
+    w = args[1] if len(args) > 1 else None
+    b = args[2] if len(args) > 2 else None
+    g, eps = attrs["num_groups"], attrs.get("eps", 1e-5)
+    return to_input_dtype(lambda t, wt, bt: F.group_norm(t, g, wt, bt, eps), x, [x, w, b])
+
+
+def op_sdpa(args, attrs):
+    """PyTorch 2.x's math path (aten _scaled_dot_product_attention_math):
+    softmax((q * sqrt(scale)) @ (k * sqrt(scale))^T + mask) @ v; a bool mask (and
+    is_causal's tril) sets the others to -inf, so a fully masked row is NaN (PyTorch >=
+    2.5's math path gives 0)."""
+    q, k, v = args[:3]
+    mask = args[3] if len(args) > 3 else None
+    causal = bool(attrs.get("is_causal", False))
+    if not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
+        raise OracleError("q, k and v must be of one floating dtype")
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise OracleError("q, k and v need at least 2 dims")
+    if mask is not None and causal:
+        raise OracleError("attn_mask and is_causal together")
+    if mask is not None and mask.dtype not in (torch.bool, torch.float32, q.dtype):
+        raise OracleError("attn_mask must be bool, float or q's dtype")
+    L, S = q.shape[-2], k.shape[-2]
+    scale = attrs.get("scale")
+    if scale is None:  # C++'s 1 / sqrt(E): inf for E = 0
+        scale = 1 / (q.shape[-1] ** 0.5) if q.shape[-1] else float("inf")
+    up = (lambda t: t.float()) if q.dtype in HALF else (lambda t: t)
+    root = scale ** 0.5 if scale >= 0 else float("nan")
+    attn = up(q * root) @ up(k * root).transpose(-2, -1)
+    if causal:
+        mask = torch.ones(L, S, dtype=torch.bool).tril()
+    if mask is not None and torch.broadcast_shapes(mask.shape, attn.shape) != attn.shape:
+        raise OracleError("attn_mask does not broadcast to the scores")
+    if mask is not None and mask.dtype == torch.bool:
+        attn = attn.masked_fill(~mask, float("-inf"))
+    elif mask is not None:  # scores.add_(mask): rounded to the scores' dtype
+        attn = (attn + mask.to(attn.dtype)).to(q.dtype).to(attn.dtype)
+    return (torch.softmax(attn, -1) @ up(v)).to(q.dtype)
+
+
+def op_gather(args, attrs):
+    x, idx = args
+    if idx.dtype not in (torch.int32, torch.int64):
+        raise OracleError("gather: index must be i32 or i64")
+    # the spec takes i32 indices too (PyTorch wants int64: same values)
+    return torch.gather(x, attrs["dim"], idx.long())
+
+
+def op_cumsum(args, attrs):
+    (x,) = args
+    dt = DTYPES[attrs["dtype"]] if "dtype" in attrs else None
+    return to_input_dtype(lambda t: torch.cumsum(t, attrs["dim"], dtype=dt), x, [x]) \
+        if dt is None else torch.cumsum(x, attrs["dim"], dtype=dt)
+
+
+def op_masked_fill(args, attrs):
+    x, mask = args
+    if mask.dtype != torch.bool:  # PyTorch 2.x; 1.13 still took uint8/int masks
+        raise OracleError("masked_fill: mask must be bool")
+    v = attrs["value"]  # JSON has no infinities: the spec writes them "inf", "-inf", "nan"
+    return x.masked_fill(mask, float(v) if isinstance(v, str) else v)
+
+
+NN = {
+    "batch_norm": op_batch_norm,
+    "group_norm": op_group_norm,
+    "scaled_dot_product_attention": op_sdpa,
+    "gather": op_gather,
+    "index_select": lambda a, at: torch.index_select(a[0], at["dim"], a[1]),
+    "cumsum": op_cumsum,
+    "stack": lambda a, at: half_fallback(lambda *ts: torch.stack(ts, dim=at["dim"]), list(a)),
+    "masked_fill": op_masked_fill,
+    "hardtanh": lambda a, at: to_input_dtype(
+        lambda t: F.hardtanh(t, at.get("min_val", -1.0), at.get("max_val", 1.0)), a[0], [a[0]]),
+    "mish": lambda a, at: to_input_dtype(F.mish, a[0], [a[0]]),
+    "elu": lambda a, at: to_input_dtype(lambda t: F.elu(t, at.get("alpha", 1.0)), a[0], [a[0]]),
+    "triu": lambda a, at: torch.triu(a[0], at.get("diagonal", 0)),
+    "tril": lambda a, at: torch.tril(a[0], at.get("diagonal", 0)),
+}
+
+
 def run_node(node, args, sym):
     op = node["op"]
     attrs = node.get("attrs", {}) or {}
@@ -442,11 +556,133 @@ def run_node(node, args, sym):
     if op == "embedding":
         weight, idx = args
         return half_fallback(lambda w: F.embedding(idx, w), [weight])
+    if op in NN:  # --- nn ops (issue 12) ---
+        return NN[op](args, attrs)
     if op == "full":
         return op_full(attrs, sym)
     if op == "arange":
         return op_arange(attrs, sym)
+    if op in SPATIAL:
+        return op_spatial(op, args, attrs)
     raise OracleError("unknown op '%s'" % op)
+
+
+# --- spatial ops (issue 12) ---
+
+def _one_or_list(v, k):
+    """A per-spatial-dim attr: a 1-entry list is PyTorch's int form."""
+    if isinstance(v, list) and len(v) == 1:
+        return v[0]
+    return v
+
+
+def op_conv(args, attrs):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    k = w.dim() - 2
+    if k not in (1, 2, 3):
+        raise OracleError("conv: weight must have 3 to 5 dims")
+    fn = getattr(F, "conv%dd" % k)
+    stride = _one_or_list(attrs.get("stride", 1), k)
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    dilation = _one_or_list(attrs.get("dilation", 1), k)
+    groups = attrs.get("groups", 1)
+    return half_fallback(lambda t, wt, bt: fn(t, wt, bt, stride, padding, dilation, groups),
+                         [x, w, b])
+
+
+def op_conv_transpose(args, attrs):
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    k = w.dim() - 2
+    if k not in (1, 2, 3):
+        raise OracleError("conv_transpose: weight must have 3 to 5 dims")
+    fn = getattr(F, "conv_transpose%dd" % k)
+    stride = _one_or_list(attrs.get("stride", 1), k)
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    outpad = _one_or_list(attrs.get("output_padding", 0), k)
+    dilation = _one_or_list(attrs.get("dilation", 1), k)
+    groups = attrs.get("groups", 1)
+    run = lambda t, wt, bt: fn(t, wt, bt, stride, padding, outpad, groups, dilation)  # noqa: E731
+    if x.dtype == torch.bfloat16 and w.dtype == torch.bfloat16:
+        # 1.13's bf16 CPU kernel refuses valid channel counts: the f32 fallback, as for Half
+        return run(x.float(), w.float(), None if b is None else b.float()).to(torch.bfloat16)
+    return half_fallback(run, [x, w, b])
+
+
+def op_pool(op, x, attrs):
+    ks = attrs["kernel_size"]
+    k = len(ks)
+    stride = attrs.get("stride") or None
+    padding = _one_or_list(attrs.get("padding", 0), k)
+    ceil = bool(attrs.get("ceil_mode", False))
+    if op == "max_pool":
+        dil = _one_or_list(attrs.get("dilation", 1), k)
+        fn = getattr(F, "max_pool%dd" % k)
+        return half_fallback(lambda t: fn(t, ks, stride, padding, dil, ceil), [x])
+    cip = bool(attrs.get("count_include_pad", True))
+    div = attrs.get("divisor_override")
+    if k == 1:  # avg_pool1d has no divisor_override: the same window as a 2-d pool of height 1
+        st = None if stride is None else [1, _one_or_list(stride, 1)]
+        pd = [0, padding if isinstance(padding, int) else padding[0]]
+        return half_fallback(lambda t: F.avg_pool2d(t.unsqueeze(-2), [1, ks[0]], st, pd, ceil,
+                                                    cip, div).squeeze(-2), [x])
+    fn = getattr(F, "avg_pool%dd" % k)
+    return half_fallback(lambda t: fn(t, ks, stride, padding, ceil, cip, div), [x])
+
+
+def op_interpolate(x, attrs):
+    """bf16/f16 linear modes are computed in f32 and rounded once (1.13's bf16 CPU kernel
+    keeps its weights and sums in bf16: errors of 0.01 on values of 0.1)."""
+    if x.dtype in HALF and attrs.get("mode", "nearest") not in ("nearest", "nearest-exact"):
+        return op_interpolate(x.float(), attrs).to(x.dtype)
+    size = attrs["size"]
+    mode = attrs.get("mode", "nearest")
+    sf = attrs.get("scale_factor")
+    ac = attrs.get("align_corners", False) if mode not in ("nearest", "nearest-exact") else None
+    if mode in ("nearest", "nearest-exact") and attrs.get("align_corners"):
+        raise OracleError("align_corners option can only be set with the interpolating modes")
+    if sf is not None:
+        r = half_fallback(lambda t: F.interpolate(t, scale_factor=sf, mode=mode, align_corners=ac), [x])
+        if list(r.shape[2:]) != list(size):
+            raise OracleError("interpolate: size %s does not match scale_factor %s" % (size, sf))
+        return r
+    return half_fallback(lambda t: F.interpolate(t, size=size, mode=mode, align_corners=ac), [x])
+
+
+def op_spatial(op, args, attrs):
+    x = args[0]
+    if op == "pad":
+        mode = attrs.get("mode", "constant")
+        if mode == "constant":
+            return F.pad(x, attrs["pad"], value=attrs.get("value", 0))
+        return half_fallback(lambda t: F.pad(t, attrs["pad"], mode=mode), [x])
+    if op == "unfold":
+        return x.unfold(attrs["dim"], attrs["size"], attrs["step"])
+    if op == "flip":
+        return torch.flip(x, attrs["dims"])
+    if op == "roll":
+        if "dims" in attrs:
+            return torch.roll(x, attrs["shifts"], attrs["dims"])
+        return torch.roll(x, attrs["shifts"])
+    if op == "conv":
+        return op_conv(args, attrs)
+    if op == "conv_transpose":
+        return op_conv_transpose(args, attrs)
+    if op in ("max_pool", "avg_pool"):
+        return op_pool(op, x, attrs)
+    if op in ("adaptive_avg_pool", "adaptive_max_pool"):
+        size = attrs["output_size"]
+        fn = getattr(F, "%s%dd" % (op, len(size)))
+        r = half_fallback(lambda t: fn(t, size), [x])
+        return r[0] if isinstance(r, tuple) else r
+    if op == "interpolate":
+        return op_interpolate(x, attrs)
+    raise OracleError("unknown op '%s'" % op)
+
+
+SPATIAL = {"pad", "unfold", "flip", "roll", "conv", "max_pool", "avg_pool",
+           "adaptive_avg_pool", "adaptive_max_pool", "interpolate", "conv_transpose"}
 
 
 # ---------------------------------------------------------------- graphs
@@ -488,7 +724,7 @@ def run_graph(graph_path, supplied, binds=None):
     for node in g["nodes"]:
         args = []
         for a in node.get("inputs", []):
-            if isinstance(a, bool):
+            if isinstance(a, bool) or a is None:  # None: an absent optional operand
                 args.append(a)
             elif isinstance(a, (int, float)):
                 args.append(a)

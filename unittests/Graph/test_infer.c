@@ -4,6 +4,7 @@
  * refusals, arity, names, specialisation. Expected shapes are worked out by hand from the
  * PyTorch docs; each error test checks the status and what the message names. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -177,6 +178,113 @@ Test(infer, promotion_between_tensors)
         ic_dtype got = promote_of(t[i].a, t[i].b, "2", "2");
         cr_assert_eq(got, t[i].want, "%s + %s: got %s, want %s", ic_dtype_name(t[i].a),
                      ic_dtype_name(t[i].b), ic_dtype_name(got), ic_dtype_name(t[i].want));
+    }
+}
+
+/* Every pair of dtypes and every dtype with a Python int and float, against the table
+ * unittests/Graph/promotion_table.py prints from torch.result_type (torch 1.13): u8 with i8
+ * is i16, an int number keeps a tensor's integer dtype, a float number makes ints f32. */
+Test(infer, promotion_table_of_torch)
+{
+    static const ic_dtype pair[IC_DTYPE_COUNT][IC_DTYPE_COUNT] = {
+    { IC_F32, IC_F64, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32, IC_F32 }, /* f32 */
+    { IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64, IC_F64 }, /* f64 */
+    { IC_F32, IC_F64, IC_F16, IC_F32, IC_F16, IC_F16, IC_F16, IC_F16, IC_F16, IC_F16 }, /* f16 */
+    { IC_F32, IC_F64, IC_F32, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16, IC_BF16 }, /* bf16 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I32, IC_I32, IC_I32, IC_I32 }, /* i32 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I64, IC_I64, IC_I64, IC_I64, IC_I64, IC_I64 }, /* i64 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL, IC_U8, IC_I8, IC_I16 }, /* bool */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_U8, IC_U8, IC_I16, IC_I16 }, /* u8 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I8, IC_I16, IC_I8, IC_I16 }, /* i8 */
+    { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_I16, IC_I16, IC_I16, IC_I16 }, /* i16 */
+    };
+    static const ic_dtype num[IC_DTYPE_COUNT][2] = {
+    { IC_F32, IC_F32 }, /* f32 */
+    { IC_F64, IC_F64 }, /* f64 */
+    { IC_F16, IC_F16 }, /* f16 */
+    { IC_BF16, IC_BF16 }, /* bf16 */
+    { IC_I32, IC_F32 }, /* i32 */
+    { IC_I64, IC_F32 }, /* i64 */
+    { IC_I64, IC_F32 }, /* bool */
+    { IC_U8, IC_F32 }, /* u8 */
+    { IC_I8, IC_F32 }, /* i8 */
+    { IC_I16, IC_F32 }, /* i16 */
+    };
+    for (int a = 0; a < IC_DTYPE_COUNT; a++) {
+        for (int b = 0; b < IC_DTYPE_COUNT; b++) {
+            ic_dtype got = promote_of((ic_dtype)a, (ic_dtype)b, "2", "2");
+            cr_assert_eq(got, pair[a][b], "%s + %s: got %s, want %s", ic_dtype_name((ic_dtype)a),
+                         ic_dtype_name((ic_dtype)b), ic_dtype_name(got), ic_dtype_name(pair[a][b]));
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "pn%d", a);
+        ic_value x = ict_input(g, nm, (ic_dtype)a, "2");
+        for (int f = 0; f < 2; f++) {
+            snprintf(nm, sizeof nm, "pn%d_%d", a, f);
+            ic_dtype got = ict_dtype_of(g, bin(nm, IC_OP_ADD, V(x), f ? ic_scalar_f(0.5) : ic_scalar_i(3)));
+            cr_assert_eq(got, num[a][f], "%s + %s: got %s, want %s", ic_dtype_name((ic_dtype)a),
+                         f ? "0.5" : "3", ic_dtype_name(got), ic_dtype_name(num[a][f]));
+        }
+    }
+}
+
+/* u8/i8/i16: the dtype rules of each op family (dtype.c), as PyTorch 1.13 answers them. */
+Test(infer, narrow_integer_dtype_rules)
+{
+    ic_value u = ict_input(g, "u", IC_U8, "3"), i = ict_input(g, "i", IC_I8, "3");
+    ic_value b = ict_input(g, "b", IC_BOOL, "3"), s = ict_input(g, "s", IC_I16, "3");
+    ict_assert_dtype(g, bin("ui", IC_OP_ADD, V(u), V(i)), IC_I16);
+    ict_assert_dtype(g, bin("us", IC_OP_MUL, V(u), V(s)), IC_I16);
+    ict_assert_dtype(g, bin("bu", IC_OP_ADD, V(b), V(u)), IC_U8);
+    ict_assert_dtype(g, bin("ud", IC_OP_DIV, V(u), V(u)), IC_F32);
+    ict_assert_dtype(g, bin("ulf", IC_OP_LT, V(u), ic_scalar_i(300)), IC_BOOL);
+    ict_assert_dtype(g, bin("urem", IC_OP_REMAINDER, V(i), ic_scalar_i(7)), IC_I8);
+    ict_assert_dtype(g, ok_node("un", IC_OP_NEG, OPS(V(u)), NULL), IC_U8); /* wraps; bool: error */
+    ict_assert_dtype(g, ok_node("ua", IC_OP_ABS, OPS(V(u)), NULL), IC_U8);
+    ict_assert_dtype(g, ok_node("ue", IC_OP_EXP, OPS(V(s)), NULL), IC_F32);
+    ict_assert_dtype(g, ok_node("ul", IC_OP_LOGICAL_NOT, OPS(V(i)), NULL), IC_BOOL);
+    ict_assert_dtype(g, ok_node("usum", IC_OP_SUM, OPS(V(u)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("iprod", IC_OP_PROD, OPS(V(i)), NULL), IC_I64);
+    ict_assert_dtype(g, ok_node("samax", IC_OP_AMAX, OPS(V(s)), NULL), IC_I16);
+    ic_attrs a = attrs(IC_OP_ARGMAX);
+    a.dim = 0;
+    ict_assert_dtype(g, ok_node("uam", IC_OP_ARGMAX, OPS(V(u)), &a), IC_I64);
+    cr_assert_eq(bad_node("umean", IC_OP_MEAN, OPS(V(u)), NULL), IC_EDTYPE);
+    cr_assert(strstr(ic_last_error(c), "u8"), "%s", ic_last_error(c));
+    /* clamp bounds convert to the tensor's dtype: u8 takes -255..255, i8 -128..127 */
+    a = attrs(IC_OP_CLAMP);
+    a.has_max = true;
+    a.max = (ic_scalar){ 300, 300, true };
+    cr_assert_eq(bad_node("uc", IC_OP_CLAMP, OPS(V(u)), &a), IC_EINVAL);
+    cr_assert(strstr(ic_last_error(c), "cannot be converted to u8"), "%s", ic_last_error(c));
+    a.max = (ic_scalar){ -200, -200, true };
+    ok_node("uc2", IC_OP_CLAMP, OPS(V(u)), &a);
+    cr_assert_eq(bad_node("ic", IC_OP_CLAMP, OPS(V(i)), &a), IC_EINVAL);
+    /* integer aranges: int64 arithmetic from truncated start and step; i64's length from
+     * the truncated bounds, the others' from the numbers (torch 1.13) */
+    static const struct { ic_dtype t; double st, en, sp; const char *len; } ar[] = {
+        { IC_I32, 0, 5, 1.5, "[4]" }, { IC_I64, 0, 5, 1.5, "[5]" }, { IC_U8, -0.5, 3, 1, "[4]" },
+        { IC_I16, 2.9, -3.2, -1.5, "[5]" }, { IC_I64, 0.5, 5.7, 1.5, "[5]" },
+    };
+    for (size_t k = 0; k < sizeof ar / sizeof *ar; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "ar%zu", k);
+        a = attrs(IC_OP_ARANGE);
+        a.has_dtype = true;
+        a.dtype = ar[k].t;
+        a.astart = (ic_scalar){ ar[k].st, (int64_t)ar[k].st, false };
+        a.aend = (ic_scalar){ ar[k].en, (int64_t)ar[k].en, false };
+        a.astep = (ic_scalar){ ar[k].sp, (int64_t)ar[k].sp, false };
+        cr_assert_str_eq(ict_shape_of(g, ok_node(nm, IC_OP_ARANGE, 0, NULL, &a)), ar[k].len, "%s", nm);
+    }
+    a.astep = (ic_scalar){ 0.5, 0, false };
+    cr_assert_eq(bad_node("ar_zero", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL);
+    cr_assert(strstr(ic_last_error(c), "step must be nonzero"), "%s", ic_last_error(c));
+    for (int d = IC_U8; d <= IC_I16; d++) { /* names and sizes */
+        ic_dtype back;
+        cr_assert(ic_dtype_from_name(ic_dtype_name((ic_dtype)d), &back) && back == (ic_dtype)d);
+        cr_assert_eq(ic_dtype_size((ic_dtype)d), d == IC_I16 ? 2u : 1u);
+        cr_assert(ic_dtype_is_int((ic_dtype)d) && !ic_dtype_is_float((ic_dtype)d));
     }
 }
 
@@ -753,8 +861,9 @@ Test(infer, full_and_arange)
 
     static const struct { double s, e, st; const char *want; } ar[] = {
         { 0, 10, 3, "[4]" },  { 0, 10, 1, "[10]" }, { 5, 0, -1, "[5]" }, { 0, 0, 1, "[0]" },
-        { 0, 1, 0.25, "[4]" }, { 1, 2.5, 0.5, "[3]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
-    };
+        { 0.5, 5.7, 1.5, "[5]" }, { 2.9, -3.2, -1.5, "[5]" }, { -3, 3, 2, "[3]" }, { 0, 9, 3, "[3]" },
+    }; /* i64 with float numbers: as torch.arange(..., dtype=torch.int64), from the truncated
+        * start, end and step (0.5 5.7 1.5 is 0 1 2 3 4) */
     for (size_t i = 0; i < sizeof ar / sizeof *ar; i++) {
         ic_attrs a = attrs(IC_OP_ARANGE);
         a.astart = (ic_scalar){ ar[i].s, (int64_t)ar[i].s, ar[i].s == (int64_t)ar[i].s };
@@ -773,6 +882,8 @@ Test(infer, full_and_arange)
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "wrong side");
     a.astep = (ic_scalar){ 0, 0, true };
     ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step");
+    a.astep = (ic_scalar){ 0.25, 0, false }; /* truncates to 0 for i64 */
+    ict_assert_error(c, bad_node("bad", IC_OP_ARANGE, 0, NULL, &a), IC_EINVAL, "(arange)", "step must be nonzero");
     a.astep = (ic_scalar){ 1, 1, true };
     a.has_dtype = true, a.dtype = IC_F32;
     ict_assert_dtype(g, ok_node("arf", IC_OP_ARANGE, 0, NULL, &a), IC_F32);
@@ -931,4 +1042,241 @@ Test(infer, graph_unchanged_after_errors_and_verify)
     cr_assert_eq(ic_graph_verify(g), IC_OK, "%s", ic_last_error(c));
     cr_assert_eq(ic_graph_num_args(g), 1);
     cr_assert_eq(ic_graph_arg(g, 0), a);
+}
+
+/* ---- spatial ops (issue 12): shapes and PyTorch's refusals, with their messages ---- */
+
+static void bad_msg(const char *name, ic_op op, int n, const ic_operand *in, const ic_attrs *a,
+                    const char *want)
+{
+    bad_node(name, op, n, in, a);
+    cr_assert(strstr(ic_last_error(c), want), "%s: message '%s' lacks '%s'", name, ic_last_error(c), want);
+}
+
+Test(infer, conv_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,4,9,8"), w = ict_input(g, "w", IC_F32, "6,2,3,3");
+    ic_value b = ict_input(g, "b", IC_F32, "6"), xi = ict_input(g, "xi", IC_I64, "1,4,9,8");
+    ic_value wd = ict_input(g, "wd", IC_F64, "6,2,3,3"), w4 = ict_input(g, "w4", IC_F32, "6,4,3,3");
+    ic_attrs a = attrs(IC_OP_CONV);
+    a.groups = 2;
+    a.nstride = 2, a.stride[0] = 2, a.stride[1] = 1;
+    a.npadding = 1, a.padding[0] = 1;
+    ict_assert_shape(g, ok_node("c", IC_OP_CONV, OPS(V(x), V(w), V(b)), &a), "[B, 6, 5, 8]");
+    ic_attrs same = attrs(IC_OP_CONV);
+    same.padding_str = IC_PADDING_SAME;
+    ict_assert_shape(g, ok_node("cs", IC_OP_CONV, OPS(V(x), V(w4)), &same), "[B, 6, 9, 8]");
+    bad_msg("e1", IC_OP_CONV, OPS(V(x), V(w)), NULL, "expected input[?, 4, 9, 8] to have 2 channels, but got 4");
+    ic_attrs g3 = attrs(IC_OP_CONV);
+    g3.groups = 4;
+    bad_msg("e2", IC_OP_CONV, OPS(V(x), V(w)), &g3, "expected weight to be divisible by 4 at dimension 0");
+    same.nstride = 1, same.stride[0] = 2;
+    bad_msg("e3", IC_OP_CONV, OPS(V(x), V(w4)), &same, "padding='same' is not supported for strided convolutions");
+    bad_msg("e4", IC_OP_CONV, OPS(V(xi), V(w4)), NULL, "takes floating-point tensors, not i64");
+    bad_msg("e5", IC_OP_CONV, OPS(V(x), V(wd)), &a, "Input type (f32) and weight type (f64) should be the same");
+    ic_value big = ict_input(g, "big", IC_F32, "6,4,10,3");
+    bad_msg("e6", IC_OP_CONV, OPS(V(x), V(big)), NULL, "Kernel size can't be greater than actual input size");
+    ic_value b5 = ict_input(g, "b5", IC_F32, "5");
+    bad_msg("e7", IC_OP_CONV, OPS(V(x), V(w4), V(b5)), NULL, "expected bias to be 1-dimensional with 6 elements");
+}
+
+Test(infer, conv_transpose_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,4,5,6"), w = ict_input(g, "w", IC_F32, "4,3,3,3");
+    ic_attrs a = attrs(IC_OP_CONV_TRANSPOSE);
+    a.groups = 2;
+    a.nstride = 1, a.stride[0] = 2;
+    a.npadding = 1, a.padding[0] = 1;
+    a.noutput_padding = 2, a.output_padding[0] = 1, a.output_padding[1] = 0;
+    ict_assert_shape(g, ok_node("t", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a), "[2, 6, 10, 11]");
+    a.noutput_padding = 1, a.output_padding[0] = 2;
+    bad_msg("e1", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w)), &a, "output padding must be smaller than either stride or dilation");
+    ic_value w3 = ict_input(g, "w3", IC_F32, "3,3,3,3");
+    bad_msg("e2", IC_OP_CONV_TRANSPOSE, OPS(V(x), V(w3)), NULL, "to have 3 channels (divisible by groups), but got 4");
+}
+
+Test(infer, pool_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,9,8"), u = ict_input(g, "u", IC_F32, "3,10");
+    ic_attrs a = attrs(IC_OP_MAX_POOL);
+    a.nkernel = 2, a.kernel_size[0] = 3, a.kernel_size[1] = 2;
+    a.nstride = 1, a.stride[0] = 2;
+    a.npadding = 1, a.padding[0] = 1;
+    a.ceil_mode = true;
+    ict_assert_shape(g, ok_node("p", IC_OP_MAX_POOL, OPS(V(x)), &a), "[2, 3, 5, 5]");
+    ic_attrs k1 = attrs(IC_OP_AVG_POOL);
+    k1.nkernel = 1, k1.kernel_size[0] = 3;
+    ict_assert_shape(g, ok_node("a", IC_OP_AVG_POOL, OPS(V(u)), &k1), "[3, 3]");
+    ic_attrs ad = attrs(IC_OP_ADAPTIVE_AVG_POOL);
+    ad.noutput_size = 2, ad.output_size[0] = 1, ad.output_size[1] = 1;
+    ict_assert_shape(g, ok_node("ad", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(x)), &ad), "[2, 3, 1, 1]");
+    a.npadding = 1, a.padding[0] = 2;
+    bad_msg("e1", IC_OP_MAX_POOL, OPS(V(x)), &a, "pad should be at most half of kernel size");
+    k1.has_divisor = true;
+    bad_msg("e2", IC_OP_AVG_POOL, OPS(V(u)), &k1, "divisor must be not zero");
+    ic_attrs big = attrs(IC_OP_MAX_POOL);
+    big.nkernel = 1, big.kernel_size[0] = 11;
+    bad_msg("e3", IC_OP_MAX_POOL, OPS(V(u)), &big, "Output size is too small");
+    bad_msg("e4", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(u)), &ad, "Expected 3D (unbatched) or 4D (batched) input");
+    ad.output_size[1] = 0;
+    bad_msg("e5", IC_OP_ADAPTIVE_AVG_POOL, OPS(V(x)), &ad, "output_size entry 1 is 0; it must be positive");
+}
+
+Test(infer, pad_view_and_interpolate_shapes_and_errors)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,5"), xi = ict_input(g, "xi", IC_I32, "2,3,5");
+    ic_attrs p = attrs(IC_OP_PAD);
+    p.npad = 4, p.pad[0] = 1, p.pad[1] = -2, p.pad[2] = 0, p.pad[3] = 2;
+    ict_assert_shape(g, ok_node("p", IC_OP_PAD, OPS(V(x)), &p), "[2, 5, 4]");
+    p.npad = 3;
+    bad_msg("e1", IC_OP_PAD, OPS(V(x)), &p, "Padding length must be divisible by 2");
+    ic_attrs r = attrs(IC_OP_PAD);
+    r.mode = IC_PAD_REFLECT, r.npad = 2, r.pad[0] = 5;
+    bad_msg("e2", IC_OP_PAD, OPS(V(x)), &r, "Padding size should be less than the corresponding input dimension");
+    r.pad[0] = 1;
+    bad_msg("e3", IC_OP_PAD, OPS(V(xi)), &r, "reflect padding takes floating-point tensors");
+    ic_attrs u = attrs(IC_OP_UNFOLD);
+    u.dim = -1, u.unfold_size = 2, u.step = 2;
+    ict_assert_shape(g, ok_node("u", IC_OP_UNFOLD, OPS(V(x)), &u), "[2, 3, 2, 2]");
+    u.unfold_size = 6;
+    bad_msg("e4", IC_OP_UNFOLD, OPS(V(x)), &u, "maximum size for tensor at dimension 2 is 5 but size is 6");
+    ic_attrs f = attrs(IC_OP_FLIP);
+    dims_attr(&f, DIMS(0, -3));
+    bad_msg("e5", IC_OP_FLIP, OPS(V(x)), &f, "appears multiple times");
+    ic_attrs ro = attrs(IC_OP_ROLL);
+    ro.nshifts = 2, ro.shifts[0] = 1, ro.shifts[1] = 2;
+    dims_attr(&ro, DIMS(0));
+    bad_msg("e6", IC_OP_ROLL, OPS(V(x)), &ro, "shifts and dimensions must align");
+    ic_attrs in = attrs(IC_OP_INTERPOLATE);
+    in.nsize = 1, in.size[0] = 9, in.mode = IC_INTERP_LINEAR;
+    ict_assert_shape(g, ok_node("i", IC_OP_INTERPOLATE, OPS(V(x)), &in), "[2, 3, 9]");
+    in.mode = IC_INTERP_BILINEAR;
+    bad_msg("e7", IC_OP_INTERPOLATE, OPS(V(x)), &in, "bilinear mode needs 4D input");
+    in.mode = IC_INTERP_NEAREST, in.align_corners = true;
+    bad_msg("e8", IC_OP_INTERPOLATE, OPS(V(x)), &in, "align_corners option can only be set with the interpolating modes");
+}
+
+/* ---- nn ops (issue 12) ---- */
+
+Test(infer, nn_norms)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "B,6,5,5"), c6 = ict_input(g, "c6", IC_F32, "6");
+    ic_value c4 = ict_input(g, "c4", IC_F32, "4"), h = ict_input(g, "h", IC_BF16, "2,6");
+    ic_value i = ict_input(g, "i", IC_I64, "2,6"), x1 = ict_input(g, "x1", IC_F32, "6");
+    ic_value d6 = ict_input(g, "d6", IC_F64, "6");
+    ic_attrs bn = attrs(IC_OP_BATCH_NORM);
+    cr_assert_float_eq(bn.eps, 1e-5, 1e-12);
+    ic_value y = ok_node("bn", IC_OP_BATCH_NORM, OPS(V(x), V(c6), V(c6), ic_none(), V(c6)), &bn);
+    ict_assert_shape(g, y, "[B, 6, 5, 5]");
+    y = ok_node("bn_mixed", IC_OP_BATCH_NORM, OPS(V(h), V(c6), V(c6), V(c6)), &bn);
+    ict_assert_dtype(g, y, IC_BF16);
+    ict_assert_error(c, bad_node("b1", IC_OP_BATCH_NORM, OPS(V(x), V(c4), V(c6)), &bn), IC_ESHAPE,
+                     "node 'b1'", "(batch_norm)", "running_mean", "[4]", "[6]");
+    ict_assert_error(c, bad_node("b2", IC_OP_BATCH_NORM, OPS(V(x1), V(c6), V(c6)), &bn), IC_ESHAPE,
+                     "(batch_norm)", "at least 2 dims", "[6]");
+    ict_assert_error(c, bad_node("b3", IC_OP_BATCH_NORM, OPS(V(i), V(c6), V(c6)), &bn), IC_EDTYPE,
+                     "(batch_norm)", "i64");
+    ict_assert_error(c, bad_node("b4", IC_OP_BATCH_NORM, OPS(V(x), V(c6), V(d6)), &bn), IC_EDTYPE,
+                     "running_var", "f64");
+    ic_attrs gn = attrs(IC_OP_GROUP_NORM);
+    ict_assert_error(c, bad_node("g0", IC_OP_GROUP_NORM, OPS(V(x)), &gn), IC_EINVAL, "(group_norm)",
+                     "num_groups must be positive");
+    gn.num_groups = 3;
+    ict_assert_shape(g, ok_node("gn", IC_OP_GROUP_NORM, OPS(V(x), V(c6), V(c6)), &gn), "[B, 6, 5, 5]");
+    gn.num_groups = 4;
+    ict_assert_error(c, bad_node("g1", IC_OP_GROUP_NORM, OPS(V(x)), &gn), IC_ESHAPE, "(group_norm)",
+                     "multiple of num_groups=4");
+    gn.num_groups = 2;
+    ict_assert_error(c, bad_node("g2", IC_OP_GROUP_NORM, OPS(V(x), V(c4)), &gn), IC_ESHAPE, "weight",
+                     "[4]", "[6]");
+}
+
+Test(infer, nn_attention)
+{
+    ic_value q = ict_input(g, "q", IC_F16, "B,8,L,64"), k = ict_input(g, "k", IC_F16, "B,8,S,64");
+    ic_value v = ict_input(g, "v", IC_F16, "B,8,S,32"), m = ict_input(g, "m", IC_BOOL, "L,S");
+    ic_value fm = ict_input(g, "fm", IC_F32, "L,S"), k2 = ict_input(g, "k2", IC_F16, "B,8,S,16");
+    ic_value bm = ict_input(g, "bm", IC_BOOL, "3,L,S");
+    ic_attrs a = attrs(IC_OP_SDPA);
+    ic_value y = ok_node("att", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(m)), &a);
+    ict_assert_shape(g, y, "[B, 8, L, 32]");
+    ict_assert_dtype(g, y, IC_F16);
+    ict_assert_shape(g, ok_node("att_f32_mask", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(fm)), &a), "[B, 8, L, 32]");
+    ic_value im = ict_input(g, "im", IC_I32, "L,S");
+    ict_assert_error(c, bad_node("a1", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(im)), &a), IC_EDTYPE,
+                     "(scaled_dot_product_attention)", "attn_mask", "i32");
+    ict_assert_error(c, bad_node("a2", IC_OP_SDPA, OPS(V(q), V(k2), V(v)), &a), IC_ESHAPE, "node 'a2'",
+                     "[B, 8, S, 16]");
+    ict_assert_error(c, bad_node("a3", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(bm)), &a), IC_ESHAPE,
+                     "attn_mask", "[3, L, S]");
+    a.is_causal = true;
+    ict_assert_error(c, bad_node("a4", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(m)), &a), IC_EINVAL,
+                     "attn_mask or is_causal");
+}
+
+Test(infer, nn_gather_index_select)
+{
+    ic_value x = ict_input(g, "x", IC_F32, "4,6"), ix = ict_input(g, "ix", IC_I64, "4,3");
+    ic_value i1 = ict_input(g, "i1", IC_I32, "7"), i0 = ict_input(g, "i0", IC_I64, "[]");
+    ic_value f = ict_input(g, "f", IC_F32, "4,3"), big = ict_input(g, "big", IC_I64, "5,1");
+    ic_attrs a = attrs(IC_OP_GATHER);
+    a.dim = 1;
+    ict_assert_shape(g, ok_node("ga", IC_OP_GATHER, OPS(V(x), V(ix)), &a), "[4, 3]");
+    ict_assert_error(c, bad_node("g1", IC_OP_GATHER, OPS(V(x), V(f)), &a), IC_EDTYPE, "(gather)", "f32");
+    ict_assert_error(c, bad_node("g2", IC_OP_GATHER, OPS(V(x), V(big)), &a), IC_ESHAPE, "(gather)",
+                     "[5, 1]", "[4, 6]", "dim 0");
+    ict_assert_error(c, bad_node("g3", IC_OP_GATHER, OPS(V(x), V(i1)), &a), IC_ESHAPE, "as many dims");
+    a.dim = 2;
+    ict_assert_error(c, bad_node("g4", IC_OP_GATHER, OPS(V(x), V(ix)), &a), IC_EINVAL, "dim 2");
+    ic_attrs s = attrs(IC_OP_INDEX_SELECT);
+    s.dim = -1;
+    ict_assert_shape(g, ok_node("is", IC_OP_INDEX_SELECT, OPS(V(x), V(i1)), &s), "[4, 7]");
+    ict_assert_shape(g, ok_node("is0", IC_OP_INDEX_SELECT, OPS(V(x), V(i0)), &s), "[4, 1]");
+    ict_assert_error(c, bad_node("s1", IC_OP_INDEX_SELECT, OPS(V(x), V(ix)), &s), IC_ESHAPE,
+                     "(index_select)", "1-d or 0-d", "[4, 3]");
+}
+
+Test(infer, nn_cumsum_stack_masked_fill)
+{
+    ic_value x = ict_input(g, "x", IC_I32, "B,5"), b = ict_input(g, "b", IC_BOOL, "5");
+    ic_value f = ict_input(g, "f", IC_F16, "B,5"), y6 = ict_input(g, "y6", IC_F16, "B,6");
+    ic_attrs cs = attrs(IC_OP_CUMSUM);
+    cs.dim = -1;
+    ic_value y = ok_node("cs", IC_OP_CUMSUM, OPS(V(x)), &cs);
+    ict_assert_dtype(g, y, IC_I64);
+    ict_assert_dtype(g, ok_node("csb", IC_OP_CUMSUM, OPS(V(b)), &cs), IC_I64);
+    ict_assert_dtype(g, ok_node("csf", IC_OP_CUMSUM, OPS(V(f)), &cs), IC_F16);
+    cs.has_dtype = true, cs.dtype = IC_BOOL;
+    ict_assert_error(c, bad_node("c1", IC_OP_CUMSUM, OPS(V(f)), &cs), IC_EDTYPE, "(cumsum)", "bool");
+    ic_attrs st = attrs(IC_OP_STACK);
+    st.dim = -1;
+    y = ok_node("st", IC_OP_STACK, OPS(V(x), V(f)), &st);
+    ict_assert_shape(g, y, "[B, 5, 2]");
+    ict_assert_dtype(g, y, IC_F16);
+    ict_assert_error(c, bad_node("s1", IC_OP_STACK, OPS(V(f), V(y6)), &st), IC_ESHAPE, "(stack)",
+                     "[B, 6]", "[B, 5]");
+    ic_attrs mf = attrs(IC_OP_MASKED_FILL);
+    mf.value = (ic_scalar){ -INFINITY, 0, false };
+    ict_assert_shape(g, ok_node("mf", IC_OP_MASKED_FILL, OPS(V(f), V(b)), &mf), "[B, 5]");
+    ict_assert_error(c, bad_node("m1", IC_OP_MASKED_FILL, OPS(V(f), V(x)), &mf), IC_EDTYPE,
+                     "(masked_fill)", "mask must be bool", "i32");
+    ict_assert_error(c, bad_node("m2", IC_OP_MASKED_FILL, OPS(V(x), V(b)), &mf), IC_EINVAL,
+                     "(masked_fill)", "without overflow", "i32");
+    mf.value = (ic_scalar){ 70000, 70000, true };
+    ict_assert_error(c, bad_node("m3", IC_OP_MASKED_FILL, OPS(V(f), V(b)), &mf), IC_EINVAL, "f16");
+}
+
+Test(infer, nn_activations_and_triangles)
+{
+    ic_value x = ict_input(g, "x", IC_I32, "3,4"), b = ict_input(g, "b", IC_BOOL, "3,4");
+    ic_value v = ict_input(g, "v", IC_F32, "4");
+    ic_attrs ht = attrs(IC_OP_HARDTANH);
+    cr_assert(ht.min_val == -1 && ht.max_val == 1);
+    ict_assert_dtype(g, ok_node("ht", IC_OP_HARDTANH, OPS(V(x)), &ht), IC_I32);
+    ict_assert_error(c, bad_node("h1", IC_OP_HARDTANH, OPS(V(b)), &ht), IC_EDTYPE, "(hardtanh)", "bool");
+    ict_assert_error(c, bad_node("h2", IC_OP_MISH, OPS(V(x)), NULL), IC_EDTYPE, "(mish)", "i32");
+    ict_assert_error(c, bad_node("h3", IC_OP_ELU, OPS(V(x)), NULL), IC_EDTYPE, "(elu)", "i32");
+    cr_assert_eq(attrs(IC_OP_ELU).alpha, 1);
+    ict_assert_dtype(g, ok_node("tu", IC_OP_TRIU, OPS(V(b)), NULL), IC_BOOL);
+    ict_assert_error(c, bad_node("t1", IC_OP_TRIL, OPS(V(v)), NULL), IC_ESHAPE, "(tril)", "2 dims", "[4]");
 }

@@ -235,12 +235,17 @@ static const char *all_ops_json =
     "  {\"name\": \"ids\", \"dtype\": \"i64\", \"shape\": [\"B\", 3], \"range\": [0, 10]},\n"
     "  {\"name\": \"iv\", \"dtype\": \"i32\", \"shape\": [4], \"range\": [-5, 5]},\n"
     "  {\"name\": \"bq\", \"dtype\": \"f32\", \"shape\": [2, 4, 6]},\n"
-    "  {\"name\": \"bk\", \"dtype\": \"f32\", \"shape\": [2, 6, 5]}],\n"
+    "  {\"name\": \"bk\", \"dtype\": \"f32\", \"shape\": [2, 6, 5]},\n"
+    "  {\"name\": \"gi\", \"dtype\": \"i64\", \"shape\": [3, 2], \"range\": [0, 6]}],\n"
     " \"params\": [\n"
     "  {\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [6, 6]},\n"
     "  {\"name\": \"emb\", \"dtype\": \"f32\", \"shape\": [10, 6]},\n"
     "  {\"name\": \"lnw\", \"dtype\": \"f32\", \"shape\": [6]},\n"
-    "  {\"name\": \"lnb\", \"dtype\": \"f32\", \"shape\": [6]}],\n"
+    "  {\"name\": \"lnb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
+    "  {\"name\": \"cw\", \"dtype\": \"f32\", \"shape\": [6, 2, 3]},\n"
+    "  {\"name\": \"cb\", \"dtype\": \"f32\", \"shape\": [6]},\n"
+    "  {\"name\": \"tw\", \"dtype\": \"f32\", \"shape\": [4, 3, 2]},\n"
+    "  {\"name\": \"bn4\", \"dtype\": \"f32\", \"shape\": [4]}],\n"
     " \"nodes\": [\n"
     "  {\"name\": \"neg\", \"op\": \"neg\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"abs\", \"op\": \"abs\", \"inputs\": [\"x\"]},\n"
@@ -315,7 +320,36 @@ static const char *all_ops_json =
     "  {\"name\": \"hardswish\", \"op\": \"hardswish\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"hardsigmoid\", \"op\": \"hardsigmoid\", \"inputs\": [\"x\"]},\n"
     "  {\"name\": \"leaky_relu\", \"op\": \"leaky_relu\", \"inputs\": [\"x\"], \"attrs\": {\"negative_slope\": 0.2}},\n"
-    "  {\"name\": \"softplus\", \"op\": \"softplus\", \"inputs\": [\"x\"], \"attrs\": {\"beta\": 2, \"threshold\": 7.5}}],\n"
+    "  {\"name\": \"softplus\", \"op\": \"softplus\", \"inputs\": [\"x\"], \"attrs\": {\"beta\": 2, \"threshold\": 7.5}},\n"
+    /* --- spatial ops (issue 12) --- */
+    "  {\"name\": \"pad\", \"op\": \"pad\", \"inputs\": [\"x\"], \"attrs\": {\"pad\": [1, 2, -1, 0], \"mode\": \"constant\", \"value\": 0.5}},\n"
+    "  {\"name\": \"pad_r\", \"op\": \"pad\", \"inputs\": [\"x\"], \"attrs\": {\"pad\": [2, 1], \"mode\": \"reflect\"}},\n"
+    "  {\"name\": \"unfold\", \"op\": \"unfold\", \"inputs\": [\"x\"], \"attrs\": {\"dim\": 2, \"size\": 3, \"step\": 2}},\n"
+    "  {\"name\": \"flip\", \"op\": \"flip\", \"inputs\": [\"x\"], \"attrs\": {\"dims\": [1, -1]}},\n"
+    "  {\"name\": \"roll\", \"op\": \"roll\", \"inputs\": [\"x\"], \"attrs\": {\"shifts\": [2], \"dims\": [2]}},\n"
+    "  {\"name\": \"conv\", \"op\": \"conv\", \"inputs\": [\"x\", \"cw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"dilation\": 1, \"groups\": 2}},\n"
+    "  {\"name\": \"conv_same\", \"op\": \"conv\", \"inputs\": [\"x\", \"cw\"], \"attrs\": {\"padding\": \"same\", \"groups\": 2}},\n"
+    "  {\"name\": \"max_pool\", \"op\": \"max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"kernel_size\": [3], \"stride\": [2], \"padding\": [1], \"dilation\": [1], \"ceil_mode\": true}},\n"
+    "  {\"name\": \"avg_pool\", \"op\": \"avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"kernel_size\": [2], \"count_include_pad\": false, \"divisor_override\": 3}},\n"
+    "  {\"name\": \"aap\", \"op\": \"adaptive_avg_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [4]}},\n"
+    "  {\"name\": \"amp\", \"op\": \"adaptive_max_pool\", \"inputs\": [\"x\"], \"attrs\": {\"output_size\": [5]}},\n"
+    "  {\"name\": \"interp\", \"op\": \"interpolate\", \"inputs\": [\"x\"], \"attrs\": {\"size\": [12], \"scale_factor\": [2.0], \"mode\": \"linear\", \"align_corners\": false}},\n"
+    "  {\"name\": \"convt\", \"op\": \"conv_transpose\", \"inputs\": [\"x\", \"tw\", \"cb\"], \"attrs\": {\"stride\": [2], \"padding\": [1], \"output_padding\": [1], \"dilation\": [1], \"groups\": 2}},\n"
+    /* --- nn ops (issue 12) --- */
+    "  {\"name\": \"bn\", \"op\": \"batch_norm\", \"inputs\": [\"x\", \"bn4\", \"bn4\", null, \"bn4\"], \"attrs\": {\"eps\": 0.01}},\n"
+    "  {\"name\": \"gn\", \"op\": \"group_norm\", \"inputs\": [\"x\", \"bn4\"], \"attrs\": {\"num_groups\": 2, \"eps\": 0.5}},\n"
+    "  {\"name\": \"sdpa\", \"op\": \"scaled_dot_product_attention\", \"inputs\": [\"bq\", \"bq\", \"bq\"], \"attrs\": {\"is_causal\": true, \"scale\": 0.25}},\n"
+    "  {\"name\": \"gather\", \"op\": \"gather\", \"inputs\": [\"emb\", \"gi\"], \"attrs\": {\"dim\": 1}},\n"
+    "  {\"name\": \"isel\", \"op\": \"index_select\", \"inputs\": [\"emb\", \"iv\"], \"attrs\": {\"dim\": -2}},\n"
+    "  {\"name\": \"cumsum\", \"op\": \"cumsum\", \"inputs\": [\"iv\"], \"attrs\": {\"dim\": 0}},\n"
+    "  {\"name\": \"cumsum_d\", \"op\": \"cumsum\", \"inputs\": [\"x\"], \"attrs\": {\"dim\": -1, \"dtype\": \"f64\"}},\n"
+    "  {\"name\": \"stack\", \"op\": \"stack\", \"inputs\": [\"x\", \"y\"], \"attrs\": {\"dim\": -1}},\n"
+    "  {\"name\": \"mfill\", \"op\": \"masked_fill\", \"inputs\": [\"x\", \"m\"], \"attrs\": {\"value\": \"-inf\"}},\n"
+    "  {\"name\": \"hardtanh\", \"op\": \"hardtanh\", \"inputs\": [\"x\"], \"attrs\": {\"min_val\": -2, \"max_val\": 0.5}},\n"
+    "  {\"name\": \"mish\", \"op\": \"mish\", \"inputs\": [\"x\"]},\n"
+    "  {\"name\": \"elu\", \"op\": \"elu\", \"inputs\": [\"x\"], \"attrs\": {\"alpha\": 0.5}},\n"
+    "  {\"name\": \"triu\", \"op\": \"triu\", \"inputs\": [\"m\"], \"attrs\": {\"diagonal\": 1}},\n"
+    "  {\"name\": \"tril\", \"op\": \"tril\", \"inputs\": [\"x\"]}],\n"
     " \"outputs\": [\"add\", \"sum\", \"embedding\", \"x\", \"w\", \"add\"]}\n";
 
 Test(json, every_op_is_covered)
@@ -361,6 +395,18 @@ Test(json, load_reads_what_the_file_says)
     cr_assert_str_eq(shape_of(g, "arange"), "[3]");   /* 1, 4, 7 */
     cr_assert_str_eq(shape_of(g, "arange_f"), "[4]"); /* 0.5, 1, 1.5, 2 */
     cr_assert_str_eq(shape_of(g, "arange_d"), "[5]");
+    cr_assert_str_eq(shape_of(g, "pad"), "[B, 3, 9]"); /* --- spatial ops --- */
+    cr_assert_str_eq(shape_of(g, "pad_r"), "[B, 4, 9]");
+    cr_assert_str_eq(shape_of(g, "unfold"), "[B, 4, 2, 3]");
+    cr_assert_str_eq(shape_of(g, "flip"), "[B, 4, 6]");
+    cr_assert_str_eq(shape_of(g, "conv"), "[B, 6, 3]");
+    cr_assert_str_eq(shape_of(g, "conv_same"), "[B, 6, 6]");
+    cr_assert_str_eq(shape_of(g, "max_pool"), "[B, 4, 4]");
+    cr_assert_str_eq(shape_of(g, "avg_pool"), "[B, 4, 3]");
+    cr_assert_str_eq(shape_of(g, "aap"), "[B, 4, 4]");
+    cr_assert_str_eq(shape_of(g, "amp"), "[B, 4, 5]");
+    cr_assert_str_eq(shape_of(g, "interp"), "[B, 4, 12]");
+    cr_assert_str_eq(shape_of(g, "convt"), "[B, 6, 11]"); /* (6-1)*2 - 2 + (2-1) + 1 + 1 */
 
     ic_graph_node(g, find(g, "sum"), &in);
     cr_assert(in.attrs->has_dims && in.attrs->ndims == 2 && in.attrs->dims[0] == 1 &&
@@ -378,6 +424,31 @@ Test(json, load_reads_what_the_file_says)
     cr_assert_eq(in.attrs->negative_slope, 0.2);
     ic_graph_node(g, find(g, "softplus"), &in);
     cr_assert(in.attrs->beta == 2 && in.attrs->threshold == 7.5);
+    /* --- nn ops --- */
+    cr_assert_str_eq(shape_of(g, "sdpa"), "[2, 4, 6]");
+    cr_assert_str_eq(shape_of(g, "gather"), "[3, 2]");
+    cr_assert_str_eq(shape_of(g, "isel"), "[4, 6]");
+    cr_assert_str_eq(shape_of(g, "stack"), "[B, 4, 6, 2]");
+    ic_graph_node(g, find(g, "bn"), &in);
+    cr_assert(in.attrs->eps == 0.01 && in.ninputs == 5 && in.inputs[3].node == IC_NONE);
+    ic_graph_node(g, find(g, "gn"), &in);
+    cr_assert(in.attrs->num_groups == 2 && in.attrs->eps == 0.5);
+    ic_graph_node(g, find(g, "sdpa"), &in);
+    cr_assert(in.attrs->is_causal && in.attrs->has_scale && in.attrs->scale == 0.25);
+    ic_graph_node(g, find(g, "cumsum"), &in);
+    cr_assert(in.dtype == IC_I64 && in.attrs->dim == 0 && !in.attrs->has_dtype);
+    ic_graph_node(g, find(g, "cumsum_d"), &in);
+    cr_assert(in.dtype == IC_F64 && in.attrs->has_dtype);
+    ic_graph_node(g, find(g, "mfill"), &in);
+    cr_assert(!in.attrs->value.is_int && isinf(in.attrs->value.f) && in.attrs->value.f < 0);
+    ic_graph_node(g, find(g, "hardtanh"), &in);
+    cr_assert(in.attrs->min_val == -2 && in.attrs->max_val == 0.5);
+    ic_graph_node(g, find(g, "elu"), &in);
+    cr_assert_eq(in.attrs->alpha, 0.5);
+    ic_graph_node(g, find(g, "mish"), &in);
+    cr_assert_eq(in.attrs->alpha, 1);
+    ic_graph_node(g, find(g, "triu"), &in);
+    cr_assert(in.attrs->diagonal == 1 && in.dtype == IC_BOOL);
     ic_graph_node(g, find(g, "expm1"), &in);
     cr_assert_eq(in.dtype, IC_F32);  /* integers to f32, as torch.expm1 */
     ic_graph_node(g, find(g, "sign"), &in);
@@ -445,6 +516,47 @@ Test(json, round_trip_every_op)
     ic_graph_destroy(g1), ic_graph_destroy(g2), ic_graph_destroy(g3);
     ict_rmtree(dir);
     free(dir), free(p1), free(p2);
+    ic_ctx_destroy(c);
+}
+
+/* u8/i8/i16 inputs, a u8 param with data (written to safetensors as U8) and a cast to i16:
+ * saved and reloaded, dtypes, names and the param's bytes are the same. */
+Test(json, narrow_integer_dtypes_round_trip)
+{
+    ic_ctx *c = ict_ctx();
+    char *dir = tmpdir_new(), *p1 = path_in(dir, "n.json");
+    ic_graph *g1 = load_string_ok(c,
+        "{\"ic_graph\": 1, \"name\": \"n\", \"inputs\": [{\"name\": \"a\", \"dtype\": \"u8\", "
+        "\"shape\": [3]}, {\"name\": \"b\", \"dtype\": \"i8\", \"shape\": [3], \"range\": [-128, 128]}], "
+        "\"nodes\": [{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", \"b\"]}, {\"name\": \"y\", "
+        "\"op\": \"cast\", \"inputs\": [\"s\"], \"attrs\": {\"dtype\": \"i16\"}}], \"outputs\": [\"y\"]}",
+        NULL);
+    const uint8_t w[3] = { 0, 128, 255 };
+    ic_value pw;
+    cr_assert_eq(ic_graph_add_param(g1, "w", IC_U8, 1, (ic_dim[]){ ic_dim_const(3) }, w, 3, NULL, NULL, &pw),
+                 IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_add_output(g1, pw), IC_OK);
+    save_ok(g1, p1);
+    char *t = read_text(p1);
+    cr_assert(strstr(t, "\"dtype\": \"u8\"") && strstr(t, "\"dtype\": \"i8\"") &&
+              strstr(t, "\"dtype\": \"i16\""), "%s", t);
+    ic_graph *g2 = load_file_ok(c, p1);
+    char *p2 = path_in(dir, "n2.json");
+    save_ok(g2, p2); /* canonical: the reloaded graph saves to the same text */
+    char *t2 = read_text(p2);
+    cr_assert_str_eq(t, t2);
+    free(t2), free(p2);
+    ic_value v;
+    cr_assert(ic_graph_find(g2, "s", &v));
+    cr_assert_eq(ict_dtype_of(g2, v), IC_I16); /* u8 + i8 */
+    ic_node_info ni;
+    cr_assert(ic_graph_find(g2, "w", &v));
+    ic_graph_node(g2, v, &ni);
+    cr_assert(ni.dtype == IC_U8 && ni.data && memcmp(ni.data, w, 3) == 0);
+    free(t);
+    ic_graph_destroy(g1), ic_graph_destroy(g2);
+    ict_rmtree(dir);
+    free(dir), free(p1);
     ic_ctx_destroy(c);
 }
 

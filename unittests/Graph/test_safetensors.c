@@ -99,19 +99,23 @@ Test(safetensors, round_trip_every_dtype)
     static const int32_t i32[6] = { 0, -1, INT32_MAX, INT32_MIN, 7, 42 };
     static const int64_t i64[6] = { INT64_MAX, INT64_MIN, -1, 0, 1LL << 53 | 1, 30521 };
     static const uint8_t bl[6] = { 1, 0, 0, 1, 1, 0 };
-    const void *data[7] = { f32, f64, f16, bf16, i32, i64, bl };
-    const ic_dtype dts[7] = { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL };
-    const char *names[7] = { "f32", "f64", "f16", "bf16", "i32", "i64", "bool" };
-    ic_tensor ts[7];
+    static const uint8_t u8[6] = { 0, 127, 128, 255, 1, 200 };
+    static const int8_t i8[6] = { 0, 127, -128, -1, 1, -100 };
+    static const int16_t i16[6] = { 0, INT16_MAX, INT16_MIN, -1, 255, -256 };
+    enum { N = 10 };
+    const void *data[N] = { f32, f64, f16, bf16, i32, i64, bl, u8, i8, i16 };
+    const ic_dtype dts[N] = { IC_F32, IC_F64, IC_F16, IC_BF16, IC_I32, IC_I64, IC_BOOL, IC_U8, IC_I8, IC_I16 };
+    const char *names[N] = { "f32", "f64", "f16", "bf16", "i32", "i64", "bool", "u8", "i8", "i16" };
+    ic_tensor ts[N];
     int64_t shape[2] = { 2, 3 };
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < N; i++)
         ic_tensor_init(&ts[i], dts[i], 2, shape, (void *)data[i]);
     const char *path = ict_path(dir, "all.safetensors");
-    cr_assert_eq(ic_safetensors_save(c, path, 7, names, ts), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_safetensors_save(c, path, N, names, ts), IC_OK, "%s", ic_last_error(c));
 
     ic_safetensors *st = open_ok(path);
-    cr_assert_eq(ic_safetensors_count(st), 7, "count %d", ic_safetensors_count(st));
-    for (int i = 0; i < 7; i++) {
+    cr_assert_eq(ic_safetensors_count(st), N, "count %d", ic_safetensors_count(st));
+    for (int i = 0; i < N; i++) {
         ic_tensor t;
         cr_assert_eq(ic_safetensors_get(st, names[i], &t), IC_OK, "%s", ic_last_error(c));
         cr_assert_eq(t.dtype, dts[i], "%s: dtype %s", names[i], ic_dtype_name(t.dtype));
@@ -123,13 +127,21 @@ Test(safetensors, round_trip_every_dtype)
         cr_assert(memcmp(t.data, data[i], 6 * es) == 0, "%s: bytes differ", names[i]);
     }
     /* every name is listed exactly once */
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < N; i++) {
         int seen = 0;
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < N; k++)
             seen += strcmp(ic_safetensors_name(st, k), names[i]) == 0;
         cr_assert_eq(seen, 1, "name %s listed %d times", names[i], seen);
     }
-    cr_assert_null(ic_safetensors_name(st, 7));
+    cr_assert_null(ic_safetensors_name(st, N));
+    /* values as ic_tensor_get reads them: u8 unsigned, i8/i16 signed */
+    ic_tensor t;
+    cr_assert_eq(ic_safetensors_get(st, "u8", &t), IC_OK);
+    cr_assert(ic_tensor_get(&t, 3) == 255 && ic_tensor_get(&t, 2) == 128);
+    cr_assert_eq(ic_safetensors_get(st, "i8", &t), IC_OK);
+    cr_assert(ic_tensor_get(&t, 2) == -128 && ic_tensor_get(&t, 3) == -1);
+    cr_assert_eq(ic_safetensors_get(st, "i16", &t), IC_OK);
+    cr_assert(ic_tensor_get(&t, 2) == INT16_MIN && ic_tensor_get(&t, 5) == -256);
     ic_safetensors_close(st);
 }
 
@@ -364,9 +376,33 @@ Test(safetensors, bad_json)
     expect_open_error(write_st("g.safetensors", "{\"a\": 5}", NULL, 0), IC_EFORMAT, "'a'", "object");
 }
 
+/* U8, I8 and I16 entries as PyTorch's safetensors writes them (I16 misaligned: copied). */
+Test(safetensors, reads_narrow_integers)
+{
+    const char *hdr = "{\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]},"
+                      "\"b\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[3,5]},"
+                      "\"c\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[5,9]}}";
+    const unsigned char data[9] = { 0, 200, 255, 0x80, 0x7f, 0x00, 0x80, 0xff, 0xff };
+    const char *path = write_st("narrow.safetensors", hdr, data, sizeof data);
+    ic_safetensors *st = open_ok(path);
+    ic_tensor t;
+    cr_assert_eq(ic_safetensors_get(st, "a", &t), IC_OK);
+    cr_assert(t.dtype == IC_U8 && ic_tensor_get(&t, 1) == 200 && ic_tensor_get(&t, 2) == 255);
+    cr_assert_eq(ic_safetensors_get(st, "b", &t), IC_OK);
+    cr_assert(t.dtype == IC_I8 && ic_tensor_get(&t, 0) == -128 && ic_tensor_get(&t, 1) == 127);
+    cr_assert_eq(ic_safetensors_get(st, "c", &t), IC_OK);
+    cr_assert_eq((uintptr_t)t.data % 2, 0, "i16 data must be aligned");
+    cr_assert(t.dtype == IC_I16 && ic_tensor_get(&t, 0) == -32768 && ic_tensor_get(&t, 1) == -1);
+    ic_safetensors_close(st);
+    /* an I16 entry whose byte size is not 2 per element is refused */
+    expect_open_error(write_st("narrow2.safetensors",
+                               "{\"x\":{\"dtype\":\"I16\",\"shape\":[3],\"data_offsets\":[0,3]}}",
+                               "abc", 3), IC_EFORMAT, "'x'", "needs 6");
+}
+
 Test(safetensors, wrong_dtype_names)
 {
-    const char *bad[] = { "U8", "F8_E4M3", "f32", "I16", "" };
+    const char *bad[] = { "U16", "F8_E4M3", "f32", "u8", "" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char hdr[256];
         snprintf(hdr, sizeof hdr, "{\"x.w\":{\"dtype\":\"%s\",\"shape\":[1],\"data_offsets\":[0,1]}}", bad[i]);

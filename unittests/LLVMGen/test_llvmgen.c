@@ -320,6 +320,49 @@ Test(llvmgen, bad_operand_types_are_errors)
     ic_ctx_destroy(c);
 }
 
+/* u8/i8/i16 exist in memory only: byte and 16-bit loads widen (u8 zero-, i8/i16
+ * sign-extended) to i32, stores truncate, and the loop still vectorises; arithmetic on them,
+ * or a cast between one and anything but i32, is refused. */
+Test(llvmgen, narrow_integer_loads_and_stores_vectorise)
+{
+    kb_t *kb = kb_new("narrow", 1, (int64_t[]){ 4096 }, 0, NULL);
+    kb_stage(kb, IC_STAGE_BODY);
+    int i = kb_var(kb, 0);
+    int a = kb_cast(kb, IC_I32, kb_load(kb, 0, IC_U8, i));
+    int b = kb_cast(kb, IC_I32, kb_load(kb, 1, IC_I8, i));
+    int s = kb_bin(kb, IC_L_ADD, IC_I32, a, b);
+    kb_store(kb, 2, i, kb_cast(kb, IC_U8, s));
+    kb_store(kb, 3, i, kb_cast(kb, IC_I16, kb_bin(kb, IC_L_MUL, IC_I32, s, b)));
+    ic_buffer bufs[4] = { kb_buf(IC_BUF_ARG, IC_U8, 4096, 0), kb_buf(IC_BUF_ARG, IC_I8, 4096, 1),
+                          kb_buf(IC_BUF_OUTPUT, IC_U8, 4096, 0), kb_buf(IC_BUF_OUTPUT, IC_I16, 4096, 1) };
+    gen_t G;
+    gen(&G, kb, 4, bufs, NULL);
+    cr_assert(strstr(G.pre, "load i8") && strstr(G.pre, "zext i8") && strstr(G.pre, "sext i8"),
+              "narrow loads:\n%.3000s", G.pre);
+    cr_assert(strstr(G.pre, "trunc i32") && strstr(G.pre, "store i8") && strstr(G.pre, "store i16"),
+              "narrow stores:\n%.3000s", G.pre);
+    cr_assert(strstr(G.ir, " x i8>") && strstr(G.ir, " x i16>"), "not vectorised:\n%.3000s", G.ir);
+    gen_free(&G);
+
+    ic_ctx *c = ict_ctx();
+    ic_codegen_target *t;
+    cr_assert_eq(ic_codegen_target_create(c, &t), IC_OK);
+    kb->st[0].ninstr = 0;
+    i = kb_var(kb, 0);
+    a = kb_load(kb, 0, IC_U8, i);
+    kb_store(kb, 2, i, kb_bin(kb, IC_L_ADD, IC_U8, a, a));
+    ic_llvm_module *m = NULL;
+    ict_assert_error(c, ic_llvmgen_kernels(c, 1, &kb->k, 4, bufs, t, NULL, &m), IC_EINVAL, "u8/i8/i16");
+    kb->st[0].ninstr = 0;
+    i = kb_var(kb, 0);
+    kb_store(kb, 2, i, kb_cast(kb, IC_U8, kb_cast(kb, IC_F32, kb_load(kb, 1, IC_I8, i))));
+    ict_assert_error(c, ic_llvmgen_kernels(c, 1, &kb->k, 4, bufs, t, NULL, &m), IC_EINVAL, "only from and to i32");
+    cr_assert_null(m);
+    ic_codegen_target_destroy(t);
+    free(kb);
+    ic_ctx_destroy(c);
+}
+
 /* out[m, n] = sum_k a[m, k] * b[k, n]: vectorised along n (b's rows, a broadcast), no gathers */
 Test(llvmgen, matmul_vectorises_along_columns)
 {

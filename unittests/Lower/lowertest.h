@@ -101,6 +101,8 @@ static inline void lt_fill(ic_tensor *t, const ic_node_info *info, uint64_t seed
             ic_tensor_set(t, i, -2.0 + 4.0 * u);
         else if (t->dtype == IC_BOOL)
             ic_tensor_set(t, i, (double)(r & 1));
+        else if (info->dtype == IC_U8 || info->dtype == IC_I8 || info->dtype == IC_I16)
+            ic_tensor_set(t, i, (double)((int64_t)(r % 512) - 256)); /* wraps: every bit pattern */
         else if (info->has_range)
             ic_tensor_set(t, i, (double)(info->range_lo + (int64_t)(r % (uint64_t)(info->range_hi - info->range_lo))));
         else

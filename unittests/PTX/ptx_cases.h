@@ -70,6 +70,8 @@ static void make_args(ic_ctx *c, const ic_graph *g, unsigned flags, ic_tensor *a
             else if (ni.dtype == IC_I32 || ni.dtype == IC_I64)
                 v = ni.has_range ? (double)(ni.range_lo + (int64_t)(x % (uint64_t)(ni.range_hi - ni.range_lo)))
                                  : (double)((int64_t)(x % 19) - 9);
+            else if (ic_dtype_is_int(ni.dtype)) /* u8 i8 i16: wrapped from -256..255 */
+                v = (double)((int64_t)(x % 512) - 256);
             else if (flags & TIES)
                 v = floor(u * 5) - 2;
             else if (flags & SMALL)

@@ -44,6 +44,36 @@ static ic_program *program(ic_ctx *c, const ic_graph *g, bool fused)
 
 static int nchecked, nassembled;
 
+/* Kernel i takes exactly the buffers its loop IR loads or stores, in buffer order, and its
+ * PTX entry (params: the text after "(") declares that many parameters: a large program's
+ * kernels must not carry every buffer (PTX allows 4 KiB of parameters). */
+static void check_kernel_params(const char *name, const ic_program *p, int i, const ic_ptx_kernel *k,
+                                const char *params)
+{
+    const ic_kernel *lk = ic_program_kernel(p, i);
+    int nb = ic_program_num_buffers(p), n = 0;
+    bool *used = calloc((size_t)nb + 1, 1);
+    for (int s = 0; s < lk->nstages; s++)
+        for (int j = 0; j < lk->stages[s].ninstr; j++) {
+            const ic_linstr *in = &lk->stages[s].instr[j];
+            if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
+                used[in->buf] = true;
+        }
+    for (int b = 0; b < nb; b++)
+        if (used[b]) {
+            cr_assert(n < k->nargs && k->args[n] == b, "%s: kernel %s: parameter %d is not buffer %d",
+                      name, k->name, n, b);
+            n++;
+        }
+    cr_assert_eq(n, k->nargs, "%s: kernel %s takes %d buffers, uses %d", name, k->name, k->nargs, n);
+    int declared = 0;
+    for (const char *q = params; *q && *q != ')'; q++)
+        declared += !strncmp(q, ".param", 6);
+    cr_assert_eq(declared, k->nargs, "%s: kernel %s declares %d parameters, takes %d", name, k->name,
+                 declared, k->nargs);
+    free(used);
+}
+
 /* Emits p (sm_90), assembles it, emulates it and compares with ref. */
 static void check_program(ic_ctx *c, const char *name, const ic_program *p, const ic_ptx_params *params,
                           const ic_tensor *args, int nargs, const ic_tensor *ref, int nouts)
@@ -60,6 +90,7 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
         snprintf(entry, sizeof entry, ".entry %s(", k->name);
         cr_assert(strstr(text, entry), "%s: no '%s' in the PTX", name, entry);
         cr_assert(!strncmp(k->name, "gpu_", 4), "%s: kernel name '%s' lacks gpu_", name, k->name);
+        check_kernel_params(name, p, i, k, strstr(text, entry) + strlen(entry));
     }
     if (!strncmp(name, "gemm", 4) && !(params && params[0].mode == IC_PTX_ROW)) {
         /* the contraction went through the GEMM kernels, tensor cores for 16-bit operands */
@@ -367,6 +398,64 @@ Test(ptx, the_bundled_graphs)
         ic_graph_destroy(g);
         ic_ctx_destroy(c);
     }
+}
+
+/* ---- narrow integers (u8 i8 i16) ---- */
+
+/* The PTX of g (one kernel per op) contains every string of want. */
+static void ptx_has(const char *json, const char *const *want, int n)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, json);
+    ic_program *p = program(c, g, false);
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < n; i++)
+        cr_assert(strstr(ic_ptx_module_text(m), want[i]), "no '%s' in the PTX of %s", want[i], json);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* u8/i8/i16 live in memory only: 8- and 16-bit global loads widen them to 32-bit registers
+ * (zero-extended for u8, sign-extended for i8/i16), arithmetic wraps to their width as
+ * PyTorch's does, and stores truncate. Includes the uint8 example of PyTorch's Inductor
+ * debugging tutorial (benchmarks/graphs/inductor_uint8.json). */
+Test(ptx, narrow_integers)
+{
+    /* (NVPTX loads 8/16 bits unsigned and sign-extends i8/i16 with cvt) */
+    static const char *const ld[] = { "ld.global.nc.u8", "ld.global.nc.u16", "cvt.s16.s8", "st.global.u8",
+                                      "st.global.u16" };
+    ptx_has(GRAPH(IN("a", "u8", "[37]") "," IN("b", "i8", "[37]") "," IN("c", "i16", "[37]"),
+                  "{'name':'x','op':'add','inputs':['a','b']},{'name':'y','op':'mul','inputs':['x','c']},"
+                  "{'name':'z','op':'neg','inputs':['a']}",
+                  "'y','z'"), ld, 5);
+    static const char *const dts[] = { "u8", "i8", "i16" };
+    for (int d = 0; d < 3; d++) {
+        char json[1024], name[128];
+        snprintf(json, sizeof json, GRAPH(IN("a", "%s", "[5,67]") "," IN("b", "%s", "[67]"),
+                 "{'name':'s','op':'add','inputs':['a','b']},{'name':'m','op':'mul','inputs':['s',3]},"
+                 "{'name':'n','op':'neg','inputs':['m']},{'name':'r','op':'remainder','inputs':['n',7]},"
+                 "{'name':'f','op':'cast','inputs':['n'],'attrs':{'dtype':'f32'}},"
+                 "{'name':'h','op':'mul','inputs':['f',0.5]},"
+                 "{'name':'t','op':'cast','inputs':['h'],'attrs':{'dtype':'%s'}},"
+                 "{'name':'u','op':'sum','inputs':['t'],'attrs':{'dims':[1]}},"
+                 "{'name':'v','op':'amax','inputs':['a'],'attrs':{'dims':[0]}}",
+                 "'n','r','t','u','v'"), dts[d], dts[d], dts[d]);
+        snprintf(name, sizeof name, "narrow %s wraparound chain", dts[d]);
+        check_graph_params(name, json, 0, NULL);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/benchmarks/graphs/inductor_uint8.json", source_dir());
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    static char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    check_graph_params("inductor uint8 neg maximum cat", text, 0, NULL);
 }
 
 /* ---- math: special values and accuracy against libm ---- */

@@ -814,3 +814,131 @@ Test(ref_blocks, bert_feed_forward)
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
+
+/* ---- nn ops of issue 12 (reference ref_nn.c), hand-worked values ---- */
+
+Test(ref_nn_ops, batch_norm_per_channel)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "bn");
+    ic_value x = ict_input(g, "x", IC_F32, "1,2,2"), m = ict_input(g, "m", IC_F32, "2");
+    ic_value v = ict_input(g, "v", IC_F32, "2"), w = ict_input(g, "w", IC_F32, "2");
+    ic_value b = ict_input(g, "b", IC_F32, "2");
+    ic_attrs a = attrs(IC_OP_BATCH_NORM);
+    a.eps = 0;
+    ic_operand in[5] = { ic_val(x), ic_val(m), ic_val(v), ic_val(w), ic_val(b) };
+    output(g, node(g, "y", IC_OP_BATCH_NORM, 5, in, &a));
+    ic_tensor args[5] = { mkt(IC_F32, "1,2,2"), mkt(IC_F32, "2"), mkt(IC_F32, "2"), mkt(IC_F32, "2"),
+                          mkt(IC_F32, "2") }, out;
+    fill_vals(&args[0], (double[]){ 1, 2, 3, 4 });
+    fill_vals(&args[1], (double[]){ 1, 2 });
+    fill_vals(&args[2], (double[]){ 4, 0.25 });
+    fill_vals(&args[3], (double[]){ 2, 1 });
+    fill_vals(&args[4], (double[]){ 0.5, -1 });
+    run(c, g, 5, args, 1, &out);
+    /* channel 0: (x - 1) * 2 / 2 + 0.5; channel 1: (x - 2) * 1 / 0.5 - 1 */
+    check_close(&out, (double[]){ 0.5, 1.5, 1, 3 }, "batch_norm");
+    for (int i = 0; i < 5; i++)
+        free(args[i].data);
+    ic_tensor_free(c, &out);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(ref_nn_ops, attention_causal_and_fully_masked_rows)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "att");
+    ic_value q = ict_input(g, "q", IC_F32, "2,1"), k = ict_input(g, "k", IC_F32, "2,1");
+    ic_value v = ict_input(g, "v", IC_F32, "2,1"), m = ict_input(g, "m", IC_BOOL, "2,2");
+    ic_attrs a = attrs(IC_OP_SDPA);
+    ic_operand in[4] = { ic_val(q), ic_val(k), ic_val(v), ic_val(m) };
+    output(g, node(g, "masked", IC_OP_SDPA, 4, in, &a));
+    a.is_causal = true;
+    output(g, node(g, "causal", IC_OP_SDPA, 3, in, &a));
+    ic_tensor args[4] = { mkt(IC_F32, "2,1"), mkt(IC_F32, "2,1"), mkt(IC_F32, "2,1"), mkt(IC_BOOL, "2,2") };
+    ic_tensor out[2];
+    fill_vals(&args[0], (double[]){ 1, 1 });
+    fill_vals(&args[1], (double[]){ 0, 0 });
+    fill_vals(&args[2], (double[]){ 3, 5 });
+    ((uint8_t *)args[3].data)[2] = 1; /* row 0: nothing kept (NaN, as PyTorch's math path) */
+    run(c, g, 4, args, 2, out);
+    cr_assert(isnan(ict_get_f(&out[0], 0)), "a fully masked row is NaN, got %g", ict_get_f(&out[0], 0));
+    cr_assert_float_eq(ict_get_f(&out[0], 1), 3.0, 1e-6);
+    /* causal, equal scores: row 0 sees v[0], row 1 the mean of both */
+    check_close(&out[1], (double[]){ 3, 4 }, "causal");
+    for (int i = 0; i < 4; i++)
+        free(args[i].data);
+    ic_tensor_free(c, &out[0]);
+    ic_tensor_free(c, &out[1]);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(ref_nn_ops, gather_index_select_and_their_range_errors)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "gi");
+    ic_value x = ict_input(g, "x", IC_I32, "2,3"), ix = ict_input(g, "ix", IC_I64, "2,2");
+    ic_value s = ict_input(g, "s", IC_I32, "3");
+    ic_attrs a = attrs(IC_OP_GATHER);
+    a.dim = 1;
+    output(g, node2(g, "ga", IC_OP_GATHER, ic_val(x), ic_val(ix), &a));
+    ic_attrs b = attrs(IC_OP_INDEX_SELECT);
+    b.dim = 0;
+    output(g, node2(g, "sel", IC_OP_INDEX_SELECT, ic_val(x), ic_val(s), &b));
+    ic_tensor args[3] = { mkt(IC_I32, "2,3"), mkt(IC_I64, "2,2"), mkt(IC_I32, "3") }, out[2];
+    fill_vals(&args[0], (double[]){ 10, 11, 12, 20, 21, 22 });
+    fill_vals(&args[1], (double[]){ 2, 0, 1, 1 });
+    fill_vals(&args[2], (double[]){ 1, 1, 0 });
+    run(c, g, 3, args, 2, out);
+    int64_t want_g[] = { 12, 10, 21, 21 }, want_s[] = { 20, 21, 22, 20, 21, 22, 10, 11, 12 };
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(ict_get_i(&out[0], i), want_g[i]);
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(ict_get_i(&out[1], i), want_s[i]);
+    ic_tensor_free(c, &out[0]);
+    ic_tensor_free(c, &out[1]);
+    ((int64_t *)args[1].data)[3] = 3;
+    ict_assert_error(c, ic_ref_run(c, g, NULL, 3, args, 2, out), IC_EINVAL, "node 'ga'", "(gather)",
+                     "index 3", "size 3");
+    ((int64_t *)args[1].data)[3] = 0;
+    ((int32_t *)args[2].data)[1] = -1;
+    ict_assert_error(c, ic_ref_run(c, g, NULL, 3, args, 2, out), IC_EINVAL, "node 'sel'", "(index_select)",
+                     "index -1");
+    for (int i = 0; i < 3; i++)
+        free(args[i].data);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+Test(ref_nn_ops, cumsum_exact_and_triangles)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "cs");
+    ic_value x = ict_input(g, "x", IC_I64, "2,3");
+    ic_attrs a = attrs(IC_OP_CUMSUM);
+    a.dim = 1;
+    output(g, node(g, "cs", IC_OP_CUMSUM, 1, (ic_operand[]){ ic_val(x) }, &a));
+    ic_attrs t = attrs(IC_OP_TRIU);
+    t.diagonal = 1;
+    output(g, node(g, "tu", IC_OP_TRIU, 1, (ic_operand[]){ ic_val(x) }, &t));
+    t.diagonal = -1;
+    output(g, node(g, "tl", IC_OP_TRIL, 1, (ic_operand[]){ ic_val(x) }, &t));
+    ic_tensor arg = mkt(IC_I64, "2,3"), out[3];
+    int64_t big = (int64_t)1 << 60, *d = arg.data;
+    d[0] = big, d[1] = 1, d[2] = -big, d[3] = 4, d[4] = 5, d[5] = 6;
+    run(c, g, 1, &arg, 3, out);
+    int64_t want_cs[] = { big, big + 1, 1, 4, 9, 15 }, want_tu[] = { 0, 1, -big, 0, 0, 6 };
+    int64_t want_tl[] = { 0, 0, 0, 4, 0, 0 };
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(ict_get_i(&out[0], i), want_cs[i], "cumsum %d", i);
+        cr_assert_eq(ict_get_i(&out[1], i), want_tu[i], "triu %d", i);
+        cr_assert_eq(ict_get_i(&out[2], i), want_tl[i], "tril %d", i);
+    }
+    free(arg.data);
+    for (int i = 0; i < 3; i++)
+        ic_tensor_free(c, &out[i]);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}

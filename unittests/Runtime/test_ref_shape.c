@@ -766,8 +766,9 @@ Test(ref_arange, float_steps_every_float_dtype)
     ic_ctx_destroy(c);
 }
 
-/* An integer dtype with a float step: values computed in double, then truncated (as
- * numpy's arange(0, 5, 1.5).astype(int64); the length comes from inference). */
+/* An integer dtype with float numbers: as torch.arange(..., dtype=int) (1.13), start + i * step
+ * in int64 from the truncated start and step; the length from the truncated bounds for i64,
+ * from the numbers otherwise (numpy's arange(...).astype would give 0 1 3 4 and 2 1 0 0). */
 Test(ref_arange, float_step_into_integer_dtype)
 {
     ic_ctx *c = ict_ctx();
@@ -776,10 +777,10 @@ Test(ref_arange, float_step_into_integer_dtype)
     output(g, add_arange(g, "b", IC_I32, sf(2.5), sf(-1), sf(-1)));
     ic_tensor outs[2];
     run(c, g, 0, NULL, 2, outs);
-    check_shape(&outs[0], IC_I64, "4", "arange(0, 5, 1.5) i64");
-    check_ints(&outs[0], (int64_t[]){ 0, 1, 3, 4 }, "arange(0, 5, 1.5) i64");
+    check_shape(&outs[0], IC_I64, "5", "arange(0, 5, 1.5) i64");
+    check_ints(&outs[0], (int64_t[]){ 0, 1, 2, 3, 4 }, "arange(0, 5, 1.5) i64");
     check_shape(&outs[1], IC_I32, "4", "arange(2.5, -1, -1) i32");
-    check_ints(&outs[1], (int64_t[]){ 2, 1, 0, 0 }, "arange(2.5, -1, -1) i32"); /* 2.5 1.5 .5 -.5 */
+    check_ints(&outs[1], (int64_t[]){ 2, 1, 0, -1 }, "arange(2.5, -1, -1) i32");
     free_outs(c, 2, outs);
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
