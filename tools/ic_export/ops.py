@@ -983,7 +983,9 @@ def _sdpa(cv, c):
         raise Unsupported("enable_gqa")
     ins = [opnd(cv, c, 0, "query"), opnd(cv, c, 1, "key"), opnd(cv, c, 2, "value")]
     if mask is not None:
-        ins.append(cast(cv, mask, c.sget(3, "attn_mask"), torch.bool if mask.dtype == torch.bool else out.dtype))
+        # a float mask keeps its dtype: ic adds an f32 mask to any q dtype as PyTorch 2.x does
+        keep = mask.dtype in (torch.bool, out.dtype, torch.float32)
+        ins.append(cast(cv, mask, c.sget(3, "attn_mask"), mask.dtype if keep else out.dtype))
     attrs = {}
     if causal:
         attrs["is_causal"] = True
