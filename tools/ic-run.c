@@ -32,6 +32,9 @@ static const char usage[] =
     "  --allow-tf32                 cuda: f32 matmuls on tensor cores in TF32 (operands\n"
     "                               rounded to 10-bit mantissas; torch's allow_tf32). --check\n"
     "                               then compares f32 outputs with bf16's tolerances\n"
+    "  --freezing                   params with data are compile-time constants (as torch's\n"
+    "                               freezing): constant subgraphs folded, batch_norm folded\n"
+    "                               into the convolution before it, CPU weights prepacked\n"
     "  --mode NAME                  as torch.compile: default; reduce-overhead (cuda: each\n"
     "                               run replays one CUDA graph); max-autotune and\n"
     "                               max-autotune-no-cudagraphs (not implemented yet: they run as\n"
@@ -66,6 +69,7 @@ typedef struct {
     int64_t iters, warmup, threads; /* -1: not given */
     bool check, json, no_compare, help;
     bool allow_tf32;                /* --allow-tf32 (cuda) */
+    bool freezing;                  /* --freezing */
     bool cuda;                      /* --device cuda[:N] */
     int ordinal;                    /* N */
 } run_opts;
@@ -151,6 +155,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
             o->no_compare = true;
         } else if (strcmp(a, "--allow-tf32") == 0) {
             o->allow_tf32 = true;
+        } else if (strcmp(a, "--freezing") == 0) {
+            o->freezing = true;
         } else if (cli_opt(argc, argv, &i, "--inputs", &v, e)) {
             if (!(o->inputs = v))
                 return false;
@@ -326,6 +332,7 @@ static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const 
     ic_compile_options co;
     ic_compile_options_init(&co);
     co.fusion = fusion;
+    co.freezing = o->freezing;
     if (o->threads > 0)
         co.threads = (int)o->threads;
     if (ic_compile(c, g, &co, &b->cc) != IC_OK)
@@ -442,6 +449,7 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     co.mode = strcmp(mode_used(o), "reduce-overhead") == 0 ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
     co.no_fusion = !fusion;
     co.allow_tf32 = b->tf32 = o->allow_tf32;
+    co.freezing = o->freezing;
     if (ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     if (!alloc_outputs(c, g, a->vals, b, e))
@@ -771,6 +779,7 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, con
     json_object_set_new(j, "mode", json_string(o->mode));
     json_object_set_new(j, "mode_used", json_string(mode_used(o)));
     json_object_set_new(j, "allow_tf32", json_boolean(o->allow_tf32));
+    json_object_set_new(j, "freezing", json_boolean(o->freezing));
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         json_object_set_new(syms, ic_graph_symbol_name(g, s), json_integer(a->vals[s]));
     json_object_set_new(j, "symbols", syms);

@@ -115,6 +115,10 @@ typedef struct ic_ptx_kernel {
     int rows_per_block;     /* ROW/COLUMN: outer points (groups of vec) per block */
     bool in_registers;      /* ROW/COLUMN: stages reuse registers instead of re-reading */
     int dyn_smem_bytes;     /* dynamic shared memory the launch must give (GEMM), 0: none */
+    int nargs;              /* its parameters: the buffers it loads or stores, by index */
+    const int *args;        /* [nargs] buffer indices in parameter order (ascending); a kernel
+                             * takes only these, so that large programs stay within PTX's
+                             * 4 KiB of kernel parameters */
 } ic_ptx_kernel;
 
 typedef struct ic_ptx_module ic_ptx_module;

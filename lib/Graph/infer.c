@@ -975,8 +975,9 @@ static ic_status infer_group_norm(cx *x)
 }
 
 /* scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev], mask?):
- * [..., L, Ev], batch dims broadcast as matmul's. The mask is bool (true = attend) or of
- * q's dtype (added) and broadcasts to [..., L, S]. */
+ * [..., L, Ev], batch dims broadcast as matmul's. The mask is bool (true = attend), or
+ * float (added): of q's dtype, or f32 (PyTorch 2.x takes it for any q) and broadcasts to
+ * [..., L, S]. */
 static ic_status infer_sdpa(cx *x)
 {
     ic_status s;
@@ -1013,8 +1014,8 @@ static ic_status infer_sdpa(cx *x)
         const ic_node *m = arg(x, 3);
         if (x->n->attrs.is_causal)
             return FAIL(x, IC_EINVAL, "takes attn_mask or is_causal, not both");
-        if (m->info.dtype != IC_BOOL && m->info.dtype != t)
-            return FAIL(x, IC_EDTYPE, "attn_mask must be bool or %s like q, not %s", ic_dtype_name(t),
+        if (m->info.dtype != IC_BOOL && m->info.dtype != IC_F32 && m->info.dtype != t)
+            return FAIL(x, IC_EDTYPE, "attn_mask must be bool, f32 or %s like q, not %s", ic_dtype_name(t),
                         ic_dtype_name(m->info.dtype));
         ic_dim sc[IC_MAX_RANK], tmp[IC_MAX_RANK];
         memcpy(sc, out, sizeof(ic_dim) * (size_t)r);

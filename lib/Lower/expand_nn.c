@@ -10,7 +10,8 @@
 
 /* ---- helpers ---- */
 
-/* name: the helper's suffix, or NULL for the composite's last node (its own name). */
+/* what: the helper's suffix ("<node>.<what>"), or NULL for the composite's last node, which
+ * takes the node's own name. */
 static ic_status add1(ic__exp *E, const char *what, ic_op op, ic_operand x, const ic_attrs *a, ic_value *out)
 {
     return ic__exp_node(E, what, op, 1, &x, a, out);
@@ -74,11 +75,11 @@ static int64_t src_dim(const ic__exp *E, int i, int d) { return E->in[i].shape[d
 
 static bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
-/* The last step of a composite computed in ct for a result of dtype t: y itself renamed is
- * not possible, so the caller builds its last op with name `last` (NULL when no cast
- * follows) and then calls finish. */
+/* A composite computed in ct for a result of dtype t ends in a cast when they differ: its
+ * last computing op is then a helper (what), else the node itself (NULL). */
 static const char *last_name(ic_dtype ct, ic_dtype t, const char *what) { return ct == t ? NULL : what; }
 
+/* y, the last computing op, as the result: cast to t (named as the node) when needed. */
 static ic_status finish(ic__exp *E, ic_value y, ic_dtype t, ic_value *out)
 {
     if (dtype_of(E, y) == t) {
@@ -110,6 +111,29 @@ static ic_status channel_operand(ic__exp *E, const ic_operand *in, int i, ic_dty
     }
     *out = v;
     return s;
+}
+
+/* mask[i, j, 1...] = j <= i (ones: trailing size-1 dims), computed from two aranges rather
+ * than stored: no L x S constant (freezing folds it where that pays). */
+static ic_status lower_triangle(ic__exp *E, int64_t L, int64_t S, int ones, ic_value *out)
+{
+    ic_attrs ar;
+    ic_attrs_init(&ar, IC_OP_ARANGE);
+    ar.has_dtype = true;
+    ar.dtype = IC_I64;
+    int64_t rshape[IC_MAX_RANK], cshape[IC_MAX_RANK];
+    rshape[0] = L, rshape[1] = 1, cshape[0] = S;
+    for (int k = 0; k < ones; k++)
+        rshape[2 + k] = cshape[1 + k] = 1;
+    ic_value i, j;
+    ic_status s;
+    ar.aend = (ic_scalar){ (double)L, L, true };
+    if ((s = ic__exp_node(E, "row", IC_OP_ARANGE, 0, NULL, &ar, &i)) || (s = reshape_to(E, "rows", i, 2 + ones, rshape, &i)))
+        return s;
+    ar.aend = (ic_scalar){ (double)S, S, true };
+    if ((s = ic__exp_node(E, "col", IC_OP_ARANGE, 0, NULL, &ar, &j)) || (s = reshape_to(E, "cols", j, 1 + ones, cshape, &j)))
+        return s;
+    return add2(E, "lower", IC_OP_LE, ic_val(j), ic_val(i), out);
 }
 
 /* ---- batch_norm ---- */
@@ -179,8 +203,10 @@ static ic_status expand_group_norm(ic__exp *E, const ic_operand *in, ic_value *o
 
 /* ---- scaled_dot_product_attention ---- */
 
-/* softmax(q @ k^T * scale + mask) @ v, PyTorch's math path: a bool mask (and is_causal's
- * lower triangle, a constant) picks the scores, the others become -inf; a float mask is
+/* softmax((q * sqrt(scale)) @ (k^T * sqrt(scale)) + mask) @ v, PyTorch 2.x's math path (its
+ * scaling too, which sets the half roundings and makes E = 0 give the mean of v, not NaN; a
+ * negative scale gives NaN there as here): a bool mask (and is_causal's
+ * lower triangle) picks the scores, the others become -inf; a float mask is
  * added. A row with every score masked is NaN, as there (PyTorch >= 2.5 gives 0). */
 static ic_status expand_sdpa(ic__exp *E, const ic_operand *in, ic_value *out)
 {
@@ -188,35 +214,31 @@ static ic_status expand_sdpa(ic__exp *E, const ic_operand *in, ic_value *out)
     int rq = E->in[0].rank, rk = E->in[1].rank;
     int64_t L = src_dim(E, 0, rq - 2), S = src_dim(E, 1, rk - 2), Ed = src_dim(E, 0, rq - 1);
     double scale = at->has_scale ? at->scale : 1 / sqrt((double)Ed);
-    ic_value kt, sc, p;
+    ic_value kt, qs, sc, p;
     ic_status s;
     ic_attrs tr, sm;
     ic_attrs_init(&tr, IC_OP_TRANSPOSE);
     tr.dim0 = -2, tr.dim1 = -1;
     ic_attrs_init(&sm, IC_OP_SOFTMAX);
     sm.dim = -1;
+    ic_operand root = ic_scalar_f(sqrt(scale));
     if ((s = add1(E, "kt", IC_OP_TRANSPOSE, ic_val(in[1].node), &tr, &kt)) ||
-        (s = add2(E, "qk", IC_OP_MATMUL, ic_val(in[0].node), ic_val(kt), &sc)) ||
-        (s = add2(E, "scores", IC_OP_MUL, ic_val(sc), ic_scalar_f(scale), &sc)))
+        (s = add2(E, "kt_scaled", IC_OP_MUL, ic_val(kt), root, &kt)) ||
+        (s = add2(E, "q_scaled", IC_OP_MUL, ic_val(in[0].node), root, &qs)) ||
+        (s = add2(E, "scores", IC_OP_MATMUL, ic_val(qs), ic_val(kt), &sc)))
         return s;
     ic_operand ninf = ic_scalar_f(-INFINITY);
     if (at->is_causal) {
-        int64_t shape[2] = { L, S };
-        uint8_t *m = ic__calloc(E->c, (size_t)(L * S > 0 ? L * S : 1), 1);
-        if (!m)
-            return ic__exp_fail(E, "out of memory");
-        for (int64_t i = 0; i < L; i++)
-            for (int64_t j = 0; j <= i && j < S; j++)
-                m[i * S + j] = 1;
         ic_value cm;
-        s = ic__exp_const(E, "causal", IC_BOOL, 2, shape, m, &cm);
-        ic__free(E->c, m);
-        if (s || (s = add_where(E, "masked", ic_val(cm), ic_val(sc), ninf, &sc)))
+        if ((s = lower_triangle(E, L, S, 0, &cm)) || (s = add_where(E, "masked", ic_val(cm), ic_val(sc), ninf, &sc)))
             return s;
     } else if (E->n.ninputs > 3 && in[3].node != IC_NONE) {
-        s = E->in[3].dtype == IC_BOOL ? add_where(E, "masked", ic_val(in[3].node), ic_val(sc), ninf, &sc)
-                                      : add2(E, "masked", IC_OP_ADD, ic_val(sc), ic_val(in[3].node), &sc);
-        if (s)
+        ic_dtype mt = E->in[3].dtype;
+        s = mt == IC_BOOL ? add_where(E, "masked", ic_val(in[3].node), ic_val(sc), ninf, &sc)
+                          : add2(E, "masked", IC_OP_ADD, ic_val(sc), ic_val(in[3].node), &sc);
+        /* an f32 mask on half scores: PyTorch adds it in place (scores.add_(mask)), so the
+         * sum is rounded to the scores' dtype */
+        if (s || (mt != IC_BOOL && (s = cast_to(E, "masked_cast", sc, E->n.dtype, &sc))))
             return s;
     }
     if ((s = add1(E, "probs", IC_OP_SOFTMAX, ic_val(sc), &sm, &p)))
@@ -244,18 +266,7 @@ static ic_status expand_cumsum(ic__exp *E, const ic_operand *in, ic_value *out)
             shape[k] = src_dim(E, 0, k);
         return reshape_to(E, NULL, in[0].node, r, shape, out);
     }
-    int64_t mshape[IC_MAX_RANK];
-    mshape[0] = mshape[1] = n;
-    for (int k = 2; k < r + 1 - d; k++)
-        mshape[k] = 1;
-    uint8_t *m = ic__calloc(E->c, (size_t)(n * n), 1);
-    if (!m)
-        return ic__exp_fail(E, "out of memory");
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j <= i; j++)
-            m[i * n + j] = 1;
-    s = ic__exp_const(E, "lower", IC_BOOL, r + 1 - d, mshape, m, &cm);
-    ic__free(E->c, m);
+    s = lower_triangle(E, n, n, r - 1 - d, &cm);
     ic_attrs un, sum;
     ic_attrs_init(&un, IC_OP_UNSQUEEZE);
     un.dim = d;
@@ -263,7 +274,7 @@ static ic_status expand_cumsum(ic__exp *E, const ic_operand *in, ic_value *out)
     sum.has_dims = true;
     sum.ndims = 1;
     sum.dims[0] = d + 1;
-    if (s || (s = cast_to(E, "x_cast", in[0].node, t, &xc)) || (s = add1(E, "rows", IC_OP_UNSQUEEZE, ic_val(xc), &un, &xe)) ||
+    if (s || (s = cast_to(E, "x_cast", in[0].node, t, &xc)) || (s = add1(E, "x_unsqueezed", IC_OP_UNSQUEEZE, ic_val(xc), &un, &xe)) ||
         (s = scalar_of(E, "zero", t, (ic_scalar){ 0, 0, true }, &zero)) ||
         (s = add_where(E, "terms", ic_val(cm), ic_val(xe), ic_val(zero), &w)))
         return s;

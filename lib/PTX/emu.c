@@ -271,9 +271,10 @@ static ic_status define_symbols(ic_ctx *c, LLVMOrcLLJITRef j)
     return e ? llvm_err(c, e, "defining the emulator's symbols") : IC_OK;
 }
 
-/* `void <name>_emu(ptr bufs)`: calls the kernel with bufs[0..nbufs-1]. */
-static void add_wrapper(ic__pg *G, const char *name)
+/* `void <name>_emu(ptr bufs)`: calls the kernel with the buffers it takes (k->args). */
+static void add_wrapper(ic__pg *G, const ic_ptx_kernel *pk)
 {
+    const char *name = pk->name;
     char wname[300];
     snprintf(wname, sizeof wname, "%s_emu", name);
     LLVMValueRef k = LLVMGetNamedFunction(G->mod, name);
@@ -281,11 +282,11 @@ static void add_wrapper(ic__pg *G, const char *name)
     LLVMValueRef fn = LLVMAddFunction(G->mod, wname, LLVMFunctionType(G->t_void, &pt, 1, 0));
     LLVMBuilderRef b = LLVMCreateBuilderInContext(G->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(G->ctx, fn, "entry"));
-    int n = G->nbufs;
+    int n = pk->nargs;
     LLVMValueRef *args = ic__calloc(G->c, (size_t)n + 1, sizeof *args);
     IC_ASSERT(args);
     for (int i = 0; i < n; i++) {
-        LLVMValueRef idx = LLVMConstInt(G->t_i64, (unsigned)i, 0);
+        LLVMValueRef idx = LLVMConstInt(G->t_i64, (unsigned)pk->args[i], 0);
         LLVMValueRef p = LLVMBuildGEP2(b, pt, LLVMGetParam(fn, 0), &idx, 1, "");
         args[i] = LLVMBuildLoad2(b, pt, p, "");
     }
@@ -334,7 +335,7 @@ ic_status ic_ptx_emulate_kernels_opts(ic_ctx *c, int nk, const ic_kernel *ks, in
     }
     ic_status s = ic__ptx_gen_all(&G, m, nk, ks, NULL, &o, params);
     for (int i = 0; !s && i < nk; i++)
-        add_wrapper(&G, m->kernels[i].name);
+        add_wrapper(&G, &m->kernels[i]);
     LLVMDisposeBuilder(G.b);
     char *msg = NULL;
     if (!s && LLVMVerifyModule(G.mod, LLVMReturnStatusAction, &msg))

@@ -718,15 +718,22 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
         st = ic__error(c, IC_ENOMEM, "ptx: out of memory generating kernel '%s'", name);
         goto done;
     }
+    /* parameters: the used buffers only (ic_ptx_kernel.args), in buffer order */
+    unsigned np = 0;
     for (int i = 0; i < G->nbufs; i++)
-        pt[i] = G->t_gptr;
-    LLVMTypeRef fty = LLVMFunctionType(G->t_void, pt, (unsigned)G->nbufs, 0);
+        if (pl->used[i])
+            pt[np++] = G->t_gptr;
+    LLVMTypeRef fty = LLVMFunctionType(G->t_void, pt, np, 0);
     G->fn = LLVMAddFunction(G->mod, name, fty);
-    for (int i = 0; i < G->nbufs; i++) {
-        G->bufptr[i] = LLVMGetParam(G->fn, (unsigned)i);
-        add_attr(G, (unsigned)i + 1, "noalias");
+    for (int i = 0, j = 0; i < G->nbufs; i++) {
+        G->bufptr[i] = NULL;
+        if (!pl->used[i])
+            continue;
+        G->bufptr[i] = LLVMGetParam(G->fn, (unsigned)j);
+        add_attr(G, (unsigned)j + 1, "noalias");
         if (!pl->stored[i])
-            add_attr(G, (unsigned)i + 1, "readonly");
+            add_attr(G, (unsigned)j + 1, "readonly");
+        j++;
     }
     add_attr(G, (unsigned)LLVMAttributeFunctionIndex, "nounwind");
     ic__pg_annotate(G, "kernel", 1);

@@ -105,8 +105,10 @@ void ic_ptx_module_destroy(ic_ptx_module *m)
     if (!m)
         return;
     ic_ctx *c = m->c;
-    for (int i = 0; i < m->nkernels; i++)
+    for (int i = 0; i < m->nkernels; i++) {
         ic__free(c, (void *)m->kernels[i].name);
+        ic__free(c, (void *)m->kernels[i].args);
+    }
     ic__free(c, m->kernels);
     ic__free(c, m->ptx);
     ic__free(c, m->ir);
@@ -157,6 +159,20 @@ static char *unique_name(ic_ctx *c, const ic_ptx_kernel *done, int n, const char
     return ic__strdup(c, buf);
 }
 
+/* The buffers kernel pk takes as parameters: those its plan says it uses. */
+static ic_status kernel_args(ic_ctx *c, int nbufs, const ic__pplan *pl, ic_ptx_kernel *pk)
+{
+    int *a = ic__calloc(c, (size_t)nbufs + 1, sizeof *a), n = 0;
+    if (!a)
+        return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    for (int b = 0; b < nbufs; b++)
+        if (pl->used[b])
+            a[n++] = b;
+    pk->args = a;
+    pk->nargs = n;
+    return IC_OK;
+}
+
 ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *ks,
                          const char *const *names, const ic_ptx_options *o,
                          const ic_ptx_params *params)
@@ -172,6 +188,8 @@ ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *
                 s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
         }
         if (!s)
+            s = kernel_args(c, G->nbufs, &pl, pk);
+        if (!s)
             s = ic__pgen_kernel(G, &ks[i], &pl, pk->name);
         if (!s) {
             pk->mode = pl.mode;
@@ -185,8 +203,11 @@ ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *
             m->nkernels = i + 1;
         }
         ic__pplan_free(c, &pl);
-        if (s)
+        if (s) { /* kernel i is not counted in nkernels: free what it has */
+            ic__free(c, (void *)pk->args);
+            pk->args = NULL;
             return s;
+        }
     }
     return IC_OK;
 }

@@ -16,7 +16,7 @@ typedef struct ic__cvar {
     ic_cuda_module *cm;
     int nbufs;
     uint64_t *dev;            /* [nbufs] device address of each buffer */
-    void **kargs;             /* [nbufs] &dev[i]: the kernels' parameter list */
+    void **kargs;             /* [nbufs] one launch's parameters: &dev[b] for its args */
     uint64_t arena;
     CUgraph graph;
     CUgraphExec exec;
@@ -87,7 +87,6 @@ static ic_status var_buffers(ic_ctx *c, ic_cuda *d, ic__cvar *v)
     for (int i = 0; i < nb; i++) {
         const ic_buffer *b = ic_program_buffer(v->b.prog, i);
         size_t bytes = (size_t)b->numel * ic_dtype_size(b->dtype);
-        v->kargs[i] = &v->dev[i];
         if (b->kind == IC_BUF_TEMP && b->arena_offset >= 0) {
             v->dev[i] = v->arena + (uint64_t)b->arena_offset;
             continue;
@@ -297,6 +296,8 @@ static ic_status launch_all(ic_cuda_compiled *cc, ic__cvar *v)
 {
     for (int i = 0; i < ic_ptx_module_num_kernels(v->pm); i++) {
         const ic_ptx_kernel *k = ic_ptx_module_kernel(v->pm, i);
+        for (int j = 0; j < k->nargs; j++)  /* the launch copies the values: kargs is reused */
+            v->kargs[j] = &v->dev[k->args[j]];
         ic_status s = ic_cuda_module_launch_smem(v->cm, k->name, k->grid, k->block, k->dyn_smem_bytes,
                                                  v->kargs);
         if (s)

@@ -12,4 +12,10 @@
  * is nothing to fold or g has symbols; the caller owns it. */
 IC_HIDDEN ic_status ic__graph_fold_constants(ic_ctx *c, const ic_graph *g, ic_graph **out);
 
+/* Freezing's conv-bn folding (fold_bn.c): each batch_norm whose input is a convolution read
+ * by nothing else, with constant weights and statistics, becomes one convolution with scaled
+ * weights and bias (graph ops of the params, for ic__graph_fold_constants to compute). *out
+ * is NULL when there is no such pair; it borrows g's param data. */
+IC_HIDDEN ic_status ic__graph_fold_conv_bn(ic_ctx *c, const ic_graph *g, ic_graph **out);
+
 #endif

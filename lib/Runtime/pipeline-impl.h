@@ -21,6 +21,7 @@
 typedef struct ic__vbase {
     int64_t *vals;            /* [nsyms] the symbol values it is specialised for */
     ic_graph *spec;           /* owned when the graph has symbols, else NULL */
+    ic_graph *convbn;         /* freezing: batch_norms folded into convolutions (owned) */
     ic_graph *expanded;       /* composite ops as existing ops (owned), else NULL */
     ic_graph *folded;         /* freezing: constant subgraphs folded (owned), else NULL */
     const ic_graph *g;        /* the graph compiled (folded, spec or the original) */

@@ -44,6 +44,7 @@ void ic__variant_free(const ic__pipe *P, ic__vbase *v)
     ic__free(c, v->checks);
     ic_graph_destroy(v->folded); /* borrows from expanded and spec: first */
     ic_graph_destroy(v->expanded);
+    ic_graph_destroy(v->convbn);
     ic_graph_destroy(v->spec);
     ic__free(c, v->vals);
     ic__free(c, v);
@@ -139,6 +140,11 @@ static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vba
         if ((s = ic_graph_specialize(P->g, vals, &v->spec)))
             return s;
         v->g = v->spec;
+    }
+    if (P->freezing) {
+        if ((s = ic__graph_fold_conv_bn(P->c, v->g, &v->convbn)))
+            return s;
+        v->g = v->convbn ? v->convbn : v->g;
     }
     /* before freezing, so that it folds what composites compute from weights (batch_norm) */
     if ((s = ic_graph_expand(P->c, v->g, &v->expanded)))

@@ -165,7 +165,8 @@ static ic_status ref_group_norm(const ic_graph *g, const ic_node *n, const ic_te
 
 /* ---- scaled_dot_product_attention ---- */
 
-/* softmax(q k^T * scale + mask) v for each batch index and query row, PyTorch's math path:
+/* softmax((q sqrt(scale)) (k sqrt(scale))^T + mask) v for each batch index and query row,
+ * PyTorch 2.x's math path (E = 0 gives the mean of v; a negative scale NaN):
  * a bool mask's false and is_causal's upper triangle (col > row) are -inf, so a row with
  * every score masked is 0/0 = NaN (PyTorch >= 2.5 returns 0 there instead). */
 static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *const *ins, ic_tensor *out)
@@ -177,7 +178,7 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
     int64_t Ev = v->shape[v->rank - 1], nb = 1;
     for (int d = 0; d < r - 2; d++)
         nb *= out->shape[d];
-    double scale = n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)E);
+    double root = sqrt(n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)E));
     double *p = ic__malloc(g->c, sizeof(double) * (size_t)(S ? S : 1));
     if (!p)
         return FAIL(g, n, IC_ENOMEM, "out of memory");
@@ -193,8 +194,7 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
                 int64_t ko = bcast_offset(k, r, co);
                 double acc = 0;
                 for (int64_t e = 0; e < E; e++)
-                    acc += getd(q, qo + e) * getd(k, ko + e);
-                acc *= scale;
+                    acc += getd(q, qo + e) * root * (getd(k, ko + e) * root);
                 co[r - 2] = l, co[r - 1] = s;
                 if (n->attrs.is_causal && s > l)
                     acc = -INFINITY;

@@ -1365,6 +1365,9 @@ def sdpa_cases(c):
           [node("qp", "permute", ["q"], dims=[0, 2, 1, 3]), node("kp", "permute", ["k"], dims=[0, 2, 1, 3]),
            node("vp", "permute", ["v"], dims=[0, 2, 1, 3]),
            node("y", op, ["qp", "kp", "vp"], is_causal=True)], ["y"])
+    one_op(c, "sdpa_f16_f32_mask", op, [T("f16", [2, 5, 8]), T("f16", [2, 7, 8]), T("f16", [2, 7, 6]),
+                                        T("f32", [5, 7], lo=-2, hi=0)])
+    one_op(c, "sdpa_head_dim_0", op, [T("f32", [2, 3, 0]), T("f32", [2, 4, 0]), T("f32", [2, 4, 5])])
     one_op(c, "sdpa_empty_l", op, [T("f32", [2, 0, 8]), T("f32", [2, 7, 8]), T("f32", [2, 7, 6])])
     one_op(c, "err_sdpa_mask_and_causal", op, [q, k, v, T("bool", [6, 6])], {"is_causal": True}, expect="error")
     one_op(c, "err_sdpa_dtypes", op, [T("f32", [5, 8]), T("f64", [7, 8]), T("f32", [7, 8])], expect="error")

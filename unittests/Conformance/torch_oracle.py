@@ -395,9 +395,10 @@ def op_group_norm(args, attrs):
 
 
 def op_sdpa(args, attrs):
-    """PyTorch 2.x's math path (torch/nn/functional.py's documented reference code):
-    softmax(q @ k^T * scale + mask) @ v; a bool mask (and is_causal's tril) sets the
-    others to -inf, so a fully masked row is NaN (PyTorch >= 2.5's math path gives 0)."""
+    """PyTorch 2.x's math path (aten _scaled_dot_product_attention_math):
+    softmax((q * sqrt(scale)) @ (k * sqrt(scale))^T + mask) @ v; a bool mask (and
+    is_causal's tril) sets the others to -inf, so a fully masked row is NaN (PyTorch >=
+    2.5's math path gives 0)."""
     q, k, v = args[:3]
     mask = args[3] if len(args) > 3 else None
     causal = bool(attrs.get("is_causal", False))
@@ -407,21 +408,23 @@ def op_sdpa(args, attrs):
         raise OracleError("q, k and v need at least 2 dims")
     if mask is not None and causal:
         raise OracleError("attn_mask and is_causal together")
-    if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
-        raise OracleError("attn_mask must be bool or q's dtype")
+    if mask is not None and mask.dtype not in (torch.bool, torch.float32, q.dtype):
+        raise OracleError("attn_mask must be bool, float or q's dtype")
     L, S = q.shape[-2], k.shape[-2]
     scale = attrs.get("scale")
-    scale = 1 / (q.shape[-1] ** 0.5) if scale is None else scale
+    if scale is None:  # C++'s 1 / sqrt(E): inf for E = 0
+        scale = 1 / (q.shape[-1] ** 0.5) if q.shape[-1] else float("inf")
     up = (lambda t: t.float()) if q.dtype in HALF else (lambda t: t)
-    attn = up(q) @ up(k).transpose(-2, -1) * scale
+    root = scale ** 0.5 if scale >= 0 else float("nan")
+    attn = up(q * root) @ up(k * root).transpose(-2, -1)
     if causal:
         mask = torch.ones(L, S, dtype=torch.bool).tril()
     if mask is not None and torch.broadcast_shapes(mask.shape, attn.shape) != attn.shape:
         raise OracleError("attn_mask does not broadcast to the scores")
     if mask is not None and mask.dtype == torch.bool:
         attn = attn.masked_fill(~mask, float("-inf"))
-    elif mask is not None:
-        attn = attn + up(mask)
+    elif mask is not None:  # scores.add_(mask): rounded to the scores' dtype
+        attn = (attn + mask.to(attn.dtype)).to(q.dtype).to(attn.dtype)
     return (torch.softmax(attn, -1) @ up(v)).to(q.dtype)
 
 

@@ -1201,8 +1201,10 @@ Test(infer, nn_attention)
     ic_value y = ok_node("att", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(m)), &a);
     ict_assert_shape(g, y, "[B, 8, L, 32]");
     ict_assert_dtype(g, y, IC_F16);
-    ict_assert_error(c, bad_node("a1", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(fm)), &a), IC_EDTYPE,
-                     "(scaled_dot_product_attention)", "attn_mask", "f32");
+    ict_assert_shape(g, ok_node("att_f32_mask", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(fm)), &a), "[B, 8, L, 32]");
+    ic_value im = ict_input(g, "im", IC_I32, "L,S");
+    ict_assert_error(c, bad_node("a1", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(im)), &a), IC_EDTYPE,
+                     "(scaled_dot_product_attention)", "attn_mask", "i32");
     ict_assert_error(c, bad_node("a2", IC_OP_SDPA, OPS(V(q), V(k2), V(v)), &a), IC_ESHAPE, "node 'a2'",
                      "[B, 8, S, 16]");
     ict_assert_error(c, bad_node("a3", IC_OP_SDPA, OPS(V(q), V(k), V(v), V(bm)), &a), IC_ESHAPE,

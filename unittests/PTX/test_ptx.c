@@ -44,6 +44,36 @@ static ic_program *program(ic_ctx *c, const ic_graph *g, bool fused)
 
 static int nchecked, nassembled;
 
+/* Kernel i takes exactly the buffers its loop IR loads or stores, in buffer order, and its
+ * PTX entry (params: the text after "(") declares that many parameters: a large program's
+ * kernels must not carry every buffer (PTX allows 4 KiB of parameters). */
+static void check_kernel_params(const char *name, const ic_program *p, int i, const ic_ptx_kernel *k,
+                                const char *params)
+{
+    const ic_kernel *lk = ic_program_kernel(p, i);
+    int nb = ic_program_num_buffers(p), n = 0;
+    bool *used = calloc((size_t)nb + 1, 1);
+    for (int s = 0; s < lk->nstages; s++)
+        for (int j = 0; j < lk->stages[s].ninstr; j++) {
+            const ic_linstr *in = &lk->stages[s].instr[j];
+            if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
+                used[in->buf] = true;
+        }
+    for (int b = 0; b < nb; b++)
+        if (used[b]) {
+            cr_assert(n < k->nargs && k->args[n] == b, "%s: kernel %s: parameter %d is not buffer %d",
+                      name, k->name, n, b);
+            n++;
+        }
+    cr_assert_eq(n, k->nargs, "%s: kernel %s takes %d buffers, uses %d", name, k->name, k->nargs, n);
+    int declared = 0;
+    for (const char *q = params; *q && *q != ')'; q++)
+        declared += !strncmp(q, ".param", 6);
+    cr_assert_eq(declared, k->nargs, "%s: kernel %s declares %d parameters, takes %d", name, k->name,
+                 declared, k->nargs);
+    free(used);
+}
+
 /* Emits p (sm_90), assembles it, emulates it and compares with ref. */
 static void check_program(ic_ctx *c, const char *name, const ic_program *p, const ic_ptx_params *params,
                           const ic_tensor *args, int nargs, const ic_tensor *ref, int nouts)
@@ -60,6 +90,7 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
         snprintf(entry, sizeof entry, ".entry %s(", k->name);
         cr_assert(strstr(text, entry), "%s: no '%s' in the PTX", name, entry);
         cr_assert(!strncmp(k->name, "gpu_", 4), "%s: kernel name '%s' lacks gpu_", name, k->name);
+        check_kernel_params(name, p, i, k, strstr(text, entry) + strlen(entry));
     }
     if (!strncmp(name, "gemm", 4) && !(params && params[0].mode == IC_PTX_ROW)) {
         /* the contraction went through the GEMM kernels, tensor cores for 16-bit operands */

@@ -1248,3 +1248,85 @@ Test(compile, embedding_index_out_of_range_is_an_error)
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
+
+/* ---- freezing folds batch_norm into the convolution before it ---- */
+
+static ic_value const_param(ic_graph *g, const char *name, int rank, const int64_t *shape,
+                            float lo, float step)
+{
+    ic_dim d[IC_MAX_RANK];
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        d[i] = ic_dim_const(shape[i]), n *= shape[i];
+    float *data = malloc((size_t)n * sizeof *data);
+    for (int64_t i = 0; i < n; i++)
+        data[i] = lo + step * (float)(i % 11);
+    ic_value v;
+    cr_assert_eq(ic_graph_add_param(g, name, IC_F32, rank, d, data, (size_t)n * sizeof *data, NULL,
+                                    NULL, &v), IC_OK);
+    free(data);
+    return v;
+}
+
+/* conv -> bn (foldable) -> relu -> conv (also an output: not foldable) -> bn */
+static ic_graph *conv_bn_graph(ic_ctx *c)
+{
+    ic_graph *g = ict_graph(c, "convbn");
+    ic_value x = ict_input(g, "x", IC_F32, "2,3,9,8"), y, z;
+    int64_t w1s[4] = { 4, 3, 3, 3 }, w2s[4] = { 4, 4, 1, 1 }, cs[1] = { 4 };
+    ic_value w1 = const_param(g, "w1", 4, w1s, -0.5f, 0.1f), b1 = const_param(g, "b1", 1, cs, -0.2f, 0.1f);
+    ic_value w2 = const_param(g, "w2", 4, w2s, -0.4f, 0.08f);
+    ic_value bn[2][4];
+    for (int k = 0; k < 2; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "m%d", k), bn[k][0] = const_param(g, nm, 1, cs, -0.3f, 0.05f);
+        snprintf(nm, sizeof nm, "v%d", k), bn[k][1] = const_param(g, nm, 1, cs, 0.5f, 0.2f);
+        snprintf(nm, sizeof nm, "g%d", k), bn[k][2] = const_param(g, nm, 1, cs, 0.7f, 0.1f);
+        snprintf(nm, sizeof nm, "be%d", k), bn[k][3] = const_param(g, nm, 1, cs, -0.1f, 0.03f);
+    }
+    ic_attrs ca, ba;
+    ic_attrs_init(&ca, IC_OP_CONV);
+    ca.npadding = 1, ca.padding[0] = 1;
+    ic_attrs_init(&ba, IC_OP_BATCH_NORM);
+    ba.eps = 1e-3;
+    ic_operand c1[3] = { ic_val(x), ic_val(w1), ic_val(b1) };
+    cr_assert_eq(ic_graph_add_node(g, "conv1", IC_OP_CONV, 3, c1, &ca, &y), IC_OK);
+    ic_operand n1[5] = { ic_val(y), ic_val(bn[0][0]), ic_val(bn[0][1]), ic_val(bn[0][2]), ic_val(bn[0][3]) };
+    cr_assert_eq(ic_graph_add_node(g, "bn1", IC_OP_BATCH_NORM, 5, n1, &ba, &y), IC_OK);
+    cr_assert_eq(ic_graph_unary(g, "relu", IC_OP_RELU, ic_val(y), &y), IC_OK);
+    ic_attrs_init(&ca, IC_OP_CONV);
+    ic_operand c2[2] = { ic_val(y), ic_val(w2) };
+    cr_assert_eq(ic_graph_add_node(g, "conv2", IC_OP_CONV, 2, c2, &ca, &y), IC_OK);
+    ic_operand n2[5] = { ic_val(y), ic_val(bn[1][0]), ic_val(bn[1][1]), ic_none(), ic_val(bn[1][3]) };
+    cr_assert_eq(ic_graph_add_node(g, "bn2", IC_OP_BATCH_NORM, 5, n2, &ba, &z), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, z), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    return g;
+}
+
+Test(compile, freezing_folds_batch_norm_into_the_conv_before_it)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = conv_bn_graph(c);
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.freezing = 1;
+    char *graph = ict_compile_dump(c, g, &o, "graph");
+    /* bn1 became the convolution (its expansion is named after it), conv1 is gone */
+    cr_assert(strstr(graph, "bn1.") && !strstr(graph, "conv1"), "bn1 folded into conv1:\n%s", graph);
+    /* conv2 is an output too: its batch_norm stays */
+    cr_assert(strstr(graph, "conv2.") && strstr(graph, "bn2."), "conv2 and bn2 kept:\n%s", graph);
+    free(graph);
+    for (int fz = 0; fz <= 1; fz++) {
+        o.freezing = fz;
+        ic_compiled *cc;
+        cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+        ic_tensor *args = make_args(c, g, NULL, 777);
+        char msg[1024];
+        cr_assert(run_and_compare(c, g, cc, args, msg, sizeof msg), "freezing %d: %s", fz, msg);
+        free_tensors(c, args, ic_graph_num_args(g));
+        ic_compiled_destroy(cc);
+    }
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
