@@ -5,12 +5,15 @@
  *                 [N, G, C/G*k, L] -> matmul with the weight as [G, Cout/G, C/G*k] (groups a
  *                 batch dim) -> [N, Cout, out...] (+ bias). 1x1 stride-1 convs skip the windows.
  *                 The columns are materialised (an identity pad) for the GEMM path.
+ *                 Depthwise convs (one channel per group): a sum of the taps (strided slices
+ *                 times a per-channel weight), or windows * weight summed past 25 taps.
  *   conv_transpose  zeros inserted (reshape + pad + reshape), then a stride-1 conv with the
  *                 flipped, channel-swapped weight.
  *   max_pool      pad with -inf (right pad set so that exactly `out` windows fit, ceil_mode
- *                 included; negative = crop) -> unfold -> slice (dilation) -> amax.
- *   avg_pool      the same with 0 and sum, divided by PyTorch's divisor per output position
- *                 (a number when uniform, else a constant param).
+ *                 included; negative = crop) -> the maximum of the taps (strided slices) up to
+ *                 25 taps, else unfold -> slice (dilation) -> amax.
+ *   avg_pool      the same with 0 and sums (in f32 for half types), divided by PyTorch's
+ *                 divisor per output position (a number when uniform, else a constant param).
  *   adaptive      per spatial dim: reshape + reduce when the size divides, else a cat of the
  *                 reduced windows [floor(o*in/out), ceil((o+1)*in/out)); avg divides by counts.
  *   interpolate   nearest: per dim a slice with step, an expand + reshape (integer upscale) or a
@@ -278,9 +281,34 @@ static ic_status add_bias(X *x, const ic__sgeom *g, ic_value y, ic_value bias, i
     return binary(x, "add", IC_OP_ADD, ic_val(y), ic_val(b), out);
 }
 
-/* A small depthwise kernel as a sum of its taps: each a strided slice of the padded input
- * times the tap's weight per channel ([C, 1..]), one pointwise expression per output (no
- * reduction loop, vectorised along the last dim). */
+/* Tap t (row-major over the kernel) of every window of v ([N, C, *padded]): a strided slice
+ * [N, C, *out] starting at the tap's offset. */
+static ic_status tap_slice(X *x, const ic__sgeom *g, ic_value v, int64_t t, ic_value *out)
+{
+    ic_status s = IC_OK;
+    for (int i = g->k - 1; i >= 0 && !s; i--) {
+        int64_t off = (t % g->kernel[i]) * g->dil[i];
+        t /= g->kernel[i];
+        s = slice(x, v, 2 + i, off, off + (g->out[i] - 1) * g->stride[i] + 1, g->stride[i], &v);
+    }
+    *out = v;
+    return s;
+}
+
+static int64_t kernel_taps(const ic__sgeom *g)
+{
+    int64_t taps = 1;
+    for (int i = 0; i < g->k; i++)
+        taps *= g->kernel[i];
+    return taps;
+}
+
+/* Small kernels combine their taps pointwise (one vectorised expression per output, no
+ * reduction loop over a window); larger ones reduce over unfolded windows. */
+#define MAX_TAPS 25
+
+/* A small depthwise kernel as a sum of its taps, each times its weight per channel
+ * ([C, 1..]). */
 static ic_status depthwise_taps(X *x, const ic__sgeom *g, ic_value v, ic_value wv, int64_t taps,
                                 ic_value *out)
 {
@@ -292,19 +320,34 @@ static ic_status depthwise_taps(X *x, const ic__sgeom *g, ic_value v, ic_value w
     for (int i = 0; i < k; i++)
         wb[1 + i] = 1;
     for (int64_t t = 0; t < taps && !s; t++) {
-        ic_value xt = v, wt;
-        for (int i = k - 1, rem = (int)t; i >= 0 && !s; i--) {
-            int64_t off = (rem % g->kernel[i]) * g->dil[i];
-            rem /= (int)g->kernel[i];
-            s = slice(x, xt, 2 + i, off, off + (g->out[i] - 1) * g->stride[i] + 1, g->stride[i], &xt);
-        }
-        if (s || (s = slice(x, w, 1, t, t + 1, 1, &wt)) || (s = reshape(x, "wt", wt, 1 + k, wb, &wt)) ||
+        ic_value xt, wt;
+        if ((s = tap_slice(x, g, v, t, &xt)) || (s = slice(x, w, 1, t, t + 1, 1, &wt)) ||
+            (s = reshape(x, "wt", wt, 1 + k, wb, &wt)) ||
             (s = binary(x, "tap", IC_OP_MUL, ic_val(xt), ic_val(wt), &xt)))
             break;
         if (acc == IC_NONE)
             acc = xt;
         else
             s = binary(x, "acc", IC_OP_ADD, ic_val(acc), ic_val(xt), &acc);
+    }
+    *out = acc;
+    return s;
+}
+
+/* The taps of a small pooling window combined by op (maximum: NaN propagates, as PyTorch's
+ * max_pool; add). */
+static ic_status pool_taps(X *x, const ic__sgeom *g, ic_value v, ic_op op, ic_value *out)
+{
+    ic_value acc = IC_NONE;
+    ic_status s = IC_OK;
+    for (int64_t t = 0; t < kernel_taps(g) && !s; t++) {
+        ic_value xt;
+        if ((s = tap_slice(x, g, v, t, &xt)))
+            break;
+        if (acc == IC_NONE)
+            acc = xt;
+        else
+            s = binary(x, op == IC_OP_MAXIMUM ? "max" : "acc", op, ic_val(acc), ic_val(xt), &acc);
     }
     *out = acc;
     return s;
@@ -324,14 +367,12 @@ static ic_status conv_depthwise(X *x, const ic__sgeom *g, ic_value v, ic_value w
     ws[0] = g->c;
     for (int i = 0; i < k; i++)
         ws[1 + i] = 1, ws[1 + k + i] = g->kernel[i], dims[i] = 2 + k + i;
-    int64_t taps = 1;
-    for (int i = 0; i < k; i++)
-        taps *= g->kernel[i];
+    int64_t taps = kernel_taps(g);
     if ((s = pad_spatial(x, v, k, g->pad_lo, g->pad_hi, 0.0, &v)))
         return s;
     if (half && ((s = cast(x, v, IC_F32, &v)) || (s = cast(x, wv, IC_F32, &wv))))
         return s;
-    if (taps <= 25)
+    if (taps <= MAX_TAPS)
         s = depthwise_taps(x, g, v, wv, taps, &v);
     else if (!(s = windows(x, g, v, &v)) && !(s = reshape(x, "w", wv, 1 + 2 * k, ws, &wv)) &&
              !(s = binary(x, "taps", IC_OP_MUL, ic_val(v), ic_val(wv), &v)))
@@ -551,18 +592,24 @@ static ic_status expand_pool(ic__exp *E, const ic_operand *in, ic_value *out)
         dims[i] = 2 + k + i;
     }
     ic_value v;
-    if ((s = batched(&x, &g, in[0].node, &v)) ||
-        (s = pad_spatial(&x, v, k, g.pad_lo, hi, mx ? -INFINITY : 0.0, &v)) ||
-        (s = windows(&x, &g, v, &v)) ||
-        (s = reduce(&x, mx ? "max" : "sum", mx ? IC_OP_AMAX : IC_OP_SUM, v, k, dims, false, &v)))
+    if ((s = batched(&x, &g, in[0].node, &v)))
         return s;
-    if (!mx && E->n.attrs->has_divisor)
+    ic_dtype dt = dtype_of(&x, v);
+    bool half = !mx && (dt == IC_F16 || dt == IC_BF16); /* sums in f32, one rounding */
+    if ((half && (s = cast(&x, v, IC_F32, &v))) ||
+        (s = pad_spatial(&x, v, k, g.pad_lo, hi, mx ? -INFINITY : 0.0, &v)))
+        return s;
+    if (kernel_taps(&g) <= MAX_TAPS)
+        s = pool_taps(&x, &g, v, mx ? IC_OP_MAXIMUM : IC_OP_ADD, &v);
+    else if (!(s = windows(&x, &g, v, &v)))
+        s = reduce(&x, mx ? "max" : "sum", mx ? IC_OP_AMAX : IC_OP_SUM, v, k, dims, false, &v);
+    if (!s && !mx && E->n.attrs->has_divisor)
         s = binary(&x, "div", IC_OP_DIV, ic_val(v), ic_scalar_i(E->n.attrs->divisor_override), &v);
-    else if (!mx)
+    else if (!s && !mx)
         s = divide_by_counts(&x, &g, avg_count, v, &v);
-    if (s)
-        return s;
-    return finish(&x, v, out);
+    if (!s && half)
+        s = cast(&x, v, dt, &v);
+    return s ? s : finish(&x, v, out);
 }
 
 /* ---- adaptive pooling: separable, one spatial dim at a time ---- */

@@ -1179,6 +1179,16 @@ def pool_cases(c):
     sp(c, "pool_adaptive_avg_1d_unbatched", "adaptive_avg_pool", [T("f32", [3, 10])], {"output_size": [4]})
     sp(c, "pool_adaptive_avg_3d", "adaptive_avg_pool", [T("f32", [1, 2, 5, 6, 7])], {"output_size": [2, 3, 4]})
     sp(c, "pool_adaptive_max_up", "adaptive_max_pool", [T("f32", [1, 2, 3, 5])], {"output_size": [5, 7]})
+    special = rand("f32", [1, 2, 8, 9])
+    special[0, 0, 1, 2] = float("nan")
+    special[0, 1, 4, 4] = float("inf")
+    special[0, 1, 6, 0] = float("-inf")
+    sp(c, "pool_max_nan_inf", "max_pool", [("f32", [1, 2, 8, 9], special)],
+       {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]})
+    sp(c, "pool_max_big_window_nan", "max_pool", [("f32", [1, 2, 8, 9], special)],
+       {"kernel_size": [6, 5], "stride": [1, 2]})
+    sp(c, "pool_avg_big_window", "avg_pool", [T("bf16", [1, 2, 9, 8])],
+       {"kernel_size": [5, 6], "stride": [2, 1], "padding": [2, 3], "count_include_pad": False})
     sp(c, "err_pool_pad_too_big", "max_pool", [T("f32", [1, 2, 6, 6])], {"kernel_size": [2, 2], "padding": [2]},
        expect="error")
     sp(c, "err_pool_output_too_small", "max_pool", [T("f32", [1, 2, 3, 3])], {"kernel_size": [4, 4]},
