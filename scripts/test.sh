@@ -21,8 +21,9 @@ summary() { # passed failed
 }
 
 # The conformance tests run every spec op through real PyTorch (Debian's python3-torch, for
-# /usr/bin/python3) as an oracle that shares no code with ic-llvm; only the tests need it.
-IC_PACKAGES+=(python3 python3-torch python3-numpy)
+# /usr/bin/python3) as an oracle that shares no code with ic-llvm; the model suite (ctest
+# Models_cpu) exports torchvision models too. Only the tests need them.
+IC_PACKAGES+=(python3 python3-torch python3-torchvision python3-numpy)
 ic_install_deps || { echo "test: installing the dependencies failed" >&2; summary 0 0; exit 1; }
 
 build=${BUILD_DIR:-build-asan}
