@@ -19,10 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+# the repository's copy of GraphNet's samples (benchmarks/models/graphnet)
 SAMPLES = os.environ.get("IC_GRAPHNET_SAMPLES",
-                         os.path.join(os.path.dirname(ROOT), "shared", "graphnet", "samples"))
-if not os.path.isdir(SAMPLES):
-    SAMPLES = "/work/shared/graphnet/samples"
+                         os.path.join(ROOT, "benchmarks", "models", "graphnet", "samples"))
 
 try:
     import torch  # noqa: E402
