@@ -82,6 +82,8 @@ def outputs_of(res):
 
 # ---- timing -----------------------------------------------------------------------------
 def time_cpu(fn, args, iters):
+    # as many threads as ic-run uses (Debian's torch starts with 1 here)
+    torch.set_num_threads(os.cpu_count() or 1)
     with torch.no_grad():
         fn(*args)
         ts = []
