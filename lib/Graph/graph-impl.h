@@ -88,6 +88,11 @@ IC_HIDDEN double ic__elem_get(ic_dtype t, const void *data, int64_t i);
 
 static inline const ic_node *ic__node(const ic_graph *g, ic_value v) { return g->nodes[v]; }
 
+/* Adds to dst a copy of node ni of another graph: an input (with its range), a param (its
+ * data borrowed), or an op whose node operands map[] renames. */
+IC_HIDDEN ic_status ic__graph_copy_node(ic_graph *dst, const ic_node_info *ni, const ic_value *map,
+                                        ic_value *out);
+
 /* A param whose data (row-major, may be NULL) is borrowed, not copied: the caller keeps it
  * alive while g lives (specialised, expanded and folded graphs share their source's weights). */
 IC_HIDDEN ic_status ic__graph_param_borrow(ic_graph *g, const char *name, ic_dtype dt, int rank,

@@ -495,6 +495,26 @@ ic_status ic__graph_param_borrow(ic_graph *g, const char *name, ic_dtype dt, int
     return IC_OK;
 }
 
+ic_status ic__graph_copy_node(ic_graph *dst, const ic_node_info *ni, const ic_value *map, ic_value *out)
+{
+    if (ni->op == IC_OP_INPUT) {
+        ic_status s = ic_graph_add_input(dst, ni->name, ni->dtype, ni->rank, ni->shape, out);
+        if (!s && ni->has_range)
+            s = ic_graph_set_input_range(dst, *out, ni->range_lo, ni->range_hi);
+        return s;
+    }
+    if (ni->op == IC_OP_PARAM)
+        return ic__graph_param_borrow(dst, ni->name, ni->dtype, ni->rank, ni->shape, ni->data,
+                                      ni->file, ni->key, out);
+    ic_operand in[IC_MAX_INPUTS];
+    for (int i = 0; i < ni->ninputs && i < IC_MAX_INPUTS; i++) {
+        in[i] = ni->inputs[i];
+        if (in[i].node >= 0)
+            in[i].node = map[in[i].node];
+    }
+    return ic_graph_add_node(dst, ni->name, ni->op, ni->ninputs, in, ni->attrs, out);
+}
+
 static ic_status specialize_node(const ic_graph *g, ic_graph *s, const ic_node *n,
                                  const int64_t *vals)
 {

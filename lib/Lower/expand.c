@@ -62,23 +62,12 @@ ic_status ic__exp_fail(ic__exp *E, const char *fmt, ...)
                      why);
 }
 
-static ic_status copy_leaf(ic__exp *E, const ic_node_info *ni, ic_value *out)
-{
-    if (ni->op == IC_OP_INPUT) {
-        ic_status s = ic_graph_add_input(E->dst, ni->name, ni->dtype, ni->rank, ni->shape, out);
-        if (!s && ni->has_range)
-            s = ic_graph_set_input_range(E->dst, *out, ni->range_lo, ni->range_hi);
-        return s;
-    }
-    return ic__graph_param_borrow(E->dst, ni->name, ni->dtype, ni->rank, ni->shape, ni->data,
-                                  ni->file, ni->key, out);
-}
-
 static ic_status copy_node(ic__exp *E, ic_value v, ic_value *out)
 {
     ic_graph_node(E->src, v, &E->n);
-    if (E->n.op == IC_OP_INPUT || E->n.op == IC_OP_PARAM)
-        return copy_leaf(E, &E->n, out);
+    ic__expand_fn f = E->n.op == IC_OP_INPUT || E->n.op == IC_OP_PARAM ? NULL : expander(E->n.op);
+    if (!f)
+        return ic__graph_copy_node(E->dst, &E->n, E->map, out);
     ic_operand in[IC_MAX_INPUTS];
     ic_node_info infos[IC_MAX_INPUTS];
     for (int i = 0; i < E->n.ninputs && i < IC_MAX_INPUTS; i++) {
@@ -88,9 +77,6 @@ static ic_status copy_node(ic__exp *E, ic_value v, ic_value *out)
             in[i].node = E->map[in[i].node];
         }
     }
-    ic__expand_fn f = expander(E->n.op);
-    if (!f)
-        return ic_graph_add_node(E->dst, E->n.name, E->n.op, E->n.ninputs, in, E->n.attrs, out);
     E->in = infos;
     return f(E, in, out);
 }

@@ -125,23 +125,6 @@ static ic_status fold_pair(bnf *F, const ic_node_info *bn, const ic_node_info *c
     return ic_graph_add_node(F->dst, nm, IC_OP_CONV, 3, in, cv->attrs, out);
 }
 
-static ic_status copy(bnf *F, const ic_node_info *ni, ic_value *out)
-{
-    if (ni->op == IC_OP_INPUT) {
-        ic_status s = ic_graph_add_input(F->dst, ni->name, ni->dtype, ni->rank, ni->shape, out);
-        if (!s && ni->has_range)
-            s = ic_graph_set_input_range(F->dst, *out, ni->range_lo, ni->range_hi);
-        return s;
-    }
-    if (ni->op == IC_OP_PARAM)
-        return ic__graph_param_borrow(F->dst, ni->name, ni->dtype, ni->rank, ni->shape, ni->data,
-                                      ni->file, ni->key, out);
-    ic_operand in[IC_MAX_INPUTS];
-    for (int i = 0; i < ni->ninputs && i < IC_MAX_INPUTS; i++)
-        in[i] = mapped(F, ni->inputs[i]);
-    return ic_graph_add_node(F->dst, ni->name, ni->op, ni->ninputs, in, ni->attrs, out);
-}
-
 static void count_uses(bnf *F, int n)
 {
     for (int v = 0; v < n; v++) {
@@ -185,7 +168,7 @@ ic_status ic__graph_fold_conv_bn(ic_ctx *c, const ic_graph *g, ic_graph **out)
             ic_graph_node(g, conv_of[v], &cv);
             s = fold_pair(&F, &ni, &cv, &F.map[v]);
         } else {
-            s = copy(&F, &ni, &F.map[v]);
+            s = ic__graph_copy_node(F.dst, &ni, F.map, &F.map[v]);
         }
     }
     for (int i = 0; i < ic_graph_num_outputs(g) && !s; i++)
