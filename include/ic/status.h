@@ -65,7 +65,7 @@ typedef struct ic_switches {
     int debug;                /* IC_DEBUG: log level the tools print (0) */
     bool no_fusion;           /* IC_NO_FUSION: every compile makes one kernel per op */
     bool compile_debug;       /* IC_COMPILE_DEBUG: compiles write a debug folder */
-    bool profile;             /* IC_PROFILE: ic_run times every CPU kernel */
+    bool profile;             /* IC_PROFILE: ic_run times every CPU kernel, ic_cuda_run every GPU kernel */
     int compile_threads;      /* IC_COMPILE_THREADS: codegen threads (0 = the cores online) */
     const char *cuda_driver;  /* IC_CUDA_DRIVER: the driver ic_cuda_open loads (NULL =
                                * libcuda.so.1) */

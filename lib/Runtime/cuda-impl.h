@@ -113,4 +113,19 @@ struct ic_cuda_module {
 IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);
 IC_HIDDEN ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out);
 
+/* IC_PROFILE on the GPU (cuda_profile.c): an event before the first kernel of a run and after
+ * each kernel; at the end of the run the gaps are added to the kernels' totals. */
+typedef struct ic__cprof {
+    int n;                    /* kernels */
+    CUevent *ev;              /* [n + 1] */
+    double *ms;               /* [n] total ms of each kernel over the profiled runs */
+    int64_t runs;
+} ic__cprof;
+
+IC_HIDDEN ic_status ic__cprof_begin(ic_cuda *d, ic__cprof *p, int nkernels);
+IC_HIDDEN ic_status ic__cprof_mark(ic_cuda *d, ic__cprof *p, int after_kernel);
+IC_HIDDEN ic_status ic__cprof_end(ic_cuda *d, ic__cprof *p);
+IC_HIDDEN void ic__cprof_print(const ic__cprof *p, const char *graph, const ic_ptx_module *pm);
+IC_HIDDEN void ic__cprof_free(ic_cuda *d, ic__cprof *p);
+
 #endif

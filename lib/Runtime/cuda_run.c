@@ -20,6 +20,7 @@ typedef struct ic__cvar {
     uint64_t arena;
     CUgraph graph;
     CUgraphExec exec;
+    ic__cprof prof;           /* IC_PROFILE */
 } ic__cvar;
 
 struct ic_cuda_compiled {
@@ -34,6 +35,7 @@ struct ic_cuda_compiled {
     ic__cvar *cur;
     void *staging;            /* host packing of strided arguments */
     size_t staging_bytes;
+    bool profile;             /* IC_PROFILE: events around every kernel, no CUDA graph */
 };
 
 void ic_cuda_options_init(ic_cuda_options *o)
@@ -65,6 +67,7 @@ static void cuda_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
         }
         ic_cuda_free(d, v->arena);
     }
+    ic__cprof_free(d, &v->prof);
     ic_cuda_module_unload(v->cm);
     ic_ptx_module_destroy(v->pm);
     ic__free(c, v->dev);
@@ -201,6 +204,7 @@ ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *
     cc->c = c;
     cc->g = g;
     cc->nsyms = ic_graph_num_symbols(g);
+    cc->profile = c->sw.profile;
     s = take_options(cc, o);
     cc->bopts = (ic__cuda_bopts){ d, &cc->o };
     ic__pipe P;
@@ -225,6 +229,10 @@ void ic_cuda_compiled_destroy(ic_cuda_compiled *cc)
 {
     if (!cc)
         return;
+    for (int i = 0; i < cc->vc.n && cc->profile; i++) {
+        const ic__cvar *v = (const ic__cvar *)cc->vc.v[i];
+        ic__cprof_print(&v->prof, ic_graph_name(cc->g), v->pm);
+    }
     ic__vcache_free(&cc->vc);
     ic__free(cc->c, cc->params);
     ic__free(cc->c, (void *)cc->o.debug_dir);
@@ -294,16 +302,19 @@ ic_status ic_cuda_upload(ic_cuda_compiled *cc, int nargs, const ic_tensor *args)
 
 static ic_status launch_all(ic_cuda_compiled *cc, ic__cvar *v)
 {
-    for (int i = 0; i < ic_ptx_module_num_kernels(v->pm); i++) {
+    int nk = ic_ptx_module_num_kernels(v->pm);
+    ic_status s = cc->profile ? ic__cprof_begin(cc->d, &v->prof, nk) : IC_OK;
+    for (int i = 0; i < nk && !s; i++) {
         const ic_ptx_kernel *k = ic_ptx_module_kernel(v->pm, i);
         for (int j = 0; j < k->nargs; j++)  /* the launch copies the values: kargs is reused */
             v->kargs[j] = &v->dev[k->args[j]];
-        ic_status s = ic_cuda_module_launch_smem(v->cm, k->name, k->grid, k->block, k->dyn_smem_bytes,
-                                                 v->kargs);
-        if (s)
-            return s;
+        s = ic_cuda_module_launch_smem(v->cm, k->name, k->grid, k->block, k->dyn_smem_bytes, v->kargs);
+        if (!s && cc->profile)
+            s = ic__cprof_mark(cc->d, &v->prof, i + 1);
     }
-    return IC_OK;
+    if (!s && cc->profile)
+        s = ic__cprof_end(cc->d, &v->prof);
+    return s;
 }
 
 static ic_status capture(ic_cuda_compiled *cc, ic__cvar *v)
@@ -336,7 +347,8 @@ ic_status ic_cuda_launch(ic_cuda_compiled *cc)
     if (!v)
         return ic__error(cc->c, IC_EINVAL, "graph '%s': nothing uploaded yet (its shapes are not bound)",
                          ic_graph_name(cc->g));
-    if (cc->o.mode != IC_CUDA_REDUCE_OVERHEAD)
+    /* profiled runs launch kernel by kernel: events inside a CUDA graph would time the graph */
+    if (cc->o.mode != IC_CUDA_REDUCE_OVERHEAD || cc->profile)
         return launch_all(cc, v);
     if (!v->exec) {
         ic_status s = capture(cc, v);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "ic/lower.h"
 #include "ic/fuse.h"
@@ -231,6 +232,68 @@ Test(cuda, reduce_overhead_replays_see_new_data_and_shapes)
     cr_assert_eq(ic_cuda_compiled_num_kernels(cc), 1, "exp + softmax fuse into one kernel, got %d",
                  ic_cuda_compiled_num_kernels(cc));
     ic_cuda_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_cuda_close(d);
+    ic_ctx_destroy(c);
+}
+
+/* IC_PROFILE on the GPU: events around each kernel, the table printed at destroy names every
+ * kernel and counts every run, in reduce-overhead mode too (profiled runs skip the graph). */
+Test(cuda, profile_prints_every_kernel_at_destroy)
+{
+    ic_ctx *c = ict_ctx();
+    ic_cuda *d = open_or_skip(c);
+    ic_graph *g = graph_json(c, "{'ic_graph':1,'name':'prof','inputs':[{'name':'x','dtype':'f32','shape':[64,64]}],"
+                                "'nodes':[{'name':'m','op':'matmul','inputs':['x','x']},"
+                                "{'name':'y','op':'softmax','inputs':['m'],'attrs':{'dim':-1}}],'outputs':['y']}");
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.profile = true;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    ic_cuda_options o = opts(IC_CUDA_REDUCE_OVERHEAD, false);
+    ic_cuda_compiled *cc = NULL;
+    cr_assert_eq(ic_cuda_compile(d, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    int nk = ic_cuda_compiled_num_kernels(cc);
+    cr_assert_eq(nk, 2, "matmul and softmax: %d kernels", nk);
+    char names[2][128];
+    for (int k = 0; k < nk; k++)
+        snprintf(names[k], sizeof names[k], "%s", ic_cuda_compiled_kernel(cc, k)->name);
+    int64_t sh[2] = { 64, 64 };
+    ic_tensor x, got, want;
+    ic_tensor_init(&x, IC_F32, 2, sh, NULL);
+    cr_assert_eq(ic_tensor_alloc(c, &x), IC_OK);
+    for (int64_t i = 0; i < 64 * 64; i++)
+        ic_tensor_set(&x, i, sin((double)i) * 0.1);
+    cr_assert_eq(ic_ref_run(c, g, NULL, 0, &x, 1, &want), IC_OK, "%s", ic_last_error(c));
+    for (int r = 0; r < 3; r++) {
+        memset(&got, 0, sizeof got);
+        cr_assert_eq(ic_cuda_run(cc, 1, &x, 1, &got), IC_OK, "%s", ic_last_error(c));
+        char msg[1024];
+        cr_assert(ict_allclose(&got, &want, msg, sizeof msg), "run %d: %s", r, msg);
+        ic_tensor_free(c, &got);
+    }
+    const char *dir = ict_tmpdir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s", ict_path(dir, "stderr.txt"));
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert(freopen(path, "w", stderr), "cannot redirect stderr");
+    ic_cuda_compiled_destroy(cc);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    size_t n;
+    char *raw = ict_read_file(path, &n), *text = raw ? realloc(raw, n + 1) : NULL;
+    cr_assert(text, "no profile written");
+    text[n] = 0;
+    cr_assert(strstr(text, "ic: profile of 'prof' on the GPU (2 kernels, 3 runs)"), "%s", text);
+    for (int k = 0; k < nk; k++)
+        cr_assert(strstr(text, names[k]), "kernel '%s' missing from the profile:\n%s", names[k], text);
+    cr_assert(strstr(text, "all kernels"), "%s", text);
+    free(text);
+    ict_rmtree(dir);
+    ic_tensor_free(c, &x);
+    ic_tensor_free(c, &want);
     ic_graph_destroy(g);
     ic_cuda_close(d);
     ic_ctx_destroy(c);
