@@ -140,7 +140,8 @@ typedef struct ic_program ic_program;
 
 /* Composite ops (conv, pooling, batch_norm, attention...; see expand-impl.h) rewritten as
  * existing ops of a new specialised graph *out, which borrows param data from g (destroy it
- * first). *out is NULL when g has no composite op. */
+ * first). Matmul operands read through views no strides describe get a copy there too
+ * (expand_contig.c). *out is NULL when g has neither. */
 IC_API bool ic_graph_has_composites(const ic_graph *g);
 IC_API ic_status ic_graph_expand(ic_ctx *c, const ic_graph *g, ic_graph **out);
 

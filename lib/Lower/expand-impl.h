@@ -31,6 +31,11 @@ typedef ic_status (*ic__expand_fn)(ic__exp *E, const ic_operand *in, ic_value *o
 IC_HIDDEN ic__expand_fn ic__expand_spatial(ic_op op);
 IC_HIDDEN ic__expand_fn ic__expand_nn(ic_op op);
 
+/* expand_contig.c: v is a view chain no strides describe (a reshape merging dims a permute
+ * separated), and operand i of matmul/linear/bmm node ni is one: it gets a copy first. */
+IC_HIDDEN bool ic__exp_needs_contig(const ic_graph *g, ic_value v);
+IC_HIDDEN bool ic__exp_mm_operand_needs_contig(const ic_graph *g, const ic_node_info *ni, int i);
+
 /* Adds a helper node "<node>.<what>" (what NULL: the node's own name; use it for the last
  * node only). Shape and dtype are inferred by ic_graph_add_node. */
 IC_HIDDEN ic_status ic__exp_node(ic__exp *E, const char *what, ic_op op, int nin,

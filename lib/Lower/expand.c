@@ -18,6 +18,8 @@ bool ic_graph_has_composites(const ic_graph *g)
         ic_graph_node(g, v, &ni);
         if (ni.op != IC_OP_INPUT && ni.op != IC_OP_PARAM && expander(ni.op))
             return true;
+        if (ic__exp_mm_operand_needs_contig(g, &ni, 0) || ic__exp_mm_operand_needs_contig(g, &ni, 1))
+            return true;
     }
     return false;
 }
@@ -62,10 +64,44 @@ ic_status ic__exp_fail(ic__exp *E, const char *fmt, ...)
                      why);
 }
 
+/* A matmul whose operands read through views no strides describe reads copies of them
+ * ("<node>.a_contiguous", "<node>.b_contiguous": casts to their own dtype). */
+static ic_status copy_matmul(ic__exp *E, ic_value *out)
+{
+    ic_value saved[2] = { -1, -1 }, keys[2] = { -1, -1 };
+    ic_status s = IC_OK;
+    for (int i = 0; i < 2 && !s; i++) {
+        ic_value src = E->n.inputs[i].node, copy;
+        if (!ic__exp_mm_operand_needs_contig(E->src, &E->n, i) || src == keys[0]) /* x @ x: one copy */
+            continue;
+        ic_node_info vi;
+        ic_graph_node(E->src, src, &vi);
+        ic_attrs a;
+        ic_attrs_init(&a, IC_OP_CAST);
+        a.has_dtype = true;
+        a.dtype = vi.dtype;
+        ic_operand x = ic_val(E->map[src]);
+        s = ic__exp_node(E, i ? "b_contiguous" : "a_contiguous", IC_OP_CAST, 1, &x, &a, &copy);
+        if (!s) {
+            keys[i] = src;
+            saved[i] = E->map[src];
+            E->map[src] = copy;
+        }
+    }
+    if (!s)
+        s = ic__graph_copy_node(E->dst, &E->n, E->map, out);
+    for (int i = 1; i >= 0; i--) /* the views' other readers keep reading the views */
+        if (keys[i] >= 0)
+            E->map[keys[i]] = saved[i];
+    return s;
+}
+
 static ic_status copy_node(ic__exp *E, ic_value v, ic_value *out)
 {
     ic_graph_node(E->src, v, &E->n);
     ic__expand_fn f = E->n.op == IC_OP_INPUT || E->n.op == IC_OP_PARAM ? NULL : expander(E->n.op);
+    if (!f && (ic__exp_mm_operand_needs_contig(E->src, &E->n, 0) || ic__exp_mm_operand_needs_contig(E->src, &E->n, 1)))
+        return copy_matmul(E, out);
     if (!f)
         return ic__graph_copy_node(E->dst, &E->n, E->map, out);
     ic_operand in[IC_MAX_INPUTS];

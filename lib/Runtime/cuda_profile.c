@@ -64,6 +64,8 @@ void ic__cprof_print(const ic__cprof *p, const char *graph, const ic_ptx_module 
 
 void ic__cprof_free(ic_cuda *d, ic__cprof *p)
 {
+    if (!p->ev) /* never profiled (or no device: ic-dump) */
+        return;
     for (int i = 0; p->ev && i <= p->n; i++)
         if (p->ev[i])
             d->cu.EventDestroy(p->ev[i]);

@@ -150,3 +150,74 @@ Test(expand_nn, freezing_folds_batch_norm_scale_and_runs_right)
     ic_graph_destroy(g);
     ic_ctx_destroy(c);
 }
+
+/* A matmul operand read through a view no strides describe (BERT's context: [B,H,S,D]
+ * permuted to [B,S,H,D] and reshaped to [B,S,H*D]) gets one copy, "<node>.a_contiguous", so
+ * the GEMM reads it affinely; a view strides describe (the split-heads view of the other
+ * operand, a transpose) stays a view; results match the reference executor. */
+Test(expand_nn, matmul_operands_through_merging_views_get_one_copy)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "ctx");
+    ic_value x = ict_input(g, "x", IC_F32, "2,4,3,8"), w = ict_input(g, "w", IC_F32, "5,32");
+    ic_value q = ict_input(g, "q", IC_F32, "2,3,32");
+    ic_attrs a;
+    ic_attrs_init(&a, IC_OP_PERMUTE);
+    a.has_dims = true, a.ndims = 4, a.dims[0] = 0, a.dims[1] = 2, a.dims[2] = 1, a.dims[3] = 3;
+    ic_value p = add(g, "p", IC_OP_PERMUTE, 1, (ic_operand[]){ ic_val(x) }, &a);
+    ic_attrs_init(&a, IC_OP_RESHAPE);
+    a.nshape = 3, a.shape[0] = ic_dim_const(2), a.shape[1] = ic_dim_const(3), a.shape[2] = ic_dim_const(32);
+    ic_value r = add(g, "r", IC_OP_RESHAPE, 1, (ic_operand[]){ ic_val(p) }, &a);
+    ic_attrs_init(&a, IC_OP_LINEAR);
+    ic_value lin = add(g, "lin", IC_OP_LINEAR, 2, (ic_operand[]){ ic_val(r), ic_val(w) }, &a);
+    ic_attrs_init(&a, IC_OP_RESHAPE); /* q split into heads and permuted: strided, no copy */
+    a.nshape = 4, a.shape[0] = ic_dim_const(2), a.shape[1] = ic_dim_const(3), a.shape[2] = ic_dim_const(4),
+    a.shape[3] = ic_dim_const(8);
+    ic_value qs = add(g, "qs", IC_OP_RESHAPE, 1, (ic_operand[]){ ic_val(q) }, &a);
+    ic_attrs_init(&a, IC_OP_PERMUTE);
+    a.has_dims = true, a.ndims = 4, a.dims[0] = 0, a.dims[1] = 2, a.dims[2] = 1, a.dims[3] = 3;
+    ic_value qh = add(g, "qh", IC_OP_PERMUTE, 1, (ic_operand[]){ ic_val(qs) }, &a);
+    ic_attrs_init(&a, IC_OP_TRANSPOSE);
+    a.dim0 = -2, a.dim1 = -1;
+    ic_value xt = add(g, "xt", IC_OP_TRANSPOSE, 1, (ic_operand[]){ ic_val(x) }, &a);
+    ic_attrs_init(&a, IC_OP_MATMUL);
+    ic_value s = add(g, "s", IC_OP_MATMUL, 2, (ic_operand[]){ ic_val(qh), ic_val(xt) }, &a);
+    cr_assert_eq(ic_graph_add_output(g, lin), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, s), IC_OK);
+    cr_assert(ic_graph_has_composites(g), "the merging view is not seen");
+    ic_graph *e = NULL;
+    cr_assert_eq(ic_graph_expand(c, g, &e), IC_OK, "%s", ic_last_error(c));
+    ic_value v;
+    cr_assert(ic_graph_find(e, "lin.a_contiguous", &v), "no copy of the merged view");
+    cr_assert(!ic_graph_find(e, "lin.b_contiguous", &v) && !ic_graph_find(e, "s.a_contiguous", &v) &&
+              !ic_graph_find(e, "s.b_contiguous", &v), "a strided view was copied");
+    cr_assert(!ic_graph_has_composites(e));
+    ic_graph_destroy(e);
+    ic_tensor args[3], ref[2], got[2];
+    int64_t shapes[3][4] = { { 2, 4, 3, 8 }, { 5, 32 }, { 2, 3, 32 } };
+    int ranks[3] = { 4, 2, 3 };
+    for (int i = 0; i < 3; i++) {
+        ic_tensor_init(&args[i], IC_F32, ranks[i], shapes[i], NULL);
+        cr_assert_eq(ic_tensor_alloc(c, &args[i]), IC_OK);
+        fill(&args[i], 11 + (uint64_t)i);
+    }
+    cr_assert_eq(ic_ref_run(c, g, NULL, 3, args, 2, ref), IC_OK, "%s", ic_last_error(c));
+    ic_compiled *cc;
+    cr_assert_eq(ic_compile(c, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < 2; i++) {
+        ic_tensor_init(&got[i], ref[i].dtype, ref[i].rank, ref[i].shape, NULL);
+        cr_assert_eq(ic_tensor_alloc(c, &got[i]), IC_OK);
+    }
+    cr_assert_eq(ic_run(cc, 3, args, 2, got), IC_OK, "%s", ic_last_error(c));
+    for (int i = 0; i < 2; i++) {
+        char msg[512];
+        cr_assert(ict_allclose(&got[i], &ref[i], msg, sizeof msg), "output %d: %s", i, msg);
+        ic_tensor_free(c, &got[i]);
+        ic_tensor_free(c, &ref[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        ic_tensor_free(c, &args[i]);
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
