@@ -15,6 +15,7 @@
  * --tune also times each graph's kernel under a sweep of launch params (block, threads per
  * row, elements per thread), the search an autotuner would make, and prints the best.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +151,13 @@ static const bench_graph graphs[] = {
     "{'name':'w','dtype':'" dt "','shape':[512,512]},{'name':'b','dtype':'" dt "','shape':[512]}],"       \
     "'nodes':[{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'relu','inputs':['h']}],'outputs':['y']}"
 
-typedef struct { const char *name; const char *json; int64_t M, N, K; bool relu_bias, linear, tf32; } gemm_graph;
+/* BERT-base's linears at B=32, S=128 (issue 13): x [4096, K] by w [N, K] + bias, FC1 with gelu */
+#define BERTLIN(K, N, act)                                                                    \
+    "{'ic_graph':1,'name':'bert_linear','inputs':[{'name':'x','dtype':'bf16','shape':[4096," K "]},"    \
+    "{'name':'w','dtype':'bf16','shape':[" N "," K "]},{'name':'b','dtype':'bf16','shape':[" N "]}],"     \
+    "'nodes':[{'name':'h','op':'linear','inputs':['x','w','b']},{'name':'y','op':'" act "','inputs':['h']}],'outputs':['y']}"
+
+typedef struct { const char *name; const char *json; int64_t M, N, K; bool relu_bias, linear, tf32, gelu; } gemm_graph;
 
 static const gemm_graph gemms[] = {
     { "matmul_bf16_4096", MATMUL("bf16", "4096", "4096", "4096"), 4096, 4096, 4096, false, false },
@@ -160,6 +167,9 @@ static const gemm_graph gemms[] = {
     { "linear_relu_f32", LINRELU("f32"), 16384, 512, 512, true, true },
     { "matmul_f32_tf32_4096", MATMUL("f32", "4096", "4096", "4096"), 4096, 4096, 4096, false, false, true },
     { "linear_relu_f32_tf32", LINRELU("f32"), 16384, 512, 512, true, true, true },
+    { "bert_qkv_bf16", BERTLIN("768", "768", "neg"), 4096, 768, 768, true, true, false, false },
+    { "bert_fc1_gelu_bf16", BERTLIN("768", "3072", "gelu"), 4096, 3072, 768, true, true, false, true },
+    { "bert_fc2_bf16", BERTLIN("3072", "768", "neg"), 4096, 768, 3072, true, true, false, false },
 };
 
 static double tget(const ic_tensor *t, int64_t i)
@@ -183,9 +193,10 @@ static double spot_check(const gemm_graph *gg, const ic_tensor *args, const ic_t
         double acc = 0;
         for (int64_t k = 0; k < gg->K; k++) /* matmul b[k, n]; linear w[n, k] */
             acc += tget(&args[0], m * gg->K + k) * tget(&args[1], gg->linear ? n * gg->K + k : k * gg->N + n);
-        if (gg->relu_bias) {
+        if (gg->relu_bias) { /* the BERT rows: bias, then gelu, or neg (a free epilogue op) */
             acc += tget(&args[2], n);
-            acc = acc > 0 ? acc : 0;
+            bool bert = strstr(gg->name, "bert_") != NULL;
+            acc = gg->gelu ? 0.5 * acc * (1 + erf(acc / sqrt(2.0))) : bert ? -acc : acc > 0 ? acc : 0;
         }
         double got = tget(out, m * gg->N + n), e = got - acc;
         e = e < 0 ? -e : e;
@@ -262,6 +273,16 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
             { .tile_m = 128, .tile_n = 128, .tile_k = 32, .warps_m = 4, .warps_n = 2, .stages = 4 },
             { .tile_m = 64, .tile_n = 128, .tile_k = 32, .warps_m = 2, .warps_n = 2, .stages = 4 },
         };
+        static const ic_ptx_params wgp[] = { /* Hopper warpgroup MMAs: tile and stages */
+            { .wgmma = 1, .tile_m = 128, .tile_n = 256, .stages = 4 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 192, .stages = 4 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 192, .stages = 5 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 128, .stages = 4 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 128, .stages = 6 },
+            { .wgmma = 1, .tile_m = 64, .tile_n = 256, .stages = 4 },
+            { .wgmma = 1, .tile_m = 64, .tile_n = 128, .stages = 4 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 64, .stages = 4 },
+        };
         static const ic_ptx_params ffp[] = {
             { .tile_m = 128, .tile_n = 128, .tile_k = 8, .stages = 4 },
             { .tile_m = 128, .tile_n = 128, .tile_k = 16, .stages = 2 },
@@ -269,8 +290,10 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
             { .tile_m = 128, .tile_n = 64, .tile_k = 16, .stages = 3 },
             { .tile_m = 64, .tile_n = 64, .tile_k = 16, .stages = 4 },
         };
-        const ic_ptx_params *ps = gg->tf32 ? tfp : tc16 ? tcp : ffp;
+        bool wg = tc16 && ic_cuda_sm(d) >= 90;
+        const ic_ptx_params *ps = gg->tf32 ? tfp : wg ? wgp : tc16 ? tcp : ffp;
         int np = gg->tf32 ? (int)(sizeof tfp / sizeof *tfp)
+                 : wg ? (int)(sizeof wgp / sizeof *wgp)
                  : tc16 ? (int)(sizeof tcp / sizeof *tcp) : (int)(sizeof ffp / sizeof *ffp);
         double best = ms;
         for (int i = 0; i < np; i++) {
@@ -279,9 +302,10 @@ static void gemm_bench(ic_ctx *c, ic_cuda *d, const gemm_graph *gg, int iters, b
             double t = time_gemm(c, d, g, args, n, &ps[i], gg->tf32, iters, &kk);
             if (t <= 0)
                 continue;
-            printf("  tune %-16s tile %3dx%3dx%2d warps %dx%d stages %d split %d: %8.3f ms %7.1f TFLOP/s\n", gg->name,
-                   kk.params.tile_m, kk.params.tile_n, kk.params.tile_k, kk.params.warps_m, kk.params.warps_n,
-                   kk.params.stages, kk.params.split_k, t, flops / (t * 1e-3) / 1e12);
+            printf("  tune %-16s tile %3dx%3dx%2d warps %dx%d stages %d split %d wgmma %d: %8.4f ms %7.1f TFLOP/s\n",
+                   gg->name, kk.params.tile_m, kk.params.tile_n, kk.params.tile_k, kk.params.warps_m,
+                   kk.params.warps_n, kk.params.stages, kk.params.split_k, kk.params.wgmma, t,
+                   flops / (t * 1e-3) / 1e12);
             best = t < best ? t : best;
         }
         printf("RESULT {\"bench\":\"tuned_%s\",\"ms\":%.6f,\"tflops\":%.3f}\n", gg->name, best,

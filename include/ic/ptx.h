@@ -78,7 +78,7 @@ typedef struct ic_ptx_params {
     int split_k;
     /* GEMM, f16/bf16: Hopper warpgroup MMAs (wgmma.mma_async from 128B-swizzled shared stages,
      * a producer warpgroup and 1-2 consumer warpgroups synchronised by mbarriers; tile_m 64 or
-     * 128, tile_n 64, 128 or 256, tile_k 64). 0 = heuristic (on sm_90 targets unless
+     * 128, tile_n 64, 128, 192 or 256, tile_k 64). 0 = heuristic (on sm_90 targets unless
      * ic_ptx_options.wgmma is -1, for shapes that fill the GPU), 1 = whenever the operands allow
      * (16-byte aligned rows; also in the emulator; the PTX targets sm_90a), -1 = never */
     int wgmma;

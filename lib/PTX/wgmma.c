@@ -68,23 +68,47 @@ static void plan_op(ic__gop *x, bool kmajor, int BO, int off)
     x->off = off;
 }
 
-/* The tile: 64 or 128 rows (one or two consumer warpgroups) by 64, 128 or 256 columns. */
+/* Estimated cycles of the whole GEMM with BM x BN tiles, one block an SM (the stages fill
+ * shared memory): waves of tiles, each tile cdiv(K, 64) k-tiles at the slower of its MMAs
+ * (about 1600 multiply-adds a cycle an SM of the 2048 peak with two consumer warpgroups,
+ * 1200 with one) and its operand copies (about 40 bytes a cycle an SM from L2), plus a fixed
+ * cost a tile (pipeline fill, epilogue). Calibrated on an H100 at BERT-base's and 4096^3's
+ * shapes (benchmarks/gpu/NOTES.md); what it buys is the wave quantisation: [4096, 768]
+ * outputs in 128 x 192 tiles are 128 tiles, one wave of 132 SMs, where 128 x 128 is 192
+ * tiles in two waves. */
+static double tile_cycles(const ic__pgemm *g, int nsms, int BM, int BN)
+{
+    int64_t tiles = cdiv(g->M, BM) * cdiv(g->N, BN) * g->Bt;
+    double mma = (double)BM * BN * WG_BK / (BM == 128 ? 1600.0 : 1200.0);
+    double copy = (double)(BM + BN) * WG_BK * 2 / 40.0;
+    double tile = (double)cdiv(g->K, WG_BK) * (mma > copy ? mma : copy) + 3000.0;
+    return (double)cdiv(tiles, nsms) * tile;
+}
+
+/* The tile: 64 or 128 rows (one or two consumer warpgroups) by 64, 128, 192 or 256 columns,
+ * the cheapest by tile_cycles unless the params fix it. */
 static bool pick_tile(const ic_ptx_params *in, const ic__pgemm *g, int nsms, int *BM, int *BN)
 {
-    *BM = in->tile_m ? in->tile_m : g->M > 64 ? 128 : 64;
-    *BN = in->tile_n;
-    if (!*BN) {
-        *BN = g->N >= 256 ? 256 : g->N > 64 ? 128 : 64;
-        while (*BN > 64 && cdiv(g->M, *BM) * cdiv(g->N, *BN) * g->Bt < nsms)
-            *BN /= 2;
-    }
-    return (*BM == 64 || *BM == 128) && (*BN == 64 || *BN == 128 || *BN == 256);
+    static const int bms[] = { 128, 64 }, bns[] = { 256, 192, 128, 64 };
+    double best = -1;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            int bm = bms[i], bn = bns[j];
+            if ((in->tile_m && bm != in->tile_m) || (in->tile_n && bn != in->tile_n))
+                continue;
+            if ((bm == 128 && g->M <= 64) || (bn > 64 && g->N <= bn - 64)) /* a tile of padding */
+                continue;
+            double t = tile_cycles(g, nsms > 0 ? nsms : 132, bm, bn);
+            if (best < 0 || t < best * 0.98) /* near-ties keep the larger tile */
+                best = t, *BM = bm, *BN = bn;
+        }
+    return best >= 0;
 }
 
 bool ic__wgmma_plan(const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g)
 {
     bool ka, kb;
-    int BM, BN;
+    int BM = 0, BN = 0;
     bool forced = in->wgmma > 0;
     if (in->wgmma < 0 || (sm != 90 && !forced) || !g->tc)
         return false;
@@ -99,7 +123,10 @@ bool ic__wgmma_plan(const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g)
     if (!forced && !in->tile_m && !in->tile_n && tiles * 2 <= nsms && cdiv(g->K, WG_BK) >= 16)
         return false;
     int stage = (BM + BN) * WG_BK * 2, budget = 227 * 1024 - 1024 - 16 * 8;
+    int64_t nkt = cdiv(g->K, WG_BK);
     int ST = in->stages ? in->stages : budget / stage < 5 ? budget / stage : 5;
+    if (!in->stages && ST > nkt) /* stages beyond the k-tiles only cost shared memory */
+        ST = nkt < 2 ? 2 : (int)nkt;
     if (ST < 2 || ST > 8 || ST * stage > budget)
         return false;
     g->wg = true;

@@ -489,12 +489,15 @@ static void ptx_cases(case_group g, case_fn f)
         static const ic_ptx_params tiles[] = {
             { .wgmma = 1, .tile_m = 128, .tile_n = 256 }, { .wgmma = 1, .tile_m = 64, .tile_n = 64, .stages = 2 },
             { .wgmma = 1, .tile_m = 128, .tile_n = 128, .stages = 3 },
+            { .wgmma = 1, .tile_m = 128, .tile_n = 192 }, { .wgmma = 1, .tile_m = 64, .tile_n = 192, .stages = 2 },
         };
         for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
             char name[128];
             snprintf(name, sizeof name, "wgmma bf16 matmul 300x520x264 params %zu", i);
             f(name, mm, FUSEDONLY, &tiles[i]);
         }
+        /* 192 columns of a K-major operand (BERT's linears: [4096, 768] in 128 x 192 tiles) */
+        f("wgmma bf16 linear bias relu 256x128 -> 192, 128x192 tiles", lin, FUSEDONLY, &tiles[3]);
         break;
     }
     case CASES_SPLIT_ROWS: {

@@ -248,11 +248,12 @@ Test(ptx, wgmma_shapes)
 }
 
 /* Which GEMM path a bf16 matmul takes: wgmma on sm_90 (target sm_90a), mma.sync elsewhere or
- * when the options or params say never; f32 never. */
+ * when the options or params say never; f32 never. The shape fills an H100 with 128 x 256
+ * tiles (smaller problems take smaller tiles, wgmma.c's tile_cycles). */
 static const char *gemm_ptx(ic_ctx *c, const char *dt, int sm, int opt, int param, ic_ptx_module **m)
 {
     char json[600];
-    snprintf(json, sizeof json, GRAPH(IN("a", "%s", "[512,256]") "," IN("b", "%s", "[256,512]"),
+    snprintf(json, sizeof json, GRAPH(IN("a", "%s", "[2048,1024]") "," IN("b", "%s", "[1024,2048]"),
                                       "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'"), dt, dt);
     ic_graph *g = graph_json(c, json);
     ic_program *p = program(c, g, true);
