@@ -253,6 +253,15 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     /* tiny outputs (dot products, matrix-vector) are row reductions */
     if (!forced && g.M * g.N < 64)
         return IC_OK;
+    if (g.tc && pl->cv && ic__iconv_fits(&g, pl->cv)) { /* implicit-GEMM conv: wgmma only */
+        g.B.gather = true;
+        g.cv = *pl->cv;
+        if (ic__wgmma_plan(in, sm, nsms, &g)) {
+            pl->used[g.cv.xbuf] = true;
+            goto store;
+        }
+        g.B.gather = false;
+    }
     if (g.tc && ic__wgmma_plan(in, sm, nsms, &g))
         goto store;
     g.tc |= g.tc_conv;

@@ -9,7 +9,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include "ic/fuse.h"
 #include "llvmgen-impl.h" /* ic__program_arrays */
-#include "ptx-impl.h"
+#include "pgemm-impl.h"
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 
@@ -173,14 +173,54 @@ static ic_status kernel_args(ic_ctx *c, int nbufs, const ic__pplan *pl, ic_ptx_k
     return IC_OK;
 }
 
+/* The implicit-GEMM convs of ks (iconv.c) whose GEMM the wgmma path takes with B gathered
+ * from x: their im2col copies are then not launched. */
+static ic_status iconv_pairs(ic__pg *G, int nk, const ic_kernel *ks, const ic_ptx_options *o,
+                             const ic_ptx_params *params, ic__iconv **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (nk < 2)
+        return IC_OK;
+    ic__iconv *cv = ic__calloc(G->c, (size_t)nk, sizeof *cv);
+    if (!cv)
+        return ic__error(G->c, IC_ENOMEM, "ptx: out of memory");
+    int found = ic__iconv_find(nk, ks, G->nbufs, G->bufs, cv), kept = 0;
+    for (int i = 0; i < found; i++) {
+        ic__pplan pl;
+        int q = cv[i].gemm;
+        ic_status s = ic__pplan_make_cv(G->c, &ks[q], G->nbufs, G->bufs, o, params ? &params[q] : NULL, &cv[i], &pl);
+        bool taken = !s && pl.gemm && pl.gemm->B.gather;
+        ic__pplan_free(G->c, &pl);
+        if (s)
+            ic_clear_error(G->c);
+        if (taken)
+            cv[kept++] = cv[i];
+    }
+    *out = cv;
+    *n = kept;
+    return IC_OK;
+}
+
 ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *ks,
                          const char *const *names, const ic_ptx_options *o,
                          const ic_ptx_params *params)
 {
     ic_ctx *c = G->c;
+    ic__iconv *cvs = NULL;
+    int ncv = 0;
+    ic_status s0 = iconv_pairs(G, nk, ks, o, params, &cvs, &ncv);
+    if (s0)
+        return s0;
     for (int i = 0; i < nk; i++) {
         ic__pplan pl;
-        ic_status s = ic__pplan_make(c, &ks[i], G->nbufs, G->bufs, o, params ? &params[i] : NULL, &pl);
+        const ic__iconv *cv = NULL;
+        bool skip = false; /* an im2col copy its GEMM reads through (iconv.c) */
+        for (int j = 0; j < ncv; j++) {
+            cv = cvs[j].gemm == i ? &cvs[j] : cv;
+            skip |= cvs[j].producer == i;
+        }
+        ic_status s = ic__pplan_make_cv(c, &ks[i], G->nbufs, G->bufs, o, params ? &params[i] : NULL, cv, &pl);
         ic_ptx_kernel *pk = &m->kernels[i];
         if (!s) {
             pk->name = unique_name(c, m->kernels, i, ks[i].name, names ? names[i] : NULL, i);
@@ -194,7 +234,7 @@ ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *
         if (!s) {
             pk->mode = pl.mode;
             pk->params = pl.prm;
-            pk->grid = pl.grid;
+            pk->grid = skip ? 0 : pl.grid;
             pk->block = pl.block;
             pk->smem_bytes = pl.smem;
             pk->rows_per_block = pl.R;
@@ -206,9 +246,11 @@ ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *
         if (s) { /* kernel i is not counted in nkernels: free what it has */
             ic__free(c, (void *)pk->args);
             pk->args = NULL;
+            ic__free(c, cvs);
             return s;
         }
     }
+    ic__free(c, cvs);
     return IC_OK;
 }
 

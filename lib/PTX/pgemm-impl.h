@@ -31,7 +31,19 @@ typedef struct {
     int val, ld, nch, ch[IC__GEMM_MAXCHAIN];
     bool xform;
     ic_dtype vt;
+    bool gather;                  /* (iconv.c) B of an implicit-GEMM conv: read from x through
+                                   * the conv's im2col index math, never from memory as [K, N] */
+    bool elems;                   /* (iconv.c) wgmma with B.gather: rows not 16-byte aligned
+                                   * (a 7x7 stem's weight, K = 147), loaded element by element */
 } ic__gop;
+
+/* An implicit-GEMM convolution (iconv.c): operand B[img, k, j] of the GEMM is im2col(x), k =
+ * (c, kh, kw) and j = (oh, ow) row-major, x [img, C, H, W] contiguous; zero outside x. */
+typedef struct ic__iconv {
+    int producer, gemm;           /* kernel indices: the im2col copy and the GEMM reading it */
+    int xbuf, tbuf;               /* x, and the im2col buffer the GEMM would have read */
+    int64_t nimg, C, H, W, KH, KW, OH, OW, sh, sw, dh, dw, ph, pw;
+} ic__iconv;
 
 typedef struct ic__pgemm {
     int rs, ri;                   /* the REDUCE stage and instruction */
@@ -53,6 +65,7 @@ typedef struct ic__pgemm {
     bool wg;                      /* Hopper warpgroup MMAs (wgmma.c) */
     int wgc;                      /* wgmma: consumer warpgroups, 64 rows of the tile each */
     int bar_off;                  /* wgmma: byte offset of the mbarriers (full[ST], empty[ST]) */
+    ic__iconv cv;                 /* B.gather: the convolution */
 } ic__pgemm;
 
 typedef struct {
@@ -81,6 +94,18 @@ IC_HIDDEN LLVMValueRef ic__pgemm_edge_chunk(ic__gctx *X, const ic__gop *x, int w
                                             LLVMValueRef k, int E, LLVMValueRef *nbytes);
 /* Runs the BODY stages for output row m and columns n .. n+nl-1 holding accumulators v. */
 IC_HIDDEN void ic__pgemm_epilogue_at(ic__gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v);
+
+/* iconv.c: the (producer, GEMM) kernel pairs of ks that are an im2col copy feeding a GEMM's
+ * B operand with nothing else reading the copy; returns how many were written to out[nk]. */
+IC_HIDDEN int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs, ic__iconv *out);
+/* g's B operand is the im2col buffer of cv, read as [img, K, N] contiguous. */
+IC_HIDDEN bool ic__iconv_fits(const struct ic__pgemm *g, const ic__iconv *cv);
+/* The 8 elements B[img, k, j .. j+7] of the gather operand as <4 x i32> (16 bytes, zeros
+ * outside x or past K and N). */
+IC_HIDDEN LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j, LLVMValueRef k);
+
+/* The same for a plain operand x (x->elems) at (o, k): 8 elements along its contiguous dim. */
+IC_HIDDEN LLVMValueRef ic__iconv_elems(ic__gctx *X, const ic__gop *x, int which, LLVMValueRef o, LLVMValueRef k);
 
 /* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, its
  * tiles, stages and shared layout filled); false leaves g alone. */

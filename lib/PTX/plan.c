@@ -498,7 +498,15 @@ static int wgmma_sm(const ic_ptx_options *o)
 ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs,
                          const ic_ptx_options *o, const ic_ptx_params *params, ic__pplan *pl)
 {
+    return ic__pplan_make_cv(c, k, nbufs, bufs, o, params, NULL, pl);
+}
+
+ic_status ic__pplan_make_cv(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs,
+                            const ic_ptx_options *o, const ic_ptx_params *params,
+                            const struct ic__iconv *cv, ic__pplan *pl)
+{
     memset(pl, 0, sizeof *pl);
+    pl->cv = cv;
     pl->k = k;
     pl->lanevar = -1;
     pl->S = 1;

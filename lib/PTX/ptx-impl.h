@@ -70,6 +70,8 @@ typedef struct {
     int64_t ws_bytes;         /* workspace: P * S partials of 16 bytes per REDUCE */
     struct ic__pgemm *gemm;   /* IC_PTX_GEMM: the contraction (gemm.c), else NULL */
     bool allow_tf32;          /* ic_ptx_options.allow_tf32: f32 GEMMs may use TF32 */
+    const struct ic__iconv *cv; /* this kernel is the GEMM of an implicit-GEMM conv candidate
+                                 * (iconv.c), else NULL; gemm->B.gather says if taken */
 } ic__pplan;
 
 /* Checks k against the buffers (operand order, types, indices), then fills pl; params may be
@@ -77,6 +79,11 @@ typedef struct {
 IC_HIDDEN ic_status ic__pplan_make(ic_ctx *c, const ic_kernel *k, int nbufs,
                                    const ic_buffer *bufs, const ic_ptx_options *o,
                                    const ic_ptx_params *params, ic__pplan *pl);
+/* The same for the GEMM of an implicit-GEMM conv candidate cv (NULL: none). */
+IC_HIDDEN ic_status ic__pplan_make_cv(ic_ctx *c, const ic_kernel *k, int nbufs,
+                                      const ic_buffer *bufs, const ic_ptx_options *o,
+                                      const ic_ptx_params *params, const struct ic__iconv *cv,
+                                      ic__pplan *pl);
 IC_HIDDEN void ic__pplan_free(ic_ctx *c, ic__pplan *pl);
 /* Element offsets a V-lane access at lane 0 may use as one aligned vector access. */
 IC_HIDDEN bool ic__pplan_vec_ok(const ic__pplan *pl, const ic__pinfo *off, int V);

@@ -114,7 +114,13 @@ bool ic__wgmma_plan(const ic_ptx_params *in, int sm, int nsms, ic__pgemm *g)
         return false;
     if (in->warps_m || in->warps_n || in->split_k > 1 || (in->tile_k && in->tile_k != WG_BK))
         return false;
-    if (g->M < 64 || g->N < 64 || g->K < 16 || !copyable(&g->A, g->nbv, &ka) || !copyable(&g->B, g->nbv, &kb))
+    g->A.elems = false;
+    if (g->B.gather && !copyable(&g->A, g->nbv, &ka)) { /* the producer stores B itself: A too */
+        g->A.elems = true;
+        ka = true; /* any layout: element loads */
+    }
+    if (g->M < 64 || g->N < 64 || g->K < 16 || !(g->A.elems || copyable(&g->A, g->nbv, &ka)) ||
+        !(g->B.gather ? (kb = false, true) : copyable(&g->B, g->nbv, &kb)))
         return false;
     if (!pick_tile(in, g, nsms, &BM, &BN))
         return false;
@@ -249,6 +255,21 @@ static void cp16(wctx *W, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef n)
     asm0(G, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", a, 3);
 }
 
+/* 16 bytes (v: <4 x i32>) stored at shared address dst: a gathered chunk (iconv.c). */
+static void sts16(wctx *W, LLVMValueRef dst, LLVMValueRef v)
+{
+    ic__pg *G = W->X.G;
+    if (G->emu) {
+        LLVMValueRef st = LLVMBuildStore(G->b, v, sptr(W, dst));
+        LLVMSetAlignment(st, 4);
+        return;
+    }
+    LLVMValueRef a[5] = { dst };
+    for (int i = 0; i < 4; i++)
+        a[1 + i] = LLVMBuildExtractElement(G->b, v, I32(G, i), "");
+    asm0(G, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}", a, 5);
+}
+
 /* ---- the producer ---- */
 
 static LLVMValueRef bar_addr(wctx *W, int which, LLVMValueRef s)
@@ -288,6 +309,10 @@ static void produce_operand(wctx *W, const ic__gop *x, int which, LLVMValueRef s
                                add(G, mul(G, atom, I32(G, x->R * 128)), add(G, mul(G, row, I32(G, 128)), mul(G, sw, I32(G, 16)))));
         LLVMValueRef r64 = z64(G, row), c64 = z64(G, mul(G, chunk, I32(G, 8)));
         LLVMValueRef o = add(G, o0, x->kmajor ? r64 : c64), k = add(G, k0, x->kmajor ? c64 : r64);
+        if (x->gather || x->elems) { /* implicit-GEMM conv: im2col(x) gathered, or unaligned rows */
+            sts16(W, dst, x->gather ? ic__iconv_chunk(&W->X, o, k) : ic__iconv_elems(&W->X, x, which, o, k));
+            continue;
+        }
         LLVMValueRef n;
         LLVMValueRef src = chunk_src(W, x, which, o, k, &n);
         cp16(W, dst, src, n);
@@ -322,6 +347,11 @@ static void producer(wctx *W, LLVMValueRef nkt)
     produce_operand(W, &g->A, 0, sb, k0);
     produce_operand(W, &g->B, 1, sb, k0);
     mbar_arrive(W, bar_addr(W, 0, s), true);
+    if (g->B.gather) { /* B was stored by this thread: its second arrival, after a fence that
+                        * makes the stores visible to wgmma's async proxy */
+        asm0(G, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+        mbar_arrive(W, bar_addr(W, 0, s), false);
+    }
     ic__pg_loop_end(G, &L, it, I64(G, 1));
 }
 
@@ -534,7 +564,7 @@ void ic__pgen_wgmma(ic__pg *G)
     W.wtid = LLVMBuildURem(b, W.X.tid, I32(G, WG_THREADS), "");
     LLVMBasicBlockRef cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntEQ, W.X.tid, I32(G, 0), ""), "mbar_init");
     for (int s = 0; s < g->ST; s++) {
-        mbar_init(&W, bar_addr(&W, 0, I32(G, s)), WG_THREADS);
+        mbar_init(&W, bar_addr(&W, 0, I32(G, s)), WG_THREADS * (g->B.gather ? 2 : 1));
         mbar_init(&W, bar_addr(&W, 1, I32(G, s)), 4 * g->wgc);
     }
     for (int w = 0; G->emu && w < g->wgc; w++) /* emulator: warpgroup meeting points */

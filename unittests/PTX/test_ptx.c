@@ -297,6 +297,51 @@ Test(ptx, wgmma_is_chosen_on_sm90_only)
     ic_ctx_destroy(c);
 }
 
+/* ResNet-50's convs on sm_90: the GEMM gathers im2col(x) itself (iconv.c), so the copy
+ * kernel is not launched (grid 0) and the GEMM takes x; f32 keeps the copy, and so do
+ * outputs of fewer than 64 positions an image. */
+static void conv_module(ic_ctx *c, const char *dt, const char *x, const char *w, const char *attrs, bool want)
+{
+    char json[1200];
+    snprintf(json, sizeof json, GRAPH(IN("x", "%s", "%s") "," IN("w", "%s", "%s"),
+                                      "{'name':'c','op':'conv','inputs':['x','w'],'attrs':%s},"
+                                      "{'name':'y','op':'relu','inputs':['c']}", "'y'"), dt, x, dt, w, attrs);
+    ic_graph *g = graph_json(c, json);
+    ic_program *p = program(c, g, true);
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_ptx_module_num_kernels(m), 2, "%s: im2col copy + GEMM expected", x);
+    const ic_ptx_kernel *cp = ic_ptx_module_kernel(m, 0), *mm = ic_ptx_module_kernel(m, 1);
+    bool takes_x = false;
+    for (int i = 0; i < mm->nargs; i++)
+        takes_x |= mm->args[i] == 0;
+    cr_assert_eq(cp->grid == 0, want, "%s %s: copy grid %lld", dt, x, (long long)cp->grid);
+    cr_assert_eq(takes_x, want, "%s %s: the GEMM %s x", dt, x, takes_x ? "takes" : "does not take");
+    if (want) {
+        cr_assert_eq(mm->params.wgmma, 1);
+        char log[4096];
+        cr_assert(assemble(ic_ptx_module_text(m), log, sizeof log), "ptxas refused:\n%s", log);
+    }
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+}
+
+Test(ptx, iconv_skips_the_im2col_copy)
+{
+    ic_ctx *c = ict_ctx();
+    const char *p1 = "{'padding':[1,1]}", *s2 = "{'padding':[1,1],'stride':[2,2]}";
+    conv_module(c, "bf16", "[32,64,56,56]", "[64,64,3,3]", p1, true);
+    conv_module(c, "f16", "[32,256,14,14]", "[256,256,3,3]", p1, true);
+    conv_module(c, "bf16", "[32,256,28,28]", "[256,256,3,3]", s2, true);
+    /* 7x7 outputs: 49 columns an image, under wgmma's 64 (images are not merged into n) */
+    conv_module(c, "bf16", "[32,512,7,7]", "[512,512,3,3]", p1, false);
+    conv_module(c, "bf16", "[32,3,224,224]", "[64,3,7,7]", "{'padding':[3,3],'stride':[2,2]}", true);
+    conv_module(c, "f32", "[2,64,56,56]", "[64,64,3,3]", p1, false);
+    ic_ctx_destroy(c);
+}
+
 Test(ptx, bad_wgmma_params_are_refused)
 {
     ic_ctx *c = ict_ctx();
