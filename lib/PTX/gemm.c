@@ -257,7 +257,8 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
         g.B.gather = true;
         g.cv = *pl->cv;
         if (ic__wgmma_plan(in, sm, nsms, &g)) {
-            pl->used[g.cv.xbuf] = true;
+            pl->used[g.cv.xbuf] = true; /* x instead of the im2col buffer */
+            pl->used[g.cv.tbuf] = false;
             goto store;
         }
         g.B.gather = false;

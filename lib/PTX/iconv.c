@@ -20,7 +20,6 @@
  * shifts, so cp.async cannot copy them); the 8 values are stored with one st.shared.v4. */
 #include <math.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 #include "pgemm-impl.h"
 
@@ -361,7 +360,6 @@ int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs
         if (!copy_kernel(&ks[p], bufs, &F.P))
             continue;
         int q = only_reader(nk, ks, p, F.P.tbuf);
-        if (getenv("DBGI")) fprintf(stderr, "copy %d q %d\n", p, q);
         if (q <= p || !gemm_dims(&ks[q], &F.nimg, &F.K, &F.L) || F.nimg * F.K * F.L != bufs[F.P.tbuf].numel)
             continue;
         F.P.v = calloc((size_t)ks[p].stages[0].ninstr, sizeof *F.P.v);
@@ -369,7 +367,6 @@ int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs
         memset(&g, 0, sizeof g);
         bool ok = F.P.v && fit(&F, bufs, &g);
         free(F.P.v);
-        if (getenv("DBGI")) fprintf(stderr, "fit %d K %lld L %lld n %lld: %lld %lld %lld %lld s %lld %lld p %lld %lld\n", ok, (long long)F.K, (long long)F.L, (long long)F.nimg, (long long)g.C, (long long)g.H, (long long)g.W, (long long)g.KH, (long long)g.sh, (long long)g.sw, (long long)g.ph, (long long)g.pw);
         if (!ok)
             continue;
         g.producer = p;
@@ -385,7 +382,6 @@ int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs
 bool ic__iconv_fits(const ic__pgemm *g, const ic__iconv *cv)
 {
     const ic__gop *b = &g->B;
-    if (getenv("DBGI")) fprintf(stderr, "fits buf %d/%d xf %d nch %d c0 %lld so %lld sk %lld N %lld K %lld nbv %d Bt %lld cb %lld\n", b->buf, cv->tbuf, b->xform, b->nch, (long long)b->c0, (long long)b->so, (long long)b->sk, (long long)g->N, (long long)g->K, g->nbv, (long long)g->Bt, (long long)b->cb[0]);
     if (b->buf != cv->tbuf || b->xform || b->c0 != 0 || b->so != 1 || b->sk != g->N)
         return false;
     if (g->N != cv->OH * cv->OW || g->K != cv->C * cv->KH * cv->KW)
@@ -416,10 +412,21 @@ LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j0, LLVMValueRef k)
     LLVMValueRef kok = LLVMBuildICmp(b, LLVMIntULT, k, C64(g->K), "");
     LLVMTypeRef v8 = LLVMVectorType(G->t_i16, 8);
     LLVMValueRef vec = LLVMConstNull(v8);
+    /* the chunk's first (oh, ow), once; with OW >= 8 the 8 columns cross at most one row */
+    LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, C64(cv->OW), ""), ow0 = LLVMBuildURem(b, j0, C64(cv->OW), "");
     for (int e = 0; e < 8; e++) {
-        LLVMValueRef j = LLVMBuildAdd(b, j0, C64(e), "");
-        LLVMValueRef ih = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildUDiv(b, j, C64(cv->OW), ""), C64(cv->sh), ""), hoff, "");
-        LLVMValueRef iw = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildURem(b, j, C64(cv->OW), ""), C64(cv->sw), ""), woff, "");
+        LLVMValueRef j = LLVMBuildAdd(b, j0, C64(e), ""), oh, ow;
+        if (cv->OW >= 8) {
+            ow = LLVMBuildAdd(b, ow0, C64(e), "");
+            LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntUGE, ow, C64(cv->OW), "");
+            ow = LLVMBuildSelect(b, wrap, LLVMBuildSub(b, ow, C64(cv->OW), ""), ow, "");
+            oh = LLVMBuildAdd(b, oh0, LLVMBuildZExt(b, wrap, G->t_i64, ""), "");
+        } else {
+            oh = LLVMBuildUDiv(b, j, C64(cv->OW), "");
+            ow = LLVMBuildURem(b, j, C64(cv->OW), "");
+        }
+        LLVMValueRef ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, C64(cv->sh), ""), hoff, "");
+        LLVMValueRef iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, C64(cv->sw), ""), woff, "");
         /* unsigned compares: a negative index is out of range too */
         LLVMValueRef ok = LLVMBuildAnd(b, kok, LLVMBuildICmp(b, LLVMIntULT, j, C64(g->N), ""), "");
         ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, ih, C64(cv->H), ""), "");

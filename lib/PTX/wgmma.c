@@ -267,7 +267,8 @@ static void sts16(wctx *W, LLVMValueRef dst, LLVMValueRef v)
     LLVMValueRef a[5] = { dst };
     for (int i = 0; i < 4; i++)
         a[1 + i] = LLVMBuildExtractElement(G->b, v, I32(G, i), "");
-    asm0(G, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}", a, 5);
+    /* no memory clobber: the next chunks' global loads may be issued before this store */
+    asm0(G, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};", "r,r,r,r,r", a, 5);
 }
 
 /* ---- the producer ---- */
@@ -299,6 +300,8 @@ static void produce_operand(wctx *W, const ic__gop *x, int which, LLVMValueRef s
     LLVMBuilderRef b = G->b;
     int cpr = x->C / 8, total = x->R * cpr;
     LLVMValueRef o0 = which == 0 ? W->X.m0 : W->X.n0;
+    LLVMValueRef gv[64], gd[64]; /* gathered chunks: every load issued before the first store */
+    int ng = 0;
     for (int it = 0; it * WG_THREADS < total; it++) {
         LLVMValueRef ci = add(G, W->wtid, I32(G, (int64_t)it * WG_THREADS));
         LLVMValueRef row = LLVMBuildUDiv(b, ci, I32(G, cpr), "");
@@ -310,13 +313,16 @@ static void produce_operand(wctx *W, const ic__gop *x, int which, LLVMValueRef s
         LLVMValueRef r64 = z64(G, row), c64 = z64(G, mul(G, chunk, I32(G, 8)));
         LLVMValueRef o = add(G, o0, x->kmajor ? r64 : c64), k = add(G, k0, x->kmajor ? c64 : r64);
         if (x->gather || x->elems) { /* implicit-GEMM conv: im2col(x) gathered, or unaligned rows */
-            sts16(W, dst, x->gather ? ic__iconv_chunk(&W->X, o, k) : ic__iconv_elems(&W->X, x, which, o, k));
+            gd[ng] = dst;
+            gv[ng++] = x->gather ? ic__iconv_chunk(&W->X, o, k) : ic__iconv_elems(&W->X, x, which, o, k);
             continue;
         }
         LLVMValueRef n;
         LLVMValueRef src = chunk_src(W, x, which, o, k, &n);
         cp16(W, dst, src, n);
     }
+    for (int i = 0; i < ng; i++)
+        sts16(W, gd[i], gv[i]);
 }
 
 static LLVMValueRef stage_of(ic__pg *G, LLVMValueRef it, int ST, LLVMValueRef *parity)

@@ -94,22 +94,24 @@ typedef void (*case_fn)(const char *name, const char *json, unsigned flags, cons
 typedef enum {
     CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
     CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE,
-    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_COUNT
+    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_ICONV, CASES_COUNT
 } case_group;
 
 /* Convolutions as implicit GEMMs (lib/PTX/iconv.c: wgmma's producer gathers im2col(x) into
  * shared memory; the copy kernel is not launched): odd spatial sizes, paddings, strides,
- * dilation, a 7x7 stem-like kernel, bias, relu, a residual; forced wgmma, fused. */
+ * dilation, a 7x7 stem-like kernel (K = 147: its weight rows are loaded element by element),
+ * bias, relu, a residual; forced wgmma, fused; at least 64 output channels and positions an
+ * image (fewer keep the copy: wgmma's tiles are 64 x 64 or more). */
 static void conv_cases(case_fn f)
 {
     static const ic_ptx_params force = { .wgmma = 1 }, t128 = { .wgmma = 1, .tile_m = 128, .tile_n = 128, .stages = 3 };
     static const struct { const char *name, *json; const ic_ptx_params *p; } cs[] = {
-        { "iconv bf16 [2,16,9,11] -> 24, 3x3 pad 1, bias relu",
-          GRAPH(IN("x", "bf16", "[2,16,9,11]") "," IN("w", "bf16", "[24,16,3,3]") "," IN("b", "bf16", "[24]"),
+        { "iconv bf16 [2,16,9,11] -> 72, 3x3 pad 1, bias relu",
+          GRAPH(IN("x", "bf16", "[2,16,9,11]") "," IN("w", "bf16", "[72,16,3,3]") "," IN("b", "bf16", "[72]"),
                 "{'name':'c','op':'conv','inputs':['x','w','b'],'attrs':{'stride':[1,1],'padding':[1,1]}},"
                 "{'name':'y','op':'relu','inputs':['c']}", "'y'"), &force },
-        { "iconv f16 [2,16,9,11] -> 24, 3x3 stride 2 pad 1, bias",
-          GRAPH(IN("x", "f16", "[2,16,9,11]") "," IN("w", "f16", "[24,16,3,3]") "," IN("b", "f16", "[24]"),
+        { "iconv f16 [2,16,17,19] -> 64, 3x3 stride 2 pad 1, bias",
+          GRAPH(IN("x", "f16", "[2,16,17,19]") "," IN("w", "f16", "[64,16,3,3]") "," IN("b", "f16", "[64]"),
                 "{'name':'y','op':'conv','inputs':['x','w','b'],'attrs':{'stride':[2,2],'padding':[1,1]}}", "'y'"), &force },
         { "iconv bf16 [3,8,10,13] -> 70, 3x3 no pad, residual",
           GRAPH(IN("x", "bf16", "[3,8,10,13]") "," IN("w", "bf16", "[70,8,3,3]") "," IN("r", "bf16", "[3,70,8,11]"),
@@ -120,8 +122,8 @@ static void conv_cases(case_fn f)
         { "iconv bf16 [1,20,12,9] -> 66, 3x3 dilation 2 pad 2, 128x128 tiles",
           GRAPH(IN("x", "bf16", "[1,20,12,9]") "," IN("w", "bf16", "[66,20,3,3]"),
                 "{'name':'y','op':'conv','inputs':['x','w'],'attrs':{'padding':[2,2],'dilation':[2,2]}}", "'y'"), &t128 },
-        { "iconv f16 [2,16,9,11] -> 64, 1x3 stride (1,2) pad (0,1)",
-          GRAPH(IN("x", "f16", "[2,16,9,11]") "," IN("w", "f16", "[64,16,1,3]"),
+        { "iconv f16 [2,16,13,11] -> 64, 1x3 stride (1,2) pad (0,1)",
+          GRAPH(IN("x", "f16", "[2,16,13,11]") "," IN("w", "f16", "[64,16,1,3]"),
                 "{'name':'y','op':'conv','inputs':['x','w'],'attrs':{'stride':[1,2],'padding':[0,1]}}", "'y'"), &force },
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
@@ -529,6 +531,9 @@ static void ptx_cases(case_group g, case_fn f)
         }
         /* 192 columns of a K-major operand (BERT's linears: [4096, 768] in 128 x 192 tiles) */
         f("wgmma bf16 linear bias relu 256x128 -> 192, 128x192 tiles", lin, FUSEDONLY, &tiles[3]);
+        break;
+    }
+    case CASES_ICONV: {
         conv_cases(f);
         break;
     }

@@ -47,18 +47,47 @@ static int nchecked, nassembled;
 /* Kernel i takes exactly the buffers its loop IR loads or stores, in buffer order, and its
  * PTX entry (params: the text after "(") declares that many parameters: a large program's
  * kernels must not carry every buffer (PTX allows 4 KiB of parameters). */
-static void check_kernel_params(const char *name, const ic_program *p, int i, const ic_ptx_kernel *k,
-                                const char *params)
+static void kernel_buffers(const ic_kernel *lk, bool *used, bool *stored)
 {
-    const ic_kernel *lk = ic_program_kernel(p, i);
-    int nb = ic_program_num_buffers(p), n = 0;
-    bool *used = calloc((size_t)nb + 1, 1);
     for (int s = 0; s < lk->nstages; s++)
         for (int j = 0; j < lk->stages[s].ninstr; j++) {
             const ic_linstr *in = &lk->stages[s].instr[j];
             if (in->op == IC_L_LOAD || in->op == IC_L_STORE)
                 used[in->buf] = true;
+            if (in->op == IC_L_STORE && stored)
+                stored[in->buf] = true;
         }
+}
+
+/* An implicit-GEMM conv (lib/PTX/iconv.c): the GEMM reads what the skipped (grid 0) copy
+ * kernel j read instead of the buffer j stored. */
+static void iconv_buffers(const ic_program *p, const ic_ptx_module *m, int i, bool *used, int nb)
+{
+    for (int j = 0; j < i; j++) {
+        if (ic_ptx_module_kernel(m, j)->grid != 0)
+            continue;
+        bool *ju = calloc((size_t)nb + 1, 1), *js = calloc((size_t)nb + 1, 1);
+        kernel_buffers(ic_program_kernel(p, j), ju, js);
+        for (int b = 0; b < nb; b++)
+            if (js[b] && used[b]) {
+                used[b] = false;
+                for (int x = 0; x < nb; x++)
+                    used[x] |= ju[x] && !js[x];
+            }
+        free(ju);
+        free(js);
+    }
+}
+
+static void check_kernel_params(const char *name, const ic_program *p, const ic_ptx_module *m, int i,
+                                const ic_ptx_kernel *k, const char *params)
+{
+    const ic_kernel *lk = ic_program_kernel(p, i);
+    int nb = ic_program_num_buffers(p), n = 0;
+    bool *used = calloc((size_t)nb + 1, 1);
+    kernel_buffers(lk, used, NULL);
+    if (k->mode == IC_PTX_GEMM)
+        iconv_buffers(p, m, i, used, nb);
     for (int b = 0; b < nb; b++)
         if (used[b]) {
             cr_assert(n < k->nargs && k->args[n] == b, "%s: kernel %s: parameter %d is not buffer %d",
@@ -90,8 +119,10 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
         snprintf(entry, sizeof entry, ".entry %s(", k->name);
         cr_assert(strstr(text, entry), "%s: no '%s' in the PTX", name, entry);
         cr_assert(!strncmp(k->name, "gpu_", 4), "%s: kernel name '%s' lacks gpu_", name, k->name);
-        check_kernel_params(name, p, i, k, strstr(text, entry) + strlen(entry));
+        check_kernel_params(name, p, m, i, k, strstr(text, entry) + strlen(entry));
     }
+    if (!strncmp(name, "iconv", 5)) /* the im2col copy is not launched: the GEMM gathers x */
+        cr_assert_eq(ic_ptx_module_kernel(m, 0)->grid, 0, "%s: the im2col copy still runs", name);
     if (!strncmp(name, "gemm", 4) && !(params && params[0].mode == IC_PTX_ROW)) {
         /* the contraction went through the GEMM kernels, tensor cores for 16-bit operands */
         bool gemm = false;
@@ -245,6 +276,11 @@ Test(ptx, gemm_params_split_k_tiles_stages)
 Test(ptx, wgmma_shapes)
 {
     ptx_cases(CASES_WGMMA, check_case);
+}
+
+Test(ptx, iconv_shapes)
+{
+    ptx_cases(CASES_ICONV, check_case);
 }
 
 /* Which GEMM path a bf16 matmul takes: wgmma on sm_90 (target sm_90a), mma.sync elsewhere or
