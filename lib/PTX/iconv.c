@@ -25,11 +25,12 @@
 
 /* ---- evaluating the copy kernel ---- */
 
-enum { EV_INT, EV_ZERO, EV_X, EV_BAD };
+enum { EV_INT, EV_CONST, EV_X, EV_BAD };
 
 typedef struct {
     int tag;
     int64_t i;          /* EV_INT: the integer (bool 0/1); EV_X: the offset into x */
+    double f;           /* EV_CONST: the float */
 } ev;
 
 typedef struct {
@@ -37,9 +38,32 @@ typedef struct {
     int xbuf, tbuf;
     ic_dtype xdt;
     ev *v;              /* [ninstr] */
+    int nop;            /* the value's pointwise ops between the load and the store */
+    int op[ICONV_MAXOPS];
+    double c[ICONV_MAXOPS];
+    bool cfirst[ICONV_MAXOPS];
 } copyk;
 
 static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+/* f is exactly a value of dtype t (f16/bf16), so that a max or min with it stays in t */
+static bool exact_in(double f, ic_dtype t)
+{
+    float x = (float)f;
+    if ((double)x != f && !isnan(f))
+        return false;
+    if (isnan(f))
+        return true;
+    return t == IC_BF16 ? ic_bf16_to_f32(ic_f32_to_bf16(x)) == x : ic_f16_to_f32(ic_f32_to_f16(x)) == x;
+}
+
+/* The loop IR's max and min (lib/Lower/interp.c): NaN propagates, ties keep b. */
+static double fmaxmin(int op, double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return NAN;
+    return op == IC_L_MAX ? (a > b ? a : b) : (a < b ? a : b);
+}
 static bool isint(ic_dtype t) { return t == IC_I32 || t == IC_I64 || t == IC_BOOL; }
 
 static int64_t fdiv(int64_t a, int64_t b)
@@ -92,11 +116,7 @@ static ev eval1(const copyk *P, const ic_linstr *in, const int64_t *vars)
     case IC_L_CONST:
         if (isint(in->type))
             return (ev){ EV_INT, in->imm.is_int ? in->imm.i : (int64_t)in->imm.f };
-        if (!in->imm.is_int && in->imm.f == 0 && !signbit(in->imm.f))
-            return (ev){ EV_ZERO, 0 };
-        if (in->imm.is_int && in->imm.i == 0)
-            return (ev){ EV_ZERO, 0 };
-        return r;
+        return (ev){ EV_CONST, 0, in->imm.is_int ? (double)in->imm.i : in->imm.f };
     case IC_L_LOAD:
         if (in->buf != P->xbuf || a.tag != EV_INT || in->type != P->xdt)
             return r;
@@ -105,19 +125,28 @@ static ev eval1(const copyk *P, const ic_linstr *in, const int64_t *vars)
         if (isint(in->type))
             return a.tag == EV_INT ? (ev){ EV_INT, in->type == IC_BOOL ? a.i != 0 : a.i } : r;
         /* x's values survive widening and the cast back to x's dtype */
-        if ((a.tag == EV_X || a.tag == EV_ZERO) && (in->type == IC_F32 || in->type == IC_F64 || in->type == P->xdt))
+        if (a.tag == EV_X && (in->type == IC_F32 || in->type == IC_F64 || in->type == P->xdt))
+            return a;
+        if (a.tag == EV_CONST && (!is16(in->type) || exact_in(a.f, in->type)))
             return a;
         return r;
     case IC_L_SELECT: /* a ? b : c */
         return a.tag != EV_INT ? r : a.i ? b : P->v[in->c];
+    case IC_L_MAX: case IC_L_MIN:
+        if (isint(in->type))
+            break;
+        if (a.tag == EV_CONST && b.tag == EV_CONST)
+            return (ev){ EV_CONST, 0, fmaxmin(in->op, a.f, b.f) };
+        /* x's value through the op (ic__iconv's ops, copy_kernel's chain) */
+        return (a.tag == EV_X && b.tag == EV_CONST) ? a : (a.tag == EV_CONST && b.tag == EV_X) ? b : r;
     case IC_L_NOT:
         return a.tag == EV_INT ? (ev){ EV_INT, !a.i } : r;
     default:
-        if (ar == 2 && isint(in->type) && a.tag == EV_INT && b.tag == EV_INT &&
-            int_op(in->op, in->cmp, a.i, b.i, &r.i))
-            r.tag = EV_INT;
-        return r;
+        break;
     }
+    if (ar == 2 && isint(in->type) && a.tag == EV_INT && b.tag == EV_INT && int_op(in->op, in->cmp, a.i, b.i, &r.i))
+        r.tag = EV_INT;
+    return r;
 }
 
 /* Runs P at outer index vars: *off the store's offset, the stored value returned. */
@@ -134,6 +163,56 @@ static ev eval_copy(const copyk *P, const int64_t *vars, int64_t *off)
         P->v[i] = eval1(P, in, vars);
     }
     return (ev){ EV_BAD, 0 };
+}
+
+static bool is_fconst(const ic_linstr *in, double *f)
+{
+    if (in->op != IC_L_CONST || isint(in->type))
+        return false;
+    *f = in->imm.is_int ? (double)in->imm.i : in->imm.f;
+    return true;
+}
+
+/* The path of the stored value back to the load: casts, selects against a constant (the
+ * padding) and max/min with a constant exact in x's dtype (a fused relu, clamp), recorded
+ * load-first in P->op. Anything else (two values combined) is no copy. */
+static bool value_chain(copyk *P)
+{
+    const ic_stage *st = &P->k->stages[0];
+    int i = st->instr[st->ninstr - 1].b, n = 0;
+    int op[ICONV_MAXOPS];
+    double c[ICONV_MAXOPS];
+    bool cf[ICONV_MAXOPS];
+    for (int steps = 0; steps < 64; steps++) {
+        const ic_linstr *in = &st->instr[i];
+        double f;
+        if (in->op == IC_L_LOAD)
+            break;
+        if (in->op == IC_L_CAST) {
+            i = in->a;
+        } else if (in->op == IC_L_SELECT) {
+            bool cb = is_fconst(&st->instr[in->b], &f), cc = is_fconst(&st->instr[in->c], &f);
+            if (cb == cc)
+                return false;
+            i = cb ? in->c : in->b;
+        } else if ((in->op == IC_L_MAX || in->op == IC_L_MIN) && n < ICONV_MAXOPS) {
+            bool ca = is_fconst(&st->instr[in->a], &f);
+            if (!ca && !is_fconst(&st->instr[in->b], &f))
+                return false;
+            if (!exact_in(f, P->xdt))
+                return false;
+            op[n] = in->op, c[n] = f, cf[n++] = ca;
+            i = ca ? in->b : in->a;
+        } else {
+            return false;
+        }
+    }
+    if (st->instr[i].op != IC_L_LOAD)
+        return false;
+    P->nop = n;
+    for (int q = 0; q < n; q++) /* load first */
+        P->op[q] = op[n - 1 - q], P->c[q] = c[n - 1 - q], P->cfirst[q] = cf[n - 1 - q];
+    return true;
 }
 
 /* P as a copy kernel: x and T found, every load of x, one store, outer dims row-major over T. */
@@ -160,7 +239,7 @@ static bool copy_kernel(const ic_kernel *k, const ic_buffer *bufs, copyk *P)
     if (P->xbuf < 0 || P->tbuf < 0 || P->xbuf == P->tbuf || bufs[P->tbuf].kind != IC_BUF_TEMP)
         return false;
     P->xdt = bufs[P->xbuf].dtype;
-    return is16(P->xdt) && bufs[P->tbuf].dtype == P->xdt;
+    return is16(P->xdt) && bufs[P->tbuf].dtype == P->xdt && value_chain(P);
 }
 
 /* ---- the geometry ---- */
@@ -185,7 +264,9 @@ static int64_t probe(fitctx *F, int64_t img, int64_t k, int64_t j)
     ev v = eval_copy(&F->P, F->vars, &off);
     if (off != want)
         return -2;
-    return v.tag == EV_X ? v.i : v.tag == EV_ZERO ? -1 : -2;
+    if (v.tag == EV_CONST && v.f == 0 && !signbit(v.f))
+        return -1;
+    return v.tag == EV_X ? v.i : -2;
 }
 
 /* What geometry cv says B[img, k, j] is. */
@@ -339,6 +420,29 @@ static int only_reader(int nk, const ic_kernel *ks, int self, int tbuf)
     return who;
 }
 
+static bool overlap(const ic_buffer *a, const ic_buffer *b)
+{
+    if (a->kind != IC_BUF_TEMP || b->kind != IC_BUF_TEMP || a->arena_offset < 0 || b->arena_offset < 0)
+        return false;
+    int64_t as = a->numel * (int64_t)ic_dtype_size(a->dtype), bs = b->numel * (int64_t)ic_dtype_size(b->dtype);
+    return a->arena_offset < b->arena_offset + bs && b->arena_offset < a->arena_offset + as;
+}
+
+/* x stays as P left it until Q has read it: no kernel after P up to Q stores to x or to a
+ * temp sharing x's arena bytes (the arena reuses x's bytes once its last reader, P as
+ * Lower planned it, is done). */
+static bool x_lives_to(int nk, const ic_kernel *ks, const ic_buffer *bufs, int p, int q, int xbuf)
+{
+    for (int i = p + 1; i <= q && i < nk; i++)
+        for (int s = 0; s < ks[i].nstages; s++)
+            for (int n = 0; n < ks[i].stages[s].ninstr; n++) {
+                const ic_linstr *in = &ks[i].stages[s].instr[n];
+                if (in->op == IC_L_STORE && (in->buf == xbuf || overlap(&bufs[in->buf], &bufs[xbuf])))
+                    return false;
+            }
+    return true;
+}
+
 /* Q's B operand reads T as [nimg, K, L]: Q's loads of T at (batch, k, n) */
 static bool gemm_dims(const ic_kernel *q, int64_t *nimg, int64_t *K, int64_t *L)
 {
@@ -360,7 +464,8 @@ int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs
         if (!copy_kernel(&ks[p], bufs, &F.P))
             continue;
         int q = only_reader(nk, ks, p, F.P.tbuf);
-        if (q <= p || !gemm_dims(&ks[q], &F.nimg, &F.K, &F.L) || F.nimg * F.K * F.L != bufs[F.P.tbuf].numel)
+        if (q <= p || !gemm_dims(&ks[q], &F.nimg, &F.K, &F.L) || F.nimg * F.K * F.L != bufs[F.P.tbuf].numel ||
+            !x_lives_to(nk, ks, bufs, p, q, F.P.xbuf))
             continue;
         F.P.v = calloc((size_t)ks[p].stages[0].ninstr, sizeof *F.P.v);
         ic__iconv g;
@@ -372,7 +477,12 @@ int ic__iconv_find(int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs
         g.producer = p;
         g.gemm = q;
         g.xbuf = F.P.xbuf;
+        g.xdt = F.P.xdt;
         g.tbuf = F.P.tbuf;
+        g.nop = F.P.nop;
+        memcpy(g.op, F.P.op, sizeof g.op);
+        memcpy(g.c, F.P.c, sizeof g.c);
+        memcpy(g.cfirst, F.P.cfirst, sizeof g.cfirst);
         g.nimg = F.nimg;
         out[n++] = g;
     }
@@ -392,6 +502,27 @@ bool ic__iconv_fits(const ic__pgemm *g, const ic__iconv *cv)
 }
 
 /* ---- code ---- */
+
+/* The copy's fused ops (a relu) on the 16-bit element bits v, in f32 as the loop IR computes
+ * them; the result is exact in x's dtype (a value of it or a constant exact in it). */
+static LLVMValueRef apply_ops(ic__pg *G, const ic__iconv *cv, LLVMValueRef v)
+{
+    LLVMBuilderRef b = G->b;
+    bool bf = cv->xdt == IC_BF16;
+    LLVMValueRef f = bf ? LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, v, G->t_i32, ""), ic__pg_i32(G, 16), ""), G->t_f32, "")
+                        : LLVMBuildFPExt(b, LLVMBuildBitCast(b, v, G->t_f16, ""), G->t_f32, "");
+    LLVMValueRef nan = LLVMConstReal(G->t_f32, NAN);
+    for (int i = 0; i < cv->nop; i++) {
+        LLVMValueRef k = LLVMConstReal(G->t_f32, cv->c[i]);
+        LLVMValueRef x = cv->cfirst[i] ? k : f, y = cv->cfirst[i] ? f : k;
+        LLVMValueRef pick = LLVMBuildFCmp(b, cv->op[i] == IC_L_MAX ? LLVMRealOGT : LLVMRealOLT, x, y, "");
+        LLVMValueRef r = LLVMBuildSelect(b, pick, x, y, "");
+        f = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, y, ""), nan, r, "");
+    }
+    if (bf)
+        return LLVMBuildTrunc(b, LLVMBuildLShr(b, LLVMBuildBitCast(b, f, G->t_i32, ""), ic__pg_i32(G, 16), ""), G->t_i16, "");
+    return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, f, G->t_f16, ""), G->t_i16, "");
+}
 
 LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j0, LLVMValueRef k)
 {
@@ -435,6 +566,8 @@ LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j0, LLVMValueRef k)
         off = LLVMBuildSelect(b, ok, off, C64(0), ""); /* x[0] exists: a safe address */
         LLVMValueRef p = LLVMBuildGEP2(b, G->t_i16, G->bufptr[cv->xbuf], &off, 1, "");
         LLVMValueRef v = LLVMBuildLoad2(b, G->t_i16, p, "");
+        if (cv->nop)
+            v = apply_ops(G, cv, v);
         v = LLVMBuildSelect(b, ok, v, LLVMConstInt(G->t_i16, 0, 0), "");
         vec = LLVMBuildInsertElement(b, vec, v, ic__pg_i32(G, e), "");
     }

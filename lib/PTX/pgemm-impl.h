@@ -39,9 +39,16 @@ typedef struct {
 
 /* An implicit-GEMM convolution (iconv.c): operand B[img, k, j] of the GEMM is im2col(x), k =
  * (c, kh, kw) and j = (oh, ow) row-major, x [img, C, H, W] contiguous; zero outside x. */
+#define ICONV_MAXOPS 4
 typedef struct ic__iconv {
     int producer, gemm;           /* kernel indices: the im2col copy and the GEMM reading it */
     int xbuf, tbuf;               /* x, and the im2col buffer the GEMM would have read */
+    ic_dtype xdt;
+    int nop;                      /* ops the copy applies to x's values (a relu fused into it):
+                                   * op[i] (MAX, MIN) with constant c[i], first operand if cfirst */
+    int op[ICONV_MAXOPS];
+    double c[ICONV_MAXOPS];
+    bool cfirst[ICONV_MAXOPS];
     int64_t nimg, C, H, W, KH, KW, OH, OW, sh, sw, dh, dw, ph, pw;
 } ic__iconv;
 

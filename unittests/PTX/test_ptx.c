@@ -123,6 +123,12 @@ static void check_program(ic_ctx *c, const char *name, const ic_program *p, cons
     }
     if (!strncmp(name, "iconv", 5)) /* the im2col copy is not launched: the GEMM gathers x */
         cr_assert_eq(ic_ptx_module_kernel(m, 0)->grid, 0, "%s: the im2col copy still runs", name);
+    if (!strncmp(name, "stacked iconv", 13)) {
+        int skipped = 0;
+        for (int i = 0; i < ic_ptx_module_num_kernels(m); i++)
+            skipped += ic_ptx_module_kernel(m, i)->grid == 0;
+        cr_assert_eq(skipped, 2, "%s: %d of 2 im2col copies skipped", name, skipped);
+    }
     if (!strncmp(name, "gemm", 4) && !(params && params[0].mode == IC_PTX_ROW)) {
         /* the contraction went through the GEMM kernels, tensor cores for 16-bit operands */
         bool gemm = false;
