@@ -496,6 +496,10 @@ bool ic__iconv_fits(const ic__pgemm *g, const ic__iconv *cv)
         return false;
     if (g->N != cv->OH * cv->OW || g->K != cv->C * cv->KH * cv->KW)
         return false;
+    /* 32-bit index math (ic__iconv_chunk), with room for the taps' shifts */
+    const int64_t lim = (int64_t)1 << 30;
+    if (cv->nimg * cv->C * cv->H * cv->W >= lim || g->N + 8 >= lim || g->K + 8 >= lim || cv->W * cv->sh >= lim / 4)
+        return false;
     if (g->nbv == 0)
         return cv->nimg == 1;
     return g->nbv == 1 && g->Bt == cv->nimg && b->cb[0] == g->K * g->N;
@@ -524,54 +528,76 @@ static LLVMValueRef apply_ops(ic__pg *G, const ic__iconv *cv, LLVMValueRef v)
     return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, f, G->t_f16, ""), G->t_i16, "");
 }
 
-LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j0, LLVMValueRef k)
+/* x[off] as 16 bits where ok, else 0. The GPU: one predicated ld.global.nc (x is read-only
+ * here) and no select of a safe address; the emulator: a load of x[0] when not ok. */
+static LLVMValueRef load_or_zero(ic__pg *G, LLVMValueRef xp, LLVMValueRef off, LLVMValueRef ok)
+{
+    LLVMBuilderRef b = G->b;
+    if (!G->emu) {
+        LLVMValueRef a[2] = { LLVMBuildGEP2(b, G->t_i16, xp, &off, 1, ""), LLVMBuildZExt(b, ok, G->t_i32, "") };
+        return ic__pgemm_asm(G, G->t_i16, "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.nc.b16 $0, [$1]; }",
+                             "=h,l,r", a, 2, false);
+    }
+    LLVMValueRef safe = LLVMBuildSelect(b, ok, off, LLVMConstInt(LLVMTypeOf(off), 0, 0), ""); /* x[0] exists */
+    LLVMValueRef v = LLVMBuildLoad2(b, G->t_i16, LLVMBuildGEP2(b, G->t_i16, xp, &safe, 1, ""), "");
+    return LLVMBuildSelect(b, ok, v, LLVMConstInt(G->t_i16, 0, 0), "");
+}
+
+/* The chunk in 32-bit index math (the GPU's integer ops are 32-bit; 64-bit ones cost two or
+ * more): every index of x, K and N is below 2^30 (ic__iconv_fits). Per chunk: the row's
+ * (c, kh, kw) and the first column's (oh, ow), x's offset and the row checks; per element an
+ * add, the row wrap (OW >= 8: at most one in 8 columns) and the column check. */
+LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j0w, LLVMValueRef kw64)
 {
     ic__pg *G = X->G;
     const ic__pgemm *g = X->g;
     const ic__iconv *cv = &g->cv;
     LLVMBuilderRef b = G->b;
-#define C64(v) ic__pg_i64(G, v)
-    LLVMValueRef img = g->nbv ? G->var[g->bv[0]] : C64(0);
-    LLVMValueRef taps = C64(cv->KH * cv->KW);
-    /* the row's tap, once per chunk */
-    LLVMValueRef c = LLVMBuildUDiv(b, k, taps, ""), r = LLVMBuildURem(b, k, taps, "");
-    LLVMValueRef kh = LLVMBuildUDiv(b, r, C64(cv->KW), ""), kw = LLVMBuildURem(b, r, C64(cv->KW), "");
-    LLVMValueRef hoff = LLVMBuildSub(b, LLVMBuildMul(b, kh, C64(cv->dh), ""), C64(cv->ph), "");
-    LLVMValueRef woff = LLVMBuildSub(b, LLVMBuildMul(b, kw, C64(cv->dw), ""), C64(cv->pw), "");
-    LLVMValueRef base = LLVMBuildAdd(b, LLVMBuildMul(b, img, C64(cv->C * cv->H * cv->W), ""),
-                                     LLVMBuildMul(b, c, C64(cv->H * cv->W), ""), "");
-    LLVMValueRef kok = LLVMBuildICmp(b, LLVMIntULT, k, C64(g->K), "");
-    LLVMTypeRef v8 = LLVMVectorType(G->t_i16, 8);
-    LLVMValueRef vec = LLVMConstNull(v8);
-    /* the chunk's first (oh, ow), once; with OW >= 8 the 8 columns cross at most one row */
-    LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, C64(cv->OW), ""), ow0 = LLVMBuildURem(b, j0, C64(cv->OW), "");
+#define C(v) ic__pg_i32(G, v)
+#define ADD(x, y) LLVMBuildAdd(b, x, y, "")
+#define MUL(x, y) LLVMBuildMul(b, x, y, "")
+#define ULT(x, y) LLVMBuildICmp(b, LLVMIntULT, x, y, "")
+#define SEL(c, x, y) LLVMBuildSelect(b, c, x, y, "")
+    LLVMValueRef j0 = LLVMBuildTrunc(b, j0w, G->t_i32, ""), k = LLVMBuildTrunc(b, kw64, G->t_i32, "");
+    LLVMValueRef img = g->nbv ? LLVMBuildTrunc(b, G->var[g->bv[0]], G->t_i32, "") : C(0);
+    LLVMValueRef c = LLVMBuildUDiv(b, k, C(cv->KH * cv->KW), ""), r = LLVMBuildURem(b, k, C(cv->KH * cv->KW), "");
+    LLVMValueRef kh = LLVMBuildUDiv(b, r, C(cv->KW), ""), kw = LLVMBuildURem(b, r, C(cv->KW), "");
+    LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, C(cv->OW), ""), ow0 = LLVMBuildURem(b, j0, C(cv->OW), "");
+    LLVMValueRef ih0 = LLVMBuildSub(b, ADD(MUL(oh0, C(cv->sh)), MUL(kh, C(cv->dh))), C(cv->ph), "");
+    LLVMValueRef iw0 = LLVMBuildSub(b, ADD(MUL(ow0, C(cv->sw)), MUL(kw, C(cv->dw))), C(cv->pw), "");
+    LLVMValueRef off0 = ADD(ADD(MUL(img, C(cv->C * cv->H * cv->W)), MUL(c, C(cv->H * cv->W))), ADD(MUL(ih0, C(cv->W)), iw0));
+    LLVMValueRef kok = ULT(k, C(g->K));
+    LLVMValueRef rv0 = LLVMBuildAnd(b, kok, ULT(ih0, C(cv->H)), ""), rv1 = LLVMBuildAnd(b, kok, ULT(ADD(ih0, C(cv->sh)), C(cv->H)), "");
+    bool whole = g->N % 8 == 0; /* chunks start at multiples of 8: all in or all out */
+    LLVMValueRef jok = ULT(j0, C(g->N));
+    LLVMValueRef vec = LLVMConstNull(LLVMVectorType(G->t_i16, 8));
     for (int e = 0; e < 8; e++) {
-        LLVMValueRef j = LLVMBuildAdd(b, j0, C64(e), ""), oh, ow;
+        LLVMValueRef iw, off, rv;
         if (cv->OW >= 8) {
-            ow = LLVMBuildAdd(b, ow0, C64(e), "");
-            LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntUGE, ow, C64(cv->OW), "");
-            ow = LLVMBuildSelect(b, wrap, LLVMBuildSub(b, ow, C64(cv->OW), ""), ow, "");
-            oh = LLVMBuildAdd(b, oh0, LLVMBuildZExt(b, wrap, G->t_i64, ""), "");
-        } else {
-            oh = LLVMBuildUDiv(b, j, C64(cv->OW), "");
-            ow = LLVMBuildURem(b, j, C64(cv->OW), "");
+            LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntUGE, ADD(ow0, C(e)), C(cv->OW), "");
+            iw = ADD(iw0, SEL(wrap, C(e * cv->sw - cv->OW * cv->sw), C(e * cv->sw)));
+            off = ADD(off0, SEL(wrap, C(e * cv->sw - cv->OW * cv->sw + cv->sh * cv->W), C(e * cv->sw)));
+            rv = SEL(wrap, rv1, rv0);
+        } else { /* several rows in 8 columns: each element's own (oh, ow) */
+            LLVMValueRef j = ADD(j0, C(e));
+            LLVMValueRef ih = ADD(MUL(LLVMBuildUDiv(b, j, C(cv->OW), ""), C(cv->sh)), LLVMBuildSub(b, ih0, MUL(oh0, C(cv->sh)), ""));
+            iw = ADD(MUL(LLVMBuildURem(b, j, C(cv->OW), ""), C(cv->sw)), LLVMBuildSub(b, iw0, MUL(ow0, C(cv->sw)), ""));
+            rv = LLVMBuildAnd(b, kok, ULT(ih, C(cv->H)), "");
+            off = ADD(LLVMBuildSub(b, off0, ADD(MUL(ih0, C(cv->W)), iw0), ""), ADD(MUL(ih, C(cv->W)), iw));
         }
-        LLVMValueRef ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, C64(cv->sh), ""), hoff, "");
-        LLVMValueRef iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, C64(cv->sw), ""), woff, "");
         /* unsigned compares: a negative index is out of range too */
-        LLVMValueRef ok = LLVMBuildAnd(b, kok, LLVMBuildICmp(b, LLVMIntULT, j, C64(g->N), ""), "");
-        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, ih, C64(cv->H), ""), "");
-        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntULT, iw, C64(cv->W), ""), "");
-        LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, ih, C64(cv->W), ""), iw, ""), "");
-        off = LLVMBuildSelect(b, ok, off, C64(0), ""); /* x[0] exists: a safe address */
-        LLVMValueRef p = LLVMBuildGEP2(b, G->t_i16, G->bufptr[cv->xbuf], &off, 1, "");
-        LLVMValueRef v = LLVMBuildLoad2(b, G->t_i16, p, "");
-        if (cv->nop)
-            v = apply_ops(G, cv, v);
-        v = LLVMBuildSelect(b, ok, v, LLVMConstInt(G->t_i16, 0, 0), "");
-        vec = LLVMBuildInsertElement(b, vec, v, ic__pg_i32(G, e), "");
+        LLVMValueRef ok = LLVMBuildAnd(b, rv, ULT(iw, C(cv->W)), "");
+        ok = LLVMBuildAnd(b, ok, whole ? jok : ULT(ADD(j0, C(e)), C(g->N)), "");
+        LLVMValueRef v = load_or_zero(G, G->bufptr[cv->xbuf], LLVMBuildZExt(b, off, G->t_i64, ""), ok);
+        if (cv->nop) /* a padding zero stays zero: the copy pads after its ops */
+            v = SEL(ok, apply_ops(G, cv, v), LLVMConstInt(G->t_i16, 0, 0));
+        vec = LLVMBuildInsertElement(b, vec, v, C(e), "");
     }
-#undef C64
+#undef C
+#undef ADD
+#undef MUL
+#undef ULT
+#undef SEL
     return LLVMBuildBitCast(b, vec, LLVMVectorType(G->t_i32, 4), "");
 }
 

@@ -180,7 +180,8 @@ static ic_status iconv_pairs(ic__pg *G, int nk, const ic_kernel *ks, const ic_pt
 {
     *out = NULL;
     *n = 0;
-    if (nk < 2)
+    const char *env = getenv("IC_ICONV"); /* 0: keep the im2col copies (A/B timings) */
+    if (nk < 2 || (env && !strcmp(env, "0")))
         return IC_OK;
     ic__iconv *cv = ic__calloc(G->c, (size_t)nk, sizeof *cv);
     if (!cv)
