@@ -125,6 +125,9 @@ static void conv_cases(case_fn f)
         { "iconv f16 [2,16,13,11] -> 64, 1x3 stride (1,2) pad (0,1)",
           GRAPH(IN("x", "f16", "[2,16,13,11]") "," IN("w", "f16", "[64,16,1,3]"),
                 "{'name':'y','op':'conv','inputs':['x','w'],'attrs':{'stride':[1,2],'padding':[0,1]}}", "'y'"), &force },
+        { "iconv bf16 [2,32,17,16] -> 64, 1x1 stride 2 (downsampling)",
+          GRAPH(IN("x", "bf16", "[2,32,17,16]") "," IN("w", "bf16", "[64,32,1,1]"),
+                "{'name':'y','op':'conv','inputs':['x','w'],'attrs':{'stride':[2,2]}}", "'y'"), &force },
         /* convs reading temps: x's arena bytes must outlive the GEMM that now reads x */
         { "stacked iconv bf16 relu -> [2,64,9,11] 3x3 -> relu -> 3x3 -> 64",
           GRAPH(IN("x", "bf16", "[2,64,9,11]") "," IN("w", "bf16", "[64,64,3,3]") "," IN("v", "bf16", "[64,64,3,3]"),

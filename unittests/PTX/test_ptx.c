@@ -380,6 +380,8 @@ Test(ptx, iconv_skips_the_im2col_copy)
     /* 7x7 outputs: 49 columns an image, under wgmma's 64 (images are not merged into n) */
     conv_module(c, "bf16", "[32,512,7,7]", "[512,512,3,3]", p1, false);
     conv_module(c, "bf16", "[32,3,224,224]", "[64,3,7,7]", "{'padding':[3,3],'stride':[2,2]}", true);
+    /* ResNet's downsampling 1x1 stride 2: a strided gather, no taps */
+    conv_module(c, "bf16", "[32,256,56,56]", "[512,256,1,1]", "{'stride':[2,2]}", true);
     conv_module(c, "f32", "[2,64,56,56]", "[64,64,3,3]", p1, false);
     ic_ctx_destroy(c);
 }
