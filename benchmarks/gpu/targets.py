@@ -192,7 +192,7 @@ class Ctx:
                     fn(*args)
                     ts.append((time.perf_counter() - t0) * 1e3)
             return statistics.median(ts), "wall time"
-        return run_models.time_torch_cuda(fn, args, self.iters, graph=True)
+        return run_models.time_torch_cuda(fn, args, self.iters, graph=True, reps=self.reps)
 
     def compile(self, fn, args):
         """torch.compile(fn) (default mode) and the ms of its first call; raises when PyTorch has none."""
@@ -224,6 +224,8 @@ class Ctx:
                 cmd += [opt, v]
         if device == "cpu":
             cmd += ["--threads", str(self.threads)]
+        else:
+            cmd += ["--mode", self.a.ic_mode]
         cmd += list(extra)
         e = dict(os.environ)
         e["CUDA_MODULE_LOADING"] = "EAGER"  # the driver's JIT inside the module load: in compile_ms
@@ -403,8 +405,8 @@ def bert_layer(x, mask, p):
 
     q, k, v = (heads(F.linear(x, p[n + "_w"], p[n + "_b"])) for n in "qkv")
     probs = torch.softmax(q @ k.transpose(-2, -1) * 0.125 + mask, dim=-1)
-    ctx = (probs @ v).permute(0, 2, 1, 3).reshape(B, 128, 768)
-    h1 = F.layer_norm(F.linear(ctx, p["o_w"], p["o_b"]) + x, (768,), p["ln1_w"], p["ln1_b"], 1e-12)
+    att = (probs @ v).permute(0, 2, 1, 3).reshape(B, 128, 768)
+    h1 = F.layer_norm(F.linear(att, p["o_w"], p["o_b"]) + x, (768,), p["ln1_w"], p["ln1_b"], 1e-12)
     f = F.gelu(F.linear(h1, p["fc1_w"], p["fc1_b"]))
     return F.layer_norm(F.linear(f, p["fc2_w"], p["fc2_b"]) + h1, (768,), p["ln2_w"], p["ln2_b"], 1e-12)
 
@@ -940,7 +942,7 @@ def run_group(a, group, rows, timeout, work):
     for flag in ("quick", "dry", "freezing"):
         if getattr(a, flag):
             cmd.append("--" + flag)
-    for opt in ("threads", "graphnet_only"):
+    for opt in ("threads", "graphnet_only", "ic_mode"):
         if getattr(a, opt):
             cmd += ["--" + opt.replace("_", "-"), str(getattr(a, opt))]
     if a.graphnet_shard:
@@ -1066,6 +1068,9 @@ def main():
     p.add_argument("--keep", help="keep the graphs, inputs and outputs in this folder")
     p.add_argument("--threads", type=int, help="CPU rows: threads for ic-run and PyTorch (default: all cores)")
     p.add_argument("--freezing", action="store_true", help="resnet rows: ic-run --freezing")
+    p.add_argument("--ic-mode", default="default", choices=["default", "reduce-overhead"],
+                   help="ic-run --mode on the GPU (reduce-overhead: each run replays one CUDA graph, as "
+                   "PyTorch's side is timed); the model rows keep default")
     p.add_argument("--graphnet-shard", type=parse_shard, help="I/N: every N-th GraphNet sample from the I-th "
                    "(split the GraphNet rows over several calls; --merge joins them)")
     p.add_argument("--graphnet-only", help="regex on the GraphNet sample names")

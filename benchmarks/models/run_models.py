@@ -125,12 +125,12 @@ def time_cuda_graph(fn, args, iters, reps=5):
     return statistics.median(ts)
 
 
-def time_torch_cuda(fn, args, iters, graph):
+def time_torch_cuda(fn, args, iters, graph, reps=5):
     """(ms, how): captured in a CUDA graph when `graph` (events around back-to-back calls when
     the capture fails: how says why), else events."""
     if graph:
         try:
-            return time_cuda_graph(fn, args, iters), "cuda-graph"
+            return time_cuda_graph(fn, args, iters, reps), "cuda-graph"
         except Exception as e:  # e.g. a model that syncs with the host
             torch.cuda.synchronize()
             return time_cuda(fn, args, iters), "events (capture failed: %s)" % str(e).splitlines()[0][:120]
