@@ -106,7 +106,7 @@ def markdown(rows):
         if r.get("error"):
             notes = ("**error**: " + r["error"] + ("; " + notes if notes else ""))
         out.append("| " + " | ".join(cell(v) for v in (
-            "%s (`%s`)" % (r["target"], r["name"]), r.get("ic"), r.get("baseline"), fmt_ratio(r.get("ratio")),
+            "%s (`%s`)" % (r["target"], r["name"]) if r["target"] != r["name"] else "`%s`" % r["name"], r.get("ic"), r.get("baseline"), fmt_ratio(r.get("ratio")),
             r["goal"], met_text(r), r.get("correctness"), notes)) + " |")
     return "\n".join(out)
 
