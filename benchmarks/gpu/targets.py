@@ -451,7 +451,8 @@ def bert_measure(ctx, row, name, dtype, B, goal, env=None):
         speed(row, ic_ms(rep), tc, "torch.compile", goal)
     else:
         speed(row, ic_ms(rep), eager, "eager (no torch.compile)", None)
-    row["notes"].append("eager %s (ic %s)" % (fmt_ms(eager), fmt_ratio(eager / ic_ms(rep))))
+    row["notes"].append("eager %s (ic %s); ic: %d kernels" % (fmt_ms(eager), fmt_ratio(eager / ic_ms(rep)),
+                                                             rep["backends"]["compiled"]["kernels"]))
     judge(row, rep, got, {"y": out}, ref64)
     return rep, first
 
@@ -1097,9 +1098,9 @@ def main():
     if not os.access(os.path.join(a.build, "ic-run"), os.X_OK):
         sys.exit("targets.py: no %s/ic-run (build it, or give --build)" % a.build)
     budget = a.budget or (480 if a.quick else None)
-    env = environment()
-    print("issue 13 targets: ic-run from %s; PyTorch %s; %s; %s" % (
-        a.build, env.get("torch"), "dry run on the CPU" if a.dry else "GPU %s" % env.get("gpu"),
+    env = dict(environment(), build=a.build, ic_mode=a.ic_mode, quick=a.quick, dry=a.dry)
+    print("issue 13 targets: ic-run from %s (--mode %s on the GPU); PyTorch %s; %s; %s" % (
+        a.build, a.ic_mode, env.get("torch"), "dry run on the CPU" if a.dry else "GPU %s" % env.get("gpu"),
         "quick (budget %.0f s)" % budget if budget else "full"), flush=True)
     work = a.keep or tempfile.mkdtemp(prefix="ic-targets-")
     os.makedirs(work, exist_ok=True)
