@@ -739,7 +739,9 @@ def run_models(ctx, dev, extra, out_json, timeout):
         cmd += ["--device", "cuda", "--gpu-only", "--cuda-graph"]
     else:
         cmd += ["--device", "cpu", "--compile-cpu"]
-    env = dict(os.environ, CUDA_MODULE_LOADING="EAGER", **ctx.cold_env())
+    # the exporter checks its shapes with the same build's ic-dump (none there: no check)
+    env = dict(os.environ, CUDA_MODULE_LOADING="EAGER", IC_EXPORT_DUMP=os.path.join(ctx.a.build, "ic-dump"),
+               **ctx.cold_env())
     ctx.log("$ " + " ".join(cmd))
     p = subprocess.Popen(cmd, stdout=sys.stderr, stderr=sys.stderr, env=env, start_new_session=True)
     timed_out = False
