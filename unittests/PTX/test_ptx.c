@@ -323,6 +323,11 @@ Test(ptx, rows_split_across_blocks)
 
 /* ---- launch geometry: every mapping and combine path ---- */
 
+Test(ptx, columns_split_across_blocks)
+{
+    ptx_cases(CASES_SPLIT_COLUMNS, check_case);
+}
+
 Test(ptx, geometry_variants_of_row_kernels)
 {
     ptx_cases(CASES_GEO_ROW, check_case);
@@ -356,6 +361,11 @@ Test(ptx, heuristic_geometry)
     cr_assert_eq(k0->grid * k0->rows_per_block, 8192, "one group per row: %lld x %d",
                  (long long)k0->grid, k0->rows_per_block);
     cr_assert_eq(k1->mode, IC_PTX_COLUMN, "a sum over dim 0 maps to COLUMN, got %d", k1->mode);
+    /* 128 tiles of 8 groups x 32 threads would leave 256 threads an SM: 8 blocks share
+     * each column (2048 threads an SM) */
+    cr_assert(k1->params.blocks_per_row == 8 && k1->grid == 1024 && k1->params.vec == 4,
+              "column split: blocks_per_row %d grid %lld vec %d", k1->params.blocks_per_row,
+              (long long)k1->grid, k1->params.vec);
     cr_assert_eq(k2->mode, IC_PTX_POINTWISE, "exp is POINTWISE, got %d", k2->mode);
     cr_assert_eq(k2->grid * k2->block * k2->params.vec, 8192LL * 4096, "grid %lld block %d vec %d",
                  (long long)k2->grid, k2->block, k2->params.vec);
