@@ -443,12 +443,13 @@ static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
 
 /* COLUMN split along the inner (reduced) dims: S blocks share each tile of R groups, each
  * walking every (T S)-th inner point from its slice; the last block of a tile to arrive
- * combines the S partials in slice order (deterministic, as the ROW split). Heuristic: as
- * ROW's (sum_all: 99% of copy), up to 2048 threads an SM, one wave, with at least 8
- * iterations a thread: a [16384, 4096] f32 column sum has 128 tiles of 8 x 32 threads
- * without the split, 256 threads an SM with one 16-byte load in flight each (65% of copy
- * measured); S = 8 makes it 1024 blocks, 2048 threads an SM (32 registers, 8 KiB of shared
- * memory a block: all resident). */
+ * combines the S partials in slice order (deterministic, as the ROW split). Heuristic: up
+ * to 1024 threads an SM with at least 8 iterations a thread; the loop takes two iterations
+ * a trip, so two 16-byte loads a thread are in flight (32 KiB an SM). A [16384, 4096] f32
+ * column sum had 128 tiles of 8 x 32 threads, 256 threads an SM with one load in flight
+ * each (65% of copy measured); S = 4 makes it 512 blocks. 1024 threads, not ROW's 2048:
+ * sums accumulate in f64 (bf16: 8 lanes, 40 registers), so 2048 would not be resident at
+ * once and the last 30% of the blocks would run as a second, thin wave. */
 static ic_status column_split(ic_ctx *c, ic__pplan *pl, const ic_kernel *k, const ic_ptx_params *in,
                               int64_t tiles, int nsms, int64_t *out)
 {
@@ -460,7 +461,7 @@ static ic_status column_split(ic_ctx *c, ic__pplan *pl, const ic_kernel *k, cons
         return bad_params(c, k, "blocks_per_row > 1 needs one REDUCE stage followed by BODY stages");
     if (!S) {
         S = 1;
-        while (sst >= 0 && S < 65536 && tiles * S * 2 * pl->block <= (int64_t)nsms * 2048 &&
+        while (sst >= 0 && S < 65536 && tiles * S * 2 * pl->block <= (int64_t)nsms * 1024 &&
                pl->N >= S * 2 * pl->T * 8)
             S *= 2;
     }
