@@ -392,6 +392,10 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'z','op':'add','inputs':['x','y']}", "'z'");
         const char *pwb = GRAPH(IN("x", "bf16", "[77,40]") "," IN("y", "bf16", "[40]"),
                                 "{'name':'z','op':'mul','inputs':['x','y']}", "'z'");
+        /* x + b rounded to bf16, then gelu (the rounded value widened again: one
+         * cvt.rn.bf16x2.f32 on the GPU), odd rows and a bias row of 17 vectors */
+        const char *bg = GRAPH(IN("x", "bf16", "[37,136]") "," IN("b", "bf16", "[136]"),
+                               "{'name':'h','op':'add','inputs':['x','b']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
         static const ic_ptx_params ps[] = {
             { 0 }, { .vec = 1 }, { .vec = 2, .block = 64 }, { .vec = 8, .ept = 3, .block = 32 },
             { .ept = 2 }, { .mode = IC_PTX_ROW, .threads_per_row = 1 },
@@ -402,6 +406,8 @@ static void ptx_cases(case_group g, case_fn f)
             f(name, pw, NOFUSE, &ps[i]);
             snprintf(name, sizeof name, "pointwise bf16 params %zu", i);
             f(name, pwb, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "bias gelu bf16 params %zu", i);
+            f(name, bg, 0, &ps[i]);
         }
         break;
     }

@@ -410,6 +410,34 @@ Test(ptx, the_bundled_graphs)
     }
 }
 
+/* bf16 x + b, then gelu, fused: 16-byte loads as 32-bit words (widened by a shift and a
+ * mask), the rounded sum widened again by one cvt.rn.bf16x2.f32, 16-byte stores. The
+ * emulator runs the portable form of that conversion (no NVVM intrinsics): the GPU tests
+ * (Runtime test_cuda, geometry_pointwise) run this one. */
+Test(ptx, bf16_bias_gelu_instructions)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("x", "bf16", "[64,3072]") "," IN("b", "bf16", "[3072]"),
+                                      "{'name':'h','op':'add','inputs':['x','b']},"
+                                      "{'name':'y','op':'gelu','inputs':['h']}", "'y'"));
+    ic_program *p = program(c, g, true);
+    cr_assert_eq(ic_program_num_kernels(p), 1, "add and gelu fuse");
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const char *text = ic_ptx_module_text(m);
+    static const char *const want[] = { "ld.global.nc.v4.u32", "cvt.rn.bf16x2.f32", "st.global.v4" };
+    for (int i = 0; i < 3; i++)
+        cr_assert(strstr(text, want[i]), "no '%s' in the PTX", want[i]);
+    cr_assert(!strstr(text, "cvt.u32.u16"), "a bf16 lane zero-extended from 16 bits");
+    char log[4096];
+    cr_assert(assemble(text, log, sizeof log), "ptxas:\n%s", log);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 /* ---- narrow integers (u8 i8 i16) ---- */
 
 /* The PTX of g (one kernel per op) contains every string of want. */
