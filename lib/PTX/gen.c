@@ -657,6 +657,25 @@ static pair ws_get(ic__pg *G, LLVMValueRef p, ic_dtype vt, bool argmax)
  * arrive goes on: each thread folds the partials t = j, j + T, ... of its group's lanes in
  * slice order, combine_column meets the T threads again, and the later stages run. Every
  * order is fixed, so the result does not depend on which block came last. */
+/* Thread 0 counts the block in at *pcnt; the block goes on (to the code after this) if it
+ * was the tile's last, else returns. */
+static void arrive_column(ic__pg *G, LLVMValueRef pcnt, LLVMValueRef t0)
+{
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef flag_idx = ic__pg_i32(G, G->pl->flag_off);
+    LLVMValueRef pflag = LLVMBuildGEP2(b, G->t_i8, G->smem, &flag_idx, 1, "");
+    LLVMBasicBlockRef cont = ic__pg_if(G, t0, "arrive");
+    LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, pcnt, ic__pg_i32(G, 1),
+                                          LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, old, ic__pg_i32(G, G->pl->S - 1), "");
+    LLVMBuildStore(b, LLVMBuildZExt(b, last, G->t_i8, ""), pflag);
+    ic__pg_endif(G, cont);
+    ic__pg_barrier(G);
+    LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
+                                         LLVMConstInt(G->t_i8, 0, 0), "");
+    ic__pg_last_block(G, is_last, "last", "notlast");
+}
+
 static void split_combine_column(ic__pg *G, int s, LLVMValueRef grp, LLVMValueRef tile)
 {
     const ic__pplan *pl = G->pl;
@@ -666,8 +685,6 @@ static void split_combine_column(ic__pg *G, int s, LLVMValueRef grp, LLVMValueRe
     LLVMValueRef cnt = ic__pg_module_array(G, "cnt", G->t_i32, pl->grid / pl->S);
     LLVMValueRef ct[2] = { ic__pg_i64(G, 0), tile };
     LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, ct, 2, "");
-    LLVMValueRef flag_idx = ic__pg_i32(G, pl->flag_off);
-    LLVMValueRef pflag = LLVMBuildGEP2(b, G->t_i8, G->smem, &flag_idx, 1, "");
     LLVMValueRef j0 = LLVMBuildICmp(b, LLVMIntEQ, G->j, ic__pg_i32(G, 0), "");
     LLVMValueRef t0 = LLVMBuildICmp(b, LLVMIntEQ, G->tid, ic__pg_i32(G, 0), "");
     LLVMValueRef point0 = LLVMBuildMul(b, grp, ic__pg_i64(G, pl->V), "");
@@ -687,16 +704,7 @@ static void split_combine_column(ic__pg *G, int s, LLVMValueRef grp, LLVMValueRe
     ic__pg_fence(G);
     ic__pg_endif(G, cont);
     ic__pg_barrier(G);
-    cont = ic__pg_if(G, t0, "arrive");
-    LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, pcnt, ic__pg_i32(G, 1),
-                                          LLVMAtomicOrderingMonotonic, 0);
-    LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, old, ic__pg_i32(G, pl->S - 1), "");
-    LLVMBuildStore(b, LLVMBuildZExt(b, last, G->t_i8, ""), pflag);
-    ic__pg_endif(G, cont);
-    ic__pg_barrier(G);
-    LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
-                                         LLVMConstInt(G->t_i8, 0, 0), "");
-    ic__pg_last_block(G, is_last, "last", "notlast");
+    arrive_column(G, pcnt, t0);
     init_accs(G, s, pl->V);
     ic__pg_loop L;
     LLVMValueRef t = ic__pg_loop_begin(G, &L, LLVMBuildZExt(b, G->j, G->t_i64, ""), LLVMIntSLT,
