@@ -63,12 +63,14 @@ typedef struct ic_ptx_params {
                              * stages when it holds at most this many elements (0 = 128 bytes
                              * of the narrowest dtype: 32 f32, 64 bf16; -1 = never: every stage
                              * re-reads memory) */
-    int blocks_per_row;     /* ROW: blocks sharing each row (a power of two). Above 1, each block
-                             * reduces a slice, writes its partial to a workspace of the module,
-                             * and the last block of the row (an atomic counter) combines the
-                             * partials in a fixed order and runs the later BODY stages: long
-                             * rows and full reductions use the whole GPU. Needs one REDUCE
-                             * stage followed by BODY stages only. 0 = heuristic, 1 = off */
+    int blocks_per_row;     /* ROW/COLUMN: blocks sharing each row (COLUMN: each block's tile of
+                             * columns) along the reduced dims (a power of two). Above 1, each
+                             * block reduces a slice, writes its partials to a workspace of the
+                             * module, and the last block of the row or tile (an atomic counter)
+                             * combines the partials in a fixed order and runs the later BODY
+                             * stages: long rows, full reductions and column reductions with few
+                             * columns use the whole GPU. Needs one REDUCE stage followed by
+                             * BODY stages only. 0 = heuristic, 1 = off */
     /* GEMM: the block tile (tile_m x tile_n outputs, tile_k deep), warps_m x warps_n warps,
      * `stages` shared-memory buffers in flight (cp.async), and split_k blocks along K whose
      * partial tiles the last one sums in a fixed order (skinny shapes). 0 = heuristic. */

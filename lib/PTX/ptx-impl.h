@@ -124,6 +124,8 @@ typedef struct ic__pg {
     bool *cached;
     LLVMValueRef slice;               /* i64: ROW split: this block's slice of its row */
     struct { LLVMValueRef v, i; } *split_part; /* [instr]: block partials (split rows) */
+    LLVMValueRef *split_col;          /* [(instr * MAXV + lane) * 2 + 0/1]: COLUMN split: the
+                                       * block's combined value and argmax index */
 } ic__pg;
 
 /* emu_wgmma.c: the emulator's mbarriers and wgmma (see wgmma.c) */

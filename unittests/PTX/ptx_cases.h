@@ -94,7 +94,7 @@ typedef void (*case_fn)(const char *name, const char *json, unsigned flags, cons
 typedef enum {
     CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
     CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE,
-    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_COUNT
+    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_SPLIT_COLUMNS, CASES_COUNT
 } case_group;
 
 /* Contractions through the GEMM kernels in dtype dt: odd shapes (1, 3, 17, 97, 257), every
@@ -392,6 +392,10 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'z','op':'add','inputs':['x','y']}", "'z'");
         const char *pwb = GRAPH(IN("x", "bf16", "[77,40]") "," IN("y", "bf16", "[40]"),
                                 "{'name':'z','op':'mul','inputs':['x','y']}", "'z'");
+        /* x + b rounded to bf16, then gelu (the rounded value widened again: one
+         * cvt.rn.bf16x2.f32 on the GPU), odd rows and a bias row of 17 vectors */
+        const char *bg = GRAPH(IN("x", "bf16", "[37,136]") "," IN("b", "bf16", "[136]"),
+                               "{'name':'h','op':'add','inputs':['x','b']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
         static const ic_ptx_params ps[] = {
             { 0 }, { .vec = 1 }, { .vec = 2, .block = 64 }, { .vec = 8, .ept = 3, .block = 32 },
             { .ept = 2 }, { .mode = IC_PTX_ROW, .threads_per_row = 1 },
@@ -402,6 +406,8 @@ static void ptx_cases(case_group g, case_fn f)
             f(name, pw, NOFUSE, &ps[i]);
             snprintf(name, sizeof name, "pointwise bf16 params %zu", i);
             f(name, pwb, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "bias gelu bf16 params %zu", i);
+            f(name, bg, 0, &ps[i]);
         }
         break;
     }
@@ -524,6 +530,39 @@ static void ptx_cases(case_group g, case_fn f)
             snprintf(name, sizeof name, "amax then mul split params %zu", i);
             f(name, mx, FUSEDONLY, &ps[i]);
         }
+        break;
+    }
+    case CASES_SPLIT_COLUMNS: {
+        /* column reductions split along the reduced dim: odd kept sizes (groups past the
+         * last tile, vectors of 1, 4 and 8 lanes), long and short reduced dims, two reduced
+         * dims, keepdim, mean, bf16, argmax (value and index through the workspace) */
+#define RED(nm, dt, sh, attrs) GRAPH(IN("x", dt, sh), "{'name':'y','op':'" nm "','inputs':['x'],'attrs':{" attrs "}}", "'y'")
+        static const struct { const char *name, *json; unsigned flags; } gs[] = {
+            { "sum f32 [3000,24]", RED("sum", "f32", "[3000,24]", "'dims':[0]"), 0 },
+            { "sum bf16 [2999,40]", RED("sum", "bf16", "[2999,40]", "'dims':[0]"), 0 },
+            { "mean f32 keepdim [1001,37]", RED("mean", "f32", "[1001,37]", "'dims':[0],'keepdim':true"), 0 },
+            { "sum f32 [20000,3] (long reduced dim)", RED("sum", "f32", "[20000,3]", "'dims':[0]"), 0 },
+            { "sum bf16 [9,4104] (short reduced dim)", RED("sum", "bf16", "[9,4104]", "'dims':[0]"), 0 },
+            { "sum f32 [40,50,12] dims 0 1", RED("sum", "f32", "[40,50,12]", "'dims':[0,1]"), 0 },
+            { "mean bf16 [700,3,16]", RED("mean", "bf16", "[700,3,16]", "'dims':[0]"), 0 },
+            { "amax f32 [1500,20]", RED("amax", "f32", "[1500,20]", "'dims':[0]"), 0 },
+            { "argmax f32 [1200,13]", RED("argmax", "f32", "[1200,13]", "'dim':0"), TIES },
+        };
+#undef RED
+        static const ic_ptx_params ps[] = {
+            { 0 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 32, .blocks_per_row = 4 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 8, .block = 64, .blocks_per_row = 16 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 1, .blocks_per_row = 8 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 32, .vec = 4, .blocks_per_row = 64, .regs_elems = -1 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 4, .vec = 8, .block = 32, .blocks_per_row = 2 },
+        };
+        for (size_t g = 0; g < sizeof gs / sizeof *gs; g++)
+            for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+                char name[200];
+                snprintf(name, sizeof name, "column split %s params %zu", gs[g].name, i);
+                f(name, gs[g].json, NOFUSE | gs[g].flags, &ps[i]);
+            }
         break;
     }
     default:

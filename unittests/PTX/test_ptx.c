@@ -324,6 +324,11 @@ Test(ptx, rows_split_across_blocks)
 
 /* ---- launch geometry: every mapping and combine path ---- */
 
+Test(ptx, columns_split_across_blocks)
+{
+    ptx_cases(CASES_SPLIT_COLUMNS, check_case);
+}
+
 Test(ptx, geometry_variants_of_row_kernels)
 {
     ptx_cases(CASES_GEO_ROW, check_case);
@@ -357,6 +362,11 @@ Test(ptx, heuristic_geometry)
     cr_assert_eq(k0->grid * k0->rows_per_block, 8192, "one group per row: %lld x %d",
                  (long long)k0->grid, k0->rows_per_block);
     cr_assert_eq(k1->mode, IC_PTX_COLUMN, "a sum over dim 0 maps to COLUMN, got %d", k1->mode);
+    /* 128 tiles of 8 groups x 32 threads would leave 256 threads an SM: 4 blocks share each
+     * column (about 1024 threads an SM) */
+    cr_assert(k1->params.blocks_per_row == 4 && k1->grid == 512 && k1->params.vec == 4,
+              "column split: blocks_per_row %d grid %lld vec %d", k1->params.blocks_per_row,
+              (long long)k1->grid, k1->params.vec);
     cr_assert_eq(k2->mode, IC_PTX_POINTWISE, "exp is POINTWISE, got %d", k2->mode);
     cr_assert_eq(k2->grid * k2->block * k2->params.vec, 8192LL * 4096, "grid %lld block %d vec %d",
                  (long long)k2->grid, k2->block, k2->params.vec);
@@ -399,6 +409,34 @@ Test(ptx, the_bundled_graphs)
         ic_graph_destroy(g);
         ic_ctx_destroy(c);
     }
+}
+
+/* bf16 x + b, then gelu, fused: 16-byte loads as 32-bit words (widened by a shift and a
+ * mask), the rounded sum widened again by one cvt.rn.bf16x2.f32, 16-byte stores. The
+ * emulator runs the portable form of that conversion (no NVVM intrinsics): the GPU tests
+ * (Runtime test_cuda, geometry_pointwise) run this one. */
+Test(ptx, bf16_bias_gelu_instructions)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("x", "bf16", "[64,3072]") "," IN("b", "bf16", "[3072]"),
+                                      "{'name':'h','op':'add','inputs':['x','b']},"
+                                      "{'name':'y','op':'gelu','inputs':['h']}", "'y'"));
+    ic_program *p = program(c, g, true);
+    cr_assert_eq(ic_program_num_kernels(p), 1, "add and gelu fuse");
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const char *text = ic_ptx_module_text(m);
+    static const char *const want[] = { "ld.global.nc.v4.u32", "cvt.rn.bf16x2.f32", "st.global.v4" };
+    for (int i = 0; i < 3; i++)
+        cr_assert(strstr(text, want[i]), "no '%s' in the PTX", want[i]);
+    cr_assert(!strstr(text, "cvt.u32.u16"), "a bf16 lane zero-extended from 16 bits");
+    char log[4096];
+    cr_assert(assemble(text, log, sizeof log), "ptxas:\n%s", log);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
 }
 
 /* ---- narrow integers (u8 i8 i16) ---- */
