@@ -10,7 +10,7 @@
  *     ic_ptx_options o = { .sm = 90 };
  *     ic_ptx_module *m;
  *     if (ic_ptx_emit(c, program, &o, NULL, &m)) ...;   // NULL: heuristic params per kernel
- *     fputs(ic_ptx_module_text(m), stdout);             // ic-dump --stage ptx
+ *     fputs(ic_ptx_module_text(m), stdout);             // ic-dump --stage ptx (all kernels)
  *     const ic_ptx_kernel *k = ic_ptx_module_kernel(m, 0); // name, grid, block
  *     ic_ptx_module_destroy(m);
  *
@@ -134,9 +134,15 @@ IC_API ic_status ic_ptx_emit_kernels(ic_ctx *c, int nkernels, const ic_kernel *k
                                      const ic_ptx_params *params, ic_ptx_module **out);
 IC_API void ic_ptx_module_destroy(ic_ptx_module *m);
 
-/* The PTX text (NUL-terminated, borrowed from m). */
+/* Each kernel is a PTX module of its own (made on IC_COMPILE_THREADS threads, loaded by the
+ * driver in parallel). The text of them all (NUL-terminated, borrowed from m): each kernel's
+ * module in kernel order after a line "// ---- kernel <i> '<name>' ----", whatever the number
+ * of threads. It is not one PTX module: ptxas takes each kernel's text alone. */
 IC_API const char *ic_ptx_module_text(const ic_ptx_module *m);
-/* The optimised NVPTX LLVM IR when o->keep_ir was set, else NULL. */
+/* Kernel i's own PTX module (header and its entry), borrowed; NULL when i is out of range. */
+IC_API const char *ic_ptx_module_kernel_text(const ic_ptx_module *m, int i);
+/* The optimised NVPTX LLVM IR when o->keep_ir was set, else NULL: each kernel's module after
+ * a line "; ---- kernel <i> '<name>' ----". */
 IC_API const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m);
 IC_API int ic_ptx_module_num_kernels(const ic_ptx_module *m);
 IC_API const ic_ptx_kernel *ic_ptx_module_kernel(const ic_ptx_module *m, int i);
@@ -201,6 +207,12 @@ IC_API void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use
 /* Loads PTX (cuModuleLoadDataEx, the JIT error log captured into the message). */
 typedef struct ic_cuda_module ic_cuda_module;
 IC_API ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out);
+/* Loads n PTX modules as one ic_cuda_module whose functions are looked up in all of them
+ * (entry names must differ across them): the driver JITs them in parallel, one module at a
+ * time per thread of IC_COMPILE_THREADS (each makes d's context current). Errors name the
+ * module (0-based) and carry the JIT's log; all or nothing. */
+IC_API ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx,
+                                          ic_cuda_module **out);
 IC_API void ic_cuda_module_unload(ic_cuda_module *m);
 /* Launches entry `name` with grid x block threads; args[i] points at the i-th parameter
  * value (for our kernels: a uint64_t device pointer per buffer). Asynchronous. */

@@ -14,7 +14,8 @@
  *     and each consumer warp arrives on its "empty" mbarrier, which the producer waits for
  *     before refilling it.
  * The epilogue (the kernel's BODY stages: bias, activation, residual, casts) runs on the
- * accumulators in registers (gemm.c's), as on the mma.sync path.
+ * accumulators in registers (gemm.c's), as on the mma.sync path; one with math-library
+ * calls (gelu) goes through shared memory instead, as one loop body (epilogue_staged).
  *
  * Shared layout of an operand tile, the 128-byte-swizzle canonical layout wgmma reads
  * through matrix descriptors: the dim contiguous in global memory (k for a K-major operand,
@@ -32,7 +33,7 @@
 #include <string.h>
 #include "pgemm-impl.h"
 
-enum { WG_BK = 64, WG_THREADS = 128 };
+enum { WG_BK = 64, WG_THREADS = 128, STAGED_PAD = 8 };
 
 /* ---- planning ---- */
 
@@ -139,6 +140,7 @@ static LLVMValueRef z64(ic__pg *G, LLVMValueRef a) { return LLVMBuildZExt(G->b, 
 typedef struct {
     ic__gctx X;
     LLVMValueRef base;            /* i32 shared address of stage 0 (1024-aligned) */
+    LLVMValueRef base_off;        /* i32 its byte offset in the dynamic shared memory */
     LLVMValueRef wtid;            /* i32 thread in its warpgroup */
 } wctx;
 
@@ -476,6 +478,86 @@ static void epilogue(wctx *W, LLVMValueRef cw, LLVMValueRef warp, LLVMValueRef l
         }
 }
 
+/* A math-library call per element (gelu's erf, sigmoid, tanh, exp...) unrolled over a
+ * thread's BN/2 accumulators is thousands of instructions, which the driver's JIT takes most
+ * of a second to compile (ptxas time grows faster than the code); staged through shared
+ * memory, the epilogue is one loop body. Cheap epilogues (bias, casts, residuals) stay
+ * unrolled on the registers. Needs the stages' memory to hold the f32 tile. */
+static bool staged_epilogue(const ic__pg *G, const ic__pgemm *g)
+{
+    if ((int64_t)g->BM * (g->BN + STAGED_PAD) * 4 > (int64_t)g->ST * g->stage_bytes)
+        return false;
+    const ic_kernel *k = G->k;
+    for (int s = g->rs + 1; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++)
+            if (ic_lop_get(k->stages[s].instr[i].op)->traits & IC_LT_MATH)
+                return true;
+    return false;
+}
+
+/* The consumer warpgroups meet (the producer has left): named barrier 1; in the emulator an
+ * mbarrier of 128 wgc arrivals after the warpgroups' own. */
+static void consumers_sync(wctx *W)
+{
+    ic__pg *G = W->X.G;
+    const ic__pgemm *g = W->X.g;
+    if (G->emu) {
+        LLVMValueRef p = sptr(W, add(G, W->base, I32(G, g->bar_off + 16 * g->ST + 16)));
+        emu_call(W, "ic__emu_wgsync", G->t_void, &p, 1);
+        return;
+    }
+    char text[64];
+    snprintf(text, sizeof text, "bar.sync 1, %d;", WG_THREADS * g->wgc);
+    asm0(G, text, "~{memory}", NULL, 0);
+}
+
+static LLVMValueRef staged_ptr(wctx *W, LLVMValueRef elem)
+{
+    ic__pg *G = W->X.G;
+    return ic__pgemm_smem_ptr(&W->X, add(G, W->base_off, mul(G, elem, I32(G, 4))));
+}
+
+/* The epilogue through shared memory: the consumers write their accumulators (row pitch
+ * BN + 8 floats: the 8 rows a warp writes at once fall on different banks) over the stages,
+ * then walk the tile in pairs of columns, consecutive threads on consecutive pairs (global
+ * stores coalesce), one loop body for the BODY stages. */
+static void epilogue_staged(wctx *W, LLVMValueRef cw, LLVMValueRef warp, LLVMValueRef lane)
+{
+    ic__pg *G = W->X.G;
+    const ic__pgemm *g = W->X.g;
+    LLVMBuilderRef b = G->b;
+    int pitch = g->BN + STAGED_PAD, nt = WG_THREADS * g->wgc;
+    asm0(G, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0); /* wgmma read them */
+    consumers_sync(W); /* no consumer still reads a stage */
+    LLVMValueRef row = add(G, add(G, mul(G, cw, I32(G, 64)), mul(G, warp, I32(G, 16))), LLVMBuildUDiv(b, lane, I32(G, 4), ""));
+    LLVMValueRef col = mul(G, LLVMBuildURem(b, lane, I32(G, 4), ""), I32(G, 2));
+    LLVMValueRef at0 = add(G, mul(G, row, I32(G, pitch)), col);
+    for (int j = 0; j < g->BN / 8; j++)
+        for (int h = 0; h < 2; h++)
+            for (int e = 0; e < 2; e++) {
+                LLVMValueRef v = LLVMBuildLoad2(b, G->t_f32, W->X.acc[4 * j + 2 * h + e], "");
+                LLVMBuildStore(b, v, staged_ptr(W, add(G, at0, I32(G, h * 8 * pitch + 8 * j + e))));
+            }
+    consumers_sync(W);
+    LLVMValueRef ctid = add(G, mul(G, cw, I32(G, WG_THREADS)), W->wtid);
+    ic__pg_loop L;
+    LLVMValueRef it = loop_begin(G, &L, I64(G, (int64_t)g->BM * g->BN / 2 / nt), "epilogue");
+    LLVMValueRef p = add(G, ctid, mul(G, LLVMBuildTrunc(b, it, G->t_i32, ""), I32(G, nt)));
+    LLVMValueRef r = LLVMBuildUDiv(b, p, I32(G, g->BN / 2), "");
+    LLVMValueRef c = mul(G, LLVMBuildURem(b, p, I32(G, g->BN / 2), ""), I32(G, 2));
+    LLVMValueRef at = add(G, mul(G, r, I32(G, pitch)), c), v[2];
+    for (int e = 0; e < 2; e++)
+        v[e] = LLVMBuildLoad2(b, G->t_f32, staged_ptr(W, add(G, at, I32(G, e))), "");
+    LLVMValueRef m = add(G, W->X.m0, z64(G, r)), n = add(G, W->X.n0, z64(G, c));
+    if (g->N % 2 == 0) {
+        ic__pgemm_epilogue_at(&W->X, m, n, 2, v);
+    } else {
+        ic__pgemm_epilogue_at(&W->X, m, n, 1, &v[0]);
+        ic__pgemm_epilogue_at(&W->X, m, add(G, n, I64(G, 1)), 1, &v[1]);
+    }
+    ic__pg_loop_end(G, &L, it, I64(G, 1));
+}
+
 /* ---- the kernel ---- */
 
 void ic__pgen_wgmma(ic__pg *G)
@@ -497,11 +579,13 @@ void ic__pgen_wgmma(ic__pg *G)
     LLVMValueRef split;
     (void)ic__pgemm_block_setup(&W.X, &split);
     if (G->emu) { /* shared addresses are offsets into the emulator's array */
-        W.base = I32(G, 0);
+        W.base = W.base_off = I32(G, 0);
     } else {
         LLVMValueRef raw = ic__pgemm_smem_u32(G, ic__pgemm_smem_ptr(&W.X, I32(G, 0)));
         W.base = LLVMBuildAnd(b, add(G, raw, I32(G, 1023)), I32(G, ~1023), "");
+        W.base_off = LLVMBuildSub(b, W.base, raw, "");
     }
+    bool staged = staged_epilogue(G, g);
     LLVMValueRef nkt = I64(G, g->kchunk / WG_BK);
     LLVMValueRef wgi = LLVMBuildUDiv(b, W.X.tid, I32(G, WG_THREADS), "");
     W.wtid = LLVMBuildURem(b, W.X.tid, I32(G, WG_THREADS), "");
@@ -512,6 +596,8 @@ void ic__pgen_wgmma(ic__pg *G)
     }
     for (int w = 0; G->emu && w < g->wgc; w++) /* emulator: warpgroup meeting points */
         mbar_init(&W, add(G, W.base, I32(G, g->bar_off + 16 * g->ST + 8 * w)), WG_THREADS);
+    if (G->emu && staged) /* and the consumers' */
+        mbar_init(&W, add(G, W.base, I32(G, g->bar_off + 16 * g->ST + 16)), WG_THREADS * g->wgc);
     ic__pg_endif(G, cont);
     ic__pg_barrier(G);
     LLVMBasicBlockRef prod = LLVMAppendBasicBlockInContext(G->ctx, G->fn, "producer");
@@ -527,5 +613,8 @@ void ic__pgen_wgmma(ic__pg *G)
     LLVMValueRef cw = LLVMBuildSub(b, wgi, I32(G, 1), "");
     LLVMValueRef warp = LLVMBuildUDiv(b, W.wtid, I32(G, 32), ""), lane = LLVMBuildURem(b, W.wtid, I32(G, 32), "");
     consumer(&W, nkt, cw, lane);
-    epilogue(&W, cw, warp, lane);
+    if (staged)
+        epilogue_staged(&W, cw, warp, lane);
+    else
+        epilogue(&W, cw, warp, lane);
 }

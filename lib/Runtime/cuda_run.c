@@ -137,17 +137,27 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
     return IC_OK;
 }
 
-/* The module loaded (every kernel's function looked up) and the device buffers. */
+/* The kernels' modules loaded, in parallel (each kernel's function looked up in its own
+ * module), and the device buffers. */
 static ic_status cuda_load(ic__pipe *P, ic__vbase *b)
 {
     ic__cvar *v = (ic__cvar *)b;
     ic_cuda *d = ((const ic__cuda_bopts *)P->bopts)->d;
     if (!d)
         return ic__error(P->c, IC_EINVAL, "cuda: no device to load graph '%s' on", ic_graph_name(P->g));
-    ic_status s = ic_cuda_module_load(d, ic_ptx_module_text(v->pm), &v->cm);
-    for (int i = 0; i < ic_ptx_module_num_kernels(v->pm) && !s; i++) {
+    int nk = ic_ptx_module_num_kernels(v->pm);
+    if (!nk)
+        return var_buffers(P->c, d, v);
+    const char **texts = ic__calloc(P->c, (size_t)nk, sizeof *texts);
+    if (!texts)
+        return ic__error(P->c, IC_ENOMEM, "cuda: out of memory");
+    for (int i = 0; i < nk; i++)
+        texts[i] = ic_ptx_module_kernel_text(v->pm, i);
+    ic_status s = ic_cuda_module_load_many(d, nk, texts, &v->cm);
+    ic__free(P->c, texts);
+    for (int i = 0; i < nk && !s; i++) {
         CUfunction f;
-        s = ic__cuda_function(v->cm, ic_ptx_module_kernel(v->pm, i)->name, &f);
+        s = ic__cuda_function_in(v->cm, i, ic_ptx_module_kernel(v->pm, i)->name, &f);
     }
     return s ? s : var_buffers(P->c, d, v);
 }

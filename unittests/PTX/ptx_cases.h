@@ -468,6 +468,12 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'");
         const char *rs = GRAPH(IN("x", "bf16", "[2,65,96]") "," IN("w", "bf16", "[136,96]") "," IN("r", "bf16", "[2,65,136]"),
                                "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'add','inputs':['h','r']}", "'y'");
+        /* math-library epilogues go through shared memory (wgmma.c's epilogue_staged): even
+         * and odd N, edges on M and N */
+        const char *ge = GRAPH(IN("x", "bf16", "[200,128]") "," IN("w", "bf16", "[200,128]") "," IN("c", "bf16", "[200]"),
+                               "{'name':'h','op':'linear','inputs':['x','w','c']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
+        const char *sg = GRAPH(IN("x", "f16", "[130,64]") "," IN("w", "f16", "[75,64]"),
+                               "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'sigmoid','inputs':['h']}", "'y'");
         /* each shape twice: heuristic params (wgmma on an H100, mma.sync in the emulator),
          * and wgmma forced (the emulator runs the warpgroup code too) */
         static const ic_ptx_params force = { .wgmma = 1 }, f128x64 = { .wgmma = 1, .tile_m = 128, .tile_n = 64 };
@@ -478,6 +484,8 @@ static void ptx_cases(case_group g, case_fn f)
             { "wgmma bf16 bmm 3x130x64x96", &bm, &force },
             { "wgmma f16 matmul 128x2048x128", &lk, &f128x64 }, /* heuristic: split-k on mma.sync */
             { "wgmma bf16 linear residual 2x65x96 -> 136", &rs, &force },
+            { "wgmma bf16 linear bias gelu 200x128 -> 200", &ge, &force },
+            { "wgmma f16 linear sigmoid 130x64 -> 75", &sg, &force },
         };
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             char name[160];
@@ -494,6 +502,8 @@ static void ptx_cases(case_group g, case_fn f)
             char name[128];
             snprintf(name, sizeof name, "wgmma bf16 matmul 300x520x264 params %zu", i);
             f(name, mm, FUSEDONLY, &tiles[i]);
+            snprintf(name, sizeof name, "wgmma bf16 linear bias gelu 200x128 -> 200 params %zu", i);
+            f(name, ge, FUSEDONLY, &tiles[i]);
         }
         break;
     }
