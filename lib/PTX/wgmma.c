@@ -33,7 +33,7 @@
 #include <string.h>
 #include "pgemm-impl.h"
 
-enum { WG_BK = 64, WG_THREADS = 128, STAGED_PAD = 8 };
+enum { WG_BK = 64, WG_THREADS = 128 };
 
 /* ---- planning ---- */
 
@@ -478,23 +478,6 @@ static void epilogue(wctx *W, LLVMValueRef cw, LLVMValueRef warp, LLVMValueRef l
         }
 }
 
-/* A math-library call per element (gelu's erf, sigmoid, tanh, exp...) unrolled over a
- * thread's BN/2 accumulators is thousands of instructions, which the driver's JIT takes most
- * of a second to compile (ptxas time grows faster than the code); staged through shared
- * memory, the epilogue is one loop body. Cheap epilogues (bias, casts, residuals) stay
- * unrolled on the registers. Needs the stages' memory to hold the f32 tile. */
-static bool staged_epilogue(const ic__pg *G, const ic__pgemm *g)
-{
-    if ((int64_t)g->BM * (g->BN + STAGED_PAD) * 4 > (int64_t)g->ST * g->stage_bytes)
-        return false;
-    const ic_kernel *k = G->k;
-    for (int s = g->rs + 1; s < k->nstages; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++)
-            if (ic_lop_get(k->stages[s].instr[i].op)->traits & IC_LT_MATH)
-                return true;
-    return false;
-}
-
 /* The consumer warpgroups meet (the producer has left): named barrier 1; in the emulator an
  * mbarrier of 128 wgc arrivals after the warpgroups' own. */
 static void consumers_sync(wctx *W)
@@ -511,51 +494,40 @@ static void consumers_sync(wctx *W)
     asm0(G, text, "~{memory}", NULL, 0);
 }
 
+/* Pointer to float `elem` (i32) of the staged tile. */
 static LLVMValueRef staged_ptr(wctx *W, LLVMValueRef elem)
 {
     ic__pg *G = W->X.G;
     return ic__pgemm_smem_ptr(&W->X, add(G, W->base_off, mul(G, elem, I32(G, 4))));
 }
 
-/* The epilogue through shared memory: the consumers write their accumulators (row pitch
- * BN + 8 floats: the 8 rows a warp writes at once fall on different banks) over the stages,
- * then walk the tile in pairs of columns, consecutive threads on consecutive pairs (global
- * stores coalesce), one loop body for the BODY stages. */
+/* The epilogue through shared memory (g->staged, gemm.c's plan_staged): the consumers write
+ * their accumulators over the stages (constant offsets from one pointer: address arithmetic
+ * per store makes LLVM's NVPTX reassociation pass quadratic), then walk the tile in one loop
+ * (ic__pgemm_staged_loop). */
 static void epilogue_staged(wctx *W, LLVMValueRef cw, LLVMValueRef warp, LLVMValueRef lane)
 {
     ic__pg *G = W->X.G;
     const ic__pgemm *g = W->X.g;
     LLVMBuilderRef b = G->b;
-    int pitch = g->BN + STAGED_PAD, nt = WG_THREADS * g->wgc;
+    int pitch = g->BN + IC__STAGED_PAD, nt = WG_THREADS * g->wgc;
+    LLVMTypeRef v2 = LLVMVectorType(G->t_f32, 2);
     asm0(G, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0); /* wgmma read them */
     consumers_sync(W); /* no consumer still reads a stage */
     LLVMValueRef row = add(G, add(G, mul(G, cw, I32(G, 64)), mul(G, warp, I32(G, 16))), LLVMBuildUDiv(b, lane, I32(G, 4), ""));
     LLVMValueRef col = mul(G, LLVMBuildURem(b, lane, I32(G, 4), ""), I32(G, 2));
-    LLVMValueRef at0 = add(G, mul(G, row, I32(G, pitch)), col);
+    LLVMValueRef p0 = staged_ptr(W, add(G, mul(G, row, I32(G, pitch)), col));
     for (int j = 0; j < g->BN / 8; j++)
-        for (int h = 0; h < 2; h++)
-            for (int e = 0; e < 2; e++) {
-                LLVMValueRef v = LLVMBuildLoad2(b, G->t_f32, W->X.acc[4 * j + 2 * h + e], "");
-                LLVMBuildStore(b, v, staged_ptr(W, add(G, at0, I32(G, h * 8 * pitch + 8 * j + e))));
-            }
+        for (int h = 0; h < 2; h++) {
+            LLVMValueRef v = LLVMGetUndef(v2);
+            for (int e = 0; e < 2; e++)
+                v = LLVMBuildInsertElement(b, v, LLVMBuildLoad2(b, G->t_f32, W->X.acc[4 * j + 2 * h + e], ""),
+                                           I32(G, e), "");
+            LLVMValueRef off = I64(G, 4 * ((int64_t)h * 8 * pitch + 8 * j));
+            LLVMSetAlignment(LLVMBuildStore(b, v, LLVMBuildGEP2(b, G->t_i8, p0, &off, 1, "")), 8);
+        }
     consumers_sync(W);
-    LLVMValueRef ctid = add(G, mul(G, cw, I32(G, WG_THREADS)), W->wtid);
-    ic__pg_loop L;
-    LLVMValueRef it = loop_begin(G, &L, I64(G, (int64_t)g->BM * g->BN / 2 / nt), "epilogue");
-    LLVMValueRef p = add(G, ctid, mul(G, LLVMBuildTrunc(b, it, G->t_i32, ""), I32(G, nt)));
-    LLVMValueRef r = LLVMBuildUDiv(b, p, I32(G, g->BN / 2), "");
-    LLVMValueRef c = mul(G, LLVMBuildURem(b, p, I32(G, g->BN / 2), ""), I32(G, 2));
-    LLVMValueRef at = add(G, mul(G, r, I32(G, pitch)), c), v[2];
-    for (int e = 0; e < 2; e++)
-        v[e] = LLVMBuildLoad2(b, G->t_f32, staged_ptr(W, add(G, at, I32(G, e))), "");
-    LLVMValueRef m = add(G, W->X.m0, z64(G, r)), n = add(G, W->X.n0, z64(G, c));
-    if (g->N % 2 == 0) {
-        ic__pgemm_epilogue_at(&W->X, m, n, 2, v);
-    } else {
-        ic__pgemm_epilogue_at(&W->X, m, n, 1, &v[0]);
-        ic__pgemm_epilogue_at(&W->X, m, add(G, n, I64(G, 1)), 1, &v[1]);
-    }
-    ic__pg_loop_end(G, &L, it, I64(G, 1));
+    ic__pgemm_staged_loop(&W->X, W->base_off, add(G, mul(G, cw, I32(G, WG_THREADS)), W->wtid), nt);
 }
 
 /* ---- the kernel ---- */
@@ -585,7 +557,7 @@ void ic__pgen_wgmma(ic__pg *G)
         W.base = LLVMBuildAnd(b, add(G, raw, I32(G, 1023)), I32(G, ~1023), "");
         W.base_off = LLVMBuildSub(b, W.base, raw, "");
     }
-    bool staged = staged_epilogue(G, g);
+    bool staged = g->staged;
     LLVMValueRef nkt = I64(G, g->kchunk / WG_BK);
     LLVMValueRef wgi = LLVMBuildUDiv(b, W.X.tid, I32(G, WG_THREADS), "");
     W.wtid = LLVMBuildURem(b, W.X.tid, I32(G, WG_THREADS), "");

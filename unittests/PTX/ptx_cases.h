@@ -120,6 +120,12 @@ static void gemm_cases(case_fn f, const char *dt)
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'relu','inputs':['h']}");
     GEMM_CASE("linear bias gelu 17x33 -> 97", T3("[17,33]", "[97,33]", "[97]"),
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'gelu','inputs':['h']}");
+    /* a batch norm's rsqrt per element: the epilogue goes through shared memory (tensor
+     * cores: a 128 x 128 tile, the shared memory grown to hold it in f32) */
+    GEMM_CASE("linear times rsqrt(c*c+1) 130x48 -> 70 (staged epilogue)", T3("[130,48]", "[70,48]", "[70]"),
+              "{'name':'h','op':'linear','inputs':['a','b']},{'name':'q','op':'mul','inputs':['c','c']},"
+              "{'name':'r','op':'add','inputs':['q',1.0]},{'name':'s','op':'rsqrt','inputs':['r']},"
+              "{'name':'y','op':'mul','inputs':['h','s']}");
     GEMM_CASE("linear residual 3x5x32 -> 24", T3("[3,5,32]", "[24,32]", "[3,5,24]"),
               "{'name':'h','op':'linear','inputs':['a','b']},{'name':'y','op':'add','inputs':['h','c']}");
     GEMM_CASE("bmm 3x17x32x24", T3("[3,17,32]", "[3,32,24]", NULL), "{'name':'y','op':'bmm','inputs':['a','b']}");
