@@ -269,6 +269,10 @@ static ic_status optimise_and_emit(ic__pg *G, const char *name, LLVMTargetMachin
         char pipeline[32];
         snprintf(pipeline, sizeof pipeline, "default<O%d>", level > 3 ? 3 : level);
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        /* NVPTX has no f32 vectors (our kernels compute in f32): the vectorizers would only
+         * spend time on analysis; our own vector accesses are emitted as such */
+        LLVMPassBuilderOptionsSetSLPVectorization(po, 0);
+        LLVMPassBuilderOptionsSetLoopVectorization(po, 0);
         LLVMErrorRef e = LLVMRunPasses(G->mod, pipeline, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
