@@ -104,12 +104,14 @@ ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk)
         m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
         m->kptx = ic__calloc(c, (size_t)nk + 1, sizeof *m->kptx);
         m->kir = ic__calloc(c, (size_t)nk + 1, sizeof *m->kir);
+        m->code = ic__calloc(c, (size_t)nk + 1, sizeof *m->code);
     }
-    if (!m || !m->kernels || !m->kptx || !m->kir) {
+    if (!m || !m->kernels || !m->kptx || !m->kir || !m->code) {
         if (m) {
             ic__free(c, m->kernels);
             ic__free(c, m->kptx);
             ic__free(c, m->kir);
+            ic__free(c, m->code);
         }
         ic__free(c, m);
         return NULL;
@@ -132,6 +134,7 @@ void ic_ptx_module_destroy(ic_ptx_module *m)
     ic__free(c, m->kernels);
     ic__free(c, m->kptx);
     ic__free(c, m->kir);
+    ic__free(c, m->code);
     ic__free(c, m->ptx);
     ic__free(c, m->ir);
     ic__free(c, m);
@@ -142,7 +145,7 @@ const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m) { return m ? m->ir : N
 
 const char *ic_ptx_module_kernel_text(const ic_ptx_module *m, int i)
 {
-    return m && m->kptx && i >= 0 && i < m->nkernels ? m->kptx[i] : NULL;
+    return m && m->kptx && i >= 0 && i < m->nkernels ? m->kptx[m->code[i]] : NULL;
 }
 int ic_ptx_module_num_kernels(const ic_ptx_module *m) { return m ? m->nkernels : 0; }
 double ic_ptx_module_emit_ms(const ic_ptx_module *m) { return m ? m->emit_ms : 0; }
@@ -208,6 +211,8 @@ static ic_status name_kernels(ic_ctx *c, ic_ptx_module *m, int nk, const ic_kern
     for (int i = 0; i < nk; i++) {
         if (!(m->kernels[i].name = unique_name(c, m->kernels, i, ks[i].name, names ? names[i] : NULL, i)))
             return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+        m->kernels[i].entry = m->kernels[i].name;
+        m->kernels[i].code = m->code[i] = i;
         m->nkernels = i + 1;
     }
     return IC_OK;
@@ -303,7 +308,9 @@ static ic_status optimise_and_emit(ic__pg *G, const char *name, LLVMTargetMachin
     return *ptx ? IC_OK : ic__error(c, IC_ENOMEM, "ptx: out of memory for the PTX text");
 }
 
-/* The kernels of one emission, a module each, made by ic__run_jobs. */
+/* The kernels of one emission, a module each, made by ic__run_jobs in two rounds: every
+ * kernel's IR (gen_job), then O3 and PTX for the kernels whose code no earlier kernel has
+ * already (emit_job). */
 typedef struct {
     ic_ctx *c;
     ic_ptx_module *m;
@@ -314,6 +321,11 @@ typedef struct {
     const ic_ptx_params *params;
     LLVMTargetRef target;
     int llvm_sm, ptx;
+    ic__pg *gs;               /* [nk] each kernel's generator: LLVM context, module, builder */
+    LLVMTargetMachineRef *tms; /* [nk] */
+    char **key;               /* [nk] its IR text with its name replaced (the code's identity) */
+    uint64_t *hash;           /* [nk] of key */
+    int *todo;                /* [ntodo] the kernels emit_job makes PTX for */
     double (*cpu)[3];         /* [thread] CPU ms: IR, optimise, PTX */
 } emit_jobs;
 
@@ -327,54 +339,142 @@ static LLVMTargetMachineRef target_machine(const emit_jobs *J, bool arch_specifi
                                    LLVMRelocDefault, LLVMCodeModelDefault);
 }
 
-/* Job i: kernel i as a module of its own (own LLVM context, module and target machine: none
- * of them may be shared between threads), optimised and printed as PTX. */
-static ic_status emit_job(void *arg, int i, int thread)
+/* text with every `name` replaced by "@K" (malloc'd, NULL when out of memory). */
+static char *without_name(const char *text, const char *name)
+{
+    size_t nl = strlen(name), n = strlen(text) + 1;
+    char *out = malloc(n), *q = out;
+    for (const char *p = text; out && *p;) {
+        if (!strncmp(p, name, nl)) {
+            memcpy(q, "@K", 2);
+            q += 2, p += nl;
+        } else {
+            *q++ = *p++;
+        }
+    }
+    if (out)
+        *q = 0;
+    return out;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Round 1, kernel i: its own LLVM context, module and target machine (none of them may be
+ * shared between threads; each stays with the kernel for round 2), its IR, and the key that
+ * finds kernels of the same code: the IR before O3 with its name taken out. */
+static ic_status gen_job(void *arg, int i, int thread)
 {
     emit_jobs *J = arg;
     ic_ptx_module *m = J->m;
     const char *name = m->kernels[i].name;
     double t0 = thread_cpu_ms();
-    LLVMTargetMachineRef tm = target_machine(J, false);
-    ic__pg G;
-    memset(&G, 0, sizeof G);
-    G.c = J->c;
-    G.sm = J->llvm_sm;
-    G.ctx = LLVMContextCreate();
-    G.mod = LLVMModuleCreateWithNameInContext(name, G.ctx);
-    G.b = LLVMCreateBuilderInContext(G.ctx);
-    G.nbufs = J->nbufs;
-    G.bufs = J->bufs;
-    ic__pg_init_types(&G);
-    LLVMSetTarget(G.mod, "nvptx64-nvidia-cuda");
+    LLVMTargetMachineRef tm = J->tms[i] = target_machine(J, false);
+    ic__pg *G = &J->gs[i];
+    G->c = J->c;
+    G->sm = J->llvm_sm;
+    G->ctx = LLVMContextCreate();
+    G->mod = LLVMModuleCreateWithNameInContext(name, G->ctx);
+    G->b = LLVMCreateBuilderInContext(G->ctx);
+    G->nbufs = J->nbufs;
+    G->bufs = J->bufs;
+    ic__pg_init_types(G);
+    LLVMSetTarget(G->mod, "nvptx64-nvidia-cuda");
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(G.mod, dl);
+    LLVMSetModuleDataLayout(G->mod, dl);
     LLVMDisposeTargetData(dl);
-    ic_status s = gen_kernel(&G, m, i, &J->ks[i], J->o, J->params ? &J->params[i] : NULL);
-    J->cpu[thread][0] += thread_cpu_ms() - t0;
-    if (!s && G.arch_specific) { /* wgmma: same data layout, target sm_90a */
-        LLVMDisposeTargetMachine(tm);
-        tm = target_machine(J, true);
+    ic_status s = gen_kernel(G, m, i, &J->ks[i], J->o, J->params ? &J->params[i] : NULL);
+    if (!s) {
+        char *ir = LLVMPrintModuleToString(G->mod);
+        J->key[i] = ir ? without_name(ir, name) : NULL;
+        LLVMDisposeMessage(ir);
+        if (!J->key[i])
+            s = ic__error(J->c, IC_ENOMEM, "ptx: out of memory");
+        else
+            J->hash[i] = fnv1a(J->key[i]);
     }
-    if (!s)
-        s = optimise_and_emit(&G, name, tm, J->o, &m->kptx[i], J->o && J->o->keep_ir ? &m->kir[i] : NULL,
-                              &J->cpu[thread][1]);
-    LLVMDisposeBuilder(G.b);
-    LLVMDisposeModule(G.mod);
-    LLVMContextDispose(G.ctx);
-    LLVMDisposeTargetMachine(tm);
+    J->cpu[thread][0] += thread_cpu_ms() - t0;
     return s;
 }
 
+/* Round 2, the kernel of job t: optimised and printed as PTX. */
+static ic_status emit_job(void *arg, int t, int thread)
+{
+    emit_jobs *J = arg;
+    int i = J->todo[t];
+    ic_ptx_module *m = J->m;
+    ic__pg *G = &J->gs[i];
+    if (G->arch_specific) { /* wgmma: same data layout, target sm_90a */
+        LLVMDisposeTargetMachine(J->tms[i]);
+        J->tms[i] = target_machine(J, true);
+    }
+    return optimise_and_emit(G, m->kernels[i].name, J->tms[i], J->o, &m->kptx[i],
+                             J->o && J->o->keep_ir ? &m->kir[i] : NULL, &J->cpu[thread][1]);
+}
+
+/* Between the rounds: each kernel's code (m->code) is that of the first kernel with the same
+ * key, whose entry it launches; the others go to round 2 (J->todo). Returns their count. */
+static int find_same_code(emit_jobs *J, int nk)
+{
+    ic_ptx_module *m = J->m;
+    int n = 0;
+    for (int i = 0; i < nk; i++) {
+        m->code[i] = i;
+        for (int j = 0; j < i; j++)
+            if (m->code[j] == j && J->hash[j] == J->hash[i] && !strcmp(J->key[j], J->key[i])) {
+                m->code[i] = j;
+                break;
+            }
+        m->kernels[i].entry = m->kernels[m->code[i]].name;
+        m->kernels[i].code = m->code[i];
+        if (m->code[i] == i)
+            J->todo[n++] = i;
+    }
+    return n;
+}
+
+static void free_jobs(emit_jobs *J, int nk)
+{
+    for (int i = 0; J->gs && i < nk; i++) {
+        if (J->gs[i].b)
+            LLVMDisposeBuilder(J->gs[i].b);
+        if (J->gs[i].mod)
+            LLVMDisposeModule(J->gs[i].mod);
+        if (J->gs[i].ctx)
+            LLVMContextDispose(J->gs[i].ctx);
+        if (J->tms[i])
+            LLVMDisposeTargetMachine(J->tms[i]);
+        free(J->key[i]);
+    }
+    ic__free(J->c, J->gs);
+    ic__free(J->c, J->tms);
+    ic__free(J->c, J->key);
+    ic__free(J->c, J->hash);
+    ic__free(J->c, J->todo);
+    ic__free(J->c, J->cpu);
+}
+
 /* The texts of the kernels' modules in kernel order, each after a line
- * "<cmt> ---- kernel <i> '<name>' ----". NULL when out of memory. */
+ * "<cmt> ---- kernel <i> '<name>' ----"; a kernel that runs an earlier one's code has only a
+ * line saying so. NULL when out of memory. */
 static char *join_texts(ic_ctx *c, const ic_ptx_module *m, char **texts, const char *cmt)
 {
     size_t n = 1;
     for (int i = 0; i < m->nkernels; i++)
-        n += strlen(texts[i]) + strlen(m->kernels[i].name) + 64;
+        n += (m->code[i] == i ? strlen(texts[i]) : 0) + 2 * strlen(m->kernels[i].name) + 96;
     char *out = ic__malloc(c, n), *q = out;
     for (int i = 0; out && i < m->nkernels; i++) {
+        int k = m->code[i];
+        if (k != i) {
+            q += snprintf(q, n - (size_t)(q - out), "%s ---- kernel %d '%s': the code of kernel %d '%s' ----\n", cmt,
+                          i, m->kernels[i].name, k, m->kernels[k].name);
+            continue;
+        }
         q += snprintf(q, n - (size_t)(q - out), "%s ---- kernel %d '%s' ----\n", cmt, i, m->kernels[i].name);
         size_t l = strlen(texts[i]);
         memcpy(q, texts[i], l);
@@ -405,27 +505,38 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
         return s;
     }
     ic_ptx_module *m = J.m = ic__ptx_module_new(c, nk);
-    int nthreads = ic__compile_threads(c, nk);
+    int nthreads = ic__compile_threads(c, nk), ndistinct = 0, nt2 = 0;
     J.cpu = ic__calloc(c, (size_t)nthreads, sizeof *J.cpu);
-    ic_status s = !m || !J.cpu ? ic__error(c, IC_ENOMEM, "ptx: out of memory") : name_kernels(c, m, nk, ks, names);
+    J.gs = ic__calloc(c, (size_t)nk + 1, sizeof *J.gs);
+    J.tms = ic__calloc(c, (size_t)nk + 1, sizeof *J.tms);
+    J.key = ic__calloc(c, (size_t)nk + 1, sizeof *J.key);
+    J.hash = ic__calloc(c, (size_t)nk + 1, sizeof *J.hash);
+    J.todo = ic__calloc(c, (size_t)nk + 1, sizeof *J.todo);
+    ic_status s = !m || !J.cpu || !J.gs || !J.tms || !J.key || !J.hash || !J.todo
+                      ? ic__error(c, IC_ENOMEM, "ptx: out of memory")
+                      : name_kernels(c, m, nk, ks, names);
     if (!s)
-        s = ic__run_jobs(c, nk, emit_job, &J, &nthreads);
+        s = ic__run_jobs(c, nk, gen_job, &J, &nthreads);
+    if (!s) {
+        ndistinct = find_same_code(&J, nk);
+        s = ic__run_jobs(c, ndistinct, emit_job, &J, &nt2);
+    }
     if (!s && !(m->ptx = join_texts(c, m, m->kptx, "//")))
         s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
     if (!s && o && o->keep_ir && !(m->ir = join_texts(c, m, m->kir, ";")))
         s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
     double cpu[3] = { 0, 0, 0 };
-    for (int t = 0; !s && t < nthreads; t++)
+    for (int t = 0; J.cpu && t < ic__compile_threads(c, nk); t++)
         for (int k = 0; k < 3; k++)
             cpu[k] += J.cpu[t][k];
-    ic__free(c, J.cpu);
+    free_jobs(&J, nk);
     if (s) {
         ic_ptx_module_destroy(m);
         return s;
     }
     m->emit_ms = now_ms() - t0;
-    ic__logf(c, 1, "ic: ptx: %d kernels in %.1f ms on %d thread%s [cpu ms: IR %.1f, optimise %.1f, PTX %.1f]",
-             nk, m->emit_ms, nthreads, nthreads > 1 ? "s" : "", cpu[0], cpu[1], cpu[2]);
+    ic__logf(c, 1, "ic: ptx: %d kernels (%d distinct) in %.1f ms on %d thread%s [cpu ms: IR %.1f, optimise %.1f, PTX %.1f]",
+             nk, ndistinct, m->emit_ms, nthreads, nthreads > 1 ? "s" : "", cpu[0], cpu[1], cpu[2]);
     *out = m;
     return IC_OK;
 }

@@ -392,6 +392,37 @@ Test(ptx, a_module_per_kernel_in_kernel_order)
     ic_ctx_destroy(c);
 }
 
+/* Kernels whose IR is the same but for the name (two projections of one input by weights of
+ * one shape) share one PTX module: the second launches the first's entry on its own args,
+ * and the text says whose code it runs. */
+Test(ptx, kernels_of_the_same_code_share_a_module)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, "{'ic_graph':1,'name':'t','inputs':[" IN("x", "f32", "[64,96]") "," IN("w", "f32", "[48,96]") ","
+                                IN("v", "f32", "[48,96]") "],'nodes':[{'name':'h','op':'linear','inputs':['x','w']},"
+                                "{'name':'k','op':'linear','inputs':['x','v']}],'outputs':['h','k']}");
+    ic_program *p = program(c, g, true);
+    cr_assert_eq(ic_program_num_kernels(p), 2);
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const ic_ptx_kernel *k0 = ic_ptx_module_kernel(m, 0), *k1 = ic_ptx_module_kernel(m, 1);
+    cr_assert_eq(k0->code, 0);
+    cr_assert_eq(k1->code, 0, "the second projection has its own code");
+    cr_assert_str_neq(k0->name, k1->name);
+    cr_assert_str_eq(k0->entry, k0->name);
+    cr_assert_str_eq(k1->entry, k0->name, "kernel 1 launches %s", k1->entry);
+    cr_assert_neq(k0->args[1], k1->args[1], "each runs on its own weight");
+    cr_assert(ic_ptx_module_kernel_text(m, 1) == ic_ptx_module_kernel_text(m, 0));
+    char line[300];
+    snprintf(line, sizeof line, "// ---- kernel 1 '%s': the code of kernel 0 '%s' ----\n", k1->name, k0->name);
+    cr_assert(strstr(ic_ptx_module_text(m), line), "no line '%s' in\n%.400s", line, ic_ptx_module_text(m));
+    cr_assert_eq(count_of(ic_ptx_module_text(m), ".entry "), 1, "one module for both");
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 Test(ptx, bad_wgmma_params_are_refused)
 {
     ic_ctx *c = ict_ctx();
