@@ -54,6 +54,8 @@ typedef struct ic__pgemm {
     bool wg;                      /* Hopper warpgroup MMAs (wgmma.c) */
     int wgc;                      /* wgmma: consumer warpgroups, 64 rows of the tile each */
     int bar_off;                  /* wgmma: byte offset of the mbarriers (full[ST], empty[ST]) */
+    bool staged;                  /* the epilogue runs from the f32 tile written to shared memory
+                                   * over the stages, as one loop body (ic__pgemm_staged_loop) */
 } ic__pgemm;
 
 typedef struct {
@@ -82,6 +84,15 @@ IC_HIDDEN LLVMValueRef ic__pgemm_edge_chunk(ic__gctx *X, const ic__gop *x, int w
                                             LLVMValueRef k, int E, LLVMValueRef *nbytes);
 /* Runs the BODY stages for output row m and columns n .. n+nl-1 holding accumulators v. */
 IC_HIDDEN void ic__pgemm_epilogue_at(ic__gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v);
+
+/* Row pitch in floats of the staged f32 tile: 8 more than BN, so that the 8 rows a warp's
+ * accumulator layout writes at once fall on different banks. */
+#define IC__STAGED_PAD 8
+/* The staged epilogue's loop: nthreads threads (ctid: this one, i32) walk the BM x BN f32 tile
+ * at byte `tile` (i32) of the dynamic shared memory in pairs of columns, consecutive threads
+ * on consecutive pairs, and run the BODY stages on each. The tile is written and a barrier
+ * passed before. */
+IC_HIDDEN void ic__pgemm_staged_loop(ic__gctx *X, LLVMValueRef tile, LLVMValueRef ctid, int nthreads);
 
 /* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, its
  * tiles, stages and shared layout filled); false leaves g alone. */

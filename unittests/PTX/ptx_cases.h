@@ -120,6 +120,12 @@ static void gemm_cases(case_fn f, const char *dt)
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'relu','inputs':['h']}");
     GEMM_CASE("linear bias gelu 17x33 -> 97", T3("[17,33]", "[97,33]", "[97]"),
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'gelu','inputs':['h']}");
+    /* a batch norm's rsqrt per element: the epilogue goes through shared memory (tensor
+     * cores: a 128 x 128 tile, the shared memory grown to hold it in f32) */
+    GEMM_CASE("linear times rsqrt(c*c+1) 130x48 -> 70 (staged epilogue)", T3("[130,48]", "[70,48]", "[70]"),
+              "{'name':'h','op':'linear','inputs':['a','b']},{'name':'q','op':'mul','inputs':['c','c']},"
+              "{'name':'r','op':'add','inputs':['q',1.0]},{'name':'s','op':'rsqrt','inputs':['r']},"
+              "{'name':'y','op':'mul','inputs':['h','s']}");
     GEMM_CASE("linear residual 3x5x32 -> 24", T3("[3,5,32]", "[24,32]", "[3,5,24]"),
               "{'name':'h','op':'linear','inputs':['a','b']},{'name':'y','op':'add','inputs':['h','c']}");
     GEMM_CASE("bmm 3x17x32x24", T3("[3,17,32]", "[3,32,24]", NULL), "{'name':'y','op':'bmm','inputs':['a','b']}");
@@ -474,6 +480,12 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'");
         const char *rs = GRAPH(IN("x", "bf16", "[2,65,96]") "," IN("w", "bf16", "[136,96]") "," IN("r", "bf16", "[2,65,136]"),
                                "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'add','inputs':['h','r']}", "'y'");
+        /* math-library epilogues go through shared memory (wgmma.c's epilogue_staged): even
+         * and odd N, edges on M and N */
+        const char *ge = GRAPH(IN("x", "bf16", "[200,128]") "," IN("w", "bf16", "[200,128]") "," IN("c", "bf16", "[200]"),
+                               "{'name':'h','op':'linear','inputs':['x','w','c']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
+        const char *sg = GRAPH(IN("x", "f16", "[130,64]") "," IN("w", "f16", "[75,64]"),
+                               "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'sigmoid','inputs':['h']}", "'y'");
         /* each shape twice: heuristic params (wgmma on an H100, mma.sync in the emulator),
          * and wgmma forced (the emulator runs the warpgroup code too) */
         static const ic_ptx_params force = { .wgmma = 1 }, f128x64 = { .wgmma = 1, .tile_m = 128, .tile_n = 64 };
@@ -484,6 +496,8 @@ static void ptx_cases(case_group g, case_fn f)
             { "wgmma bf16 bmm 3x130x64x96", &bm, &force },
             { "wgmma f16 matmul 128x2048x128", &lk, &f128x64 }, /* heuristic: split-k on mma.sync */
             { "wgmma bf16 linear residual 2x65x96 -> 136", &rs, &force },
+            { "wgmma bf16 linear bias gelu 200x128 -> 200", &ge, &force },
+            { "wgmma f16 linear sigmoid 130x64 -> 75", &sg, &force },
         };
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             char name[160];
@@ -501,6 +515,8 @@ static void ptx_cases(case_group g, case_fn f)
             char name[128];
             snprintf(name, sizeof name, "wgmma bf16 matmul 300x520x264 params %zu", i);
             f(name, mm, FUSEDONLY, &tiles[i]);
+            snprintf(name, sizeof name, "wgmma bf16 linear bias gelu 200x128 -> 200 params %zu", i);
+            f(name, ge, FUSEDONLY, &tiles[i]);
         }
         /* 192 columns of a K-major operand (BERT's linears: [4096, 768] in 128 x 192 tiles) */
         f("wgmma bf16 linear bias relu 256x128 -> 192, 128x192 tiles", lin, FUSEDONLY, &tiles[3]);
