@@ -28,9 +28,10 @@ static const char usage[] =
     "                   loops: loop-nest kernels, one per op (Lower);\n"
     "                   fused: the kernels after fusion, with each boundary's reason (Fuse);\n"
     "                   llvm: LLVM IR before O3; llvm-opt: after O3; asm: host assembly;\n"
-    "                   ptx: PTX for an sm_90 GPU (no GPU needed; when built with lib/PTX;\n"
-    "                   f16/bf16 GEMMs on wgmma make the module target sm_90a);\n"
-    "                   sass: that PTX assembled by ptxas -arch=sm_90 and disassembled by\n"
+    "                   ptx: PTX for an sm_90 GPU, a module per kernel, each after a line\n"
+    "                   '// ---- kernel <i> '<name>' ----' (no GPU needed; when built with\n"
+    "                   lib/PTX; f16/bf16 GEMMs on wgmma make their module target sm_90a);\n"
+    "                   sass: each module assembled by ptxas -arch=sm_90 and disassembled by\n"
     "                   cuobjdump -sass (CUDA toolkit: ptxas from $IC_PTXAS,\n"
     "                   /usr/local/cuda/bin or PATH, cuobjdump beside it or on PATH)\n"
     "                   (aliases: spec, lower, pre_fusion, fuse, post_fusion, llvm-ir,\n"
@@ -264,6 +265,37 @@ static bool assemble_and_disassemble(const char *ptx, const char *ptxas, const c
     return ok;
 }
 
+/* Each kernel's PTX module in the ptx stage's text (after its "// ---- kernel" line) through
+ * ptxas and cuobjdump, its SASS after that same line; a text without such lines (no kernels)
+ * as one module. */
+static bool sass_of_modules(char *ptx, const char *ptxas, const char *cuobjdump, const ic_graph *g,
+                            FILE *f, cli_err *e)
+{
+    static const char mark[] = "\n// ---- kernel ";
+    char *p = strncmp(ptx, mark + 1, strlen(mark + 1)) == 0 ? ptx : strstr(ptx, mark);
+    if (!p)
+        return assemble_and_disassemble(ptx, ptxas, cuobjdump, g, f, e);
+    while (p) {
+        const char *line = *p == '\n' ? p + 1 : p;
+        char *body = strchr(line, '\n');
+        if (!body)
+            break;
+        body++;
+        fwrite(line, 1, (size_t)(body - line), f); /* the kernel's line */
+        char *next = strstr(body, mark);
+        char keep = next ? next[1] : 0;
+        if (next)
+            next[1] = 0; /* body ends after its last newline */
+        bool ok = assemble_and_disassemble(body, ptxas, cuobjdump, g, f, e);
+        if (next)
+            next[1] = keep;
+        if (!ok)
+            return false;
+        p = next;
+    }
+    return true;
+}
+
 /* SASS for sm_90: the PTX of stage_ptx through ptxas and cuobjdump (no GPU needed). */
 static bool stage_sass(ic_ctx *c, const ic_graph *g, const int64_t *vals,
                        const dump_opts *o, const char *stage, FILE *f, cli_err *e)
@@ -279,7 +311,7 @@ static bool stage_sass(ic_ctx *c, const ic_graph *g, const int64_t *vals,
     bool ok = stage_compile(c, g, vals, o, "ptx", mem, e);
     if (fclose(mem) != 0 && ok)
         ok = cli_fail(e, "out of memory");
-    ok = ok && assemble_and_disassemble(ptx, ptxas, cuobjdump, g, f, e);
+    ok = ok && sass_of_modules(ptx, ptxas, cuobjdump, g, f, e);
     free(ptx);
     return ok;
 }

@@ -1,11 +1,12 @@
 /* bench_gpu.c - GPU benchmarks of the issue: pointwise (the seed pattern, scaled up),
- * softmax, layer_norm and row sums in f32 and bf16 against the device-to-device copy
+ * softmax, layer_norm, row sums, full sums and column sums ([16384, 4096], dim 0) in f32 and
+ * bf16, bias + gelu ([4096, 3072] + [3072], bf16), against the device-to-device copy
  * bandwidth measured in the same run; host overhead per call of a 3-op graph on 1024 floats
  * (reduce-overhead and default mode); graph -> loaded module time for the seed pattern.
  * Prints a table, and one JSON object per result on lines starting with "RESULT " (read by
  * benchmarks/gpu/compare.py).
  *
- *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME]
+ *     bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME[,NAME...]]
  *
  * GEMMs: 4096^3 matmul in bf16, f16, f32 and linear [16384, 512] x [512, 512] + bias + relu
  * (bf16, f32) in TFLOP/s, each checked on 256 sampled outputs against a double dot product;
@@ -133,12 +134,24 @@ typedef struct { const char *name; const char *json; } bench_graph;
     "{'ic_graph':1,'name':'sum_all','inputs':[{'name':'x','dtype':'" dt "','shape':[67108864]}],"       \
     "'nodes':[{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[0]}}],'outputs':['y']}"
 
+/* issue 13's memory-bound pair: a column sum (dim 0 reduced, the kept dim contiguous) and
+ * BERT's FC1 epilogue outside the GEMM, x + b then the exact (erf) gelu */
+#define COLSUM(dt)                                                                            \
+    "{'ic_graph':1,'name':'col_sum','inputs':[{'name':'x','dtype':'" dt "','shape':[16384,4096]}],"     \
+    "'nodes':[{'name':'y','op':'sum','inputs':['x'],'attrs':{'dims':[0]}}],'outputs':['y']}"
+#define BIASGELU(dt)                                                                          \
+    "{'ic_graph':1,'name':'bias_gelu','inputs':[{'name':'x','dtype':'" dt "','shape':[4096,3072]},"     \
+    "{'name':'b','dtype':'" dt "','shape':[3072]}],"                                                      \
+    "'nodes':[{'name':'h','op':'add','inputs':['x','b']},{'name':'y','op':'gelu','inputs':['h']}],'outputs':['y']}"
+
 static const bench_graph graphs[] = {
     { "pointwise_f32", SEED("f32", "65536", "1024") },  { "pointwise_bf16", SEED("bf16", "65536", "1024") },
     { "softmax_f32", SOFTMAX("f32") },                   { "softmax_bf16", SOFTMAX("bf16") },
     { "layer_norm_f32", LAYERNORM("f32") },              { "layer_norm_bf16", LAYERNORM("bf16") },
     { "row_sum_f32", ROWSUM("f32") },                    { "row_sum_bf16", ROWSUM("bf16") },
     { "sum_all_f32", SUMALL("f32") },                    { "sum_all_bf16", SUMALL("bf16") },
+    { "col_sum_f32", COLSUM("f32") },                    { "col_sum_bf16", COLSUM("bf16") },
+    { "bias_gelu_bf16", BIASGELU("bf16") },
 };
 
 /* GEMMs: 4096^3 matmuls and linear [16384, 512] x [512, 512] + bias + relu. */
@@ -338,11 +351,16 @@ static void tune(ic_ctx *c, ic_cuda *d, const bench_graph *bg, const ic_graph *g
 {
     ic_ptx_params ps[40];
     int np = 0;
-    if (!strncmp(bg->name, "pointwise", 9)) {
+    if (!strncmp(bg->name, "pointwise", 9) || !strncmp(bg->name, "bias_gelu", 9)) {
         static const int blocks[] = { 128, 256, 512, 1024 }, epts[] = { 1, 2, 4 };
         for (int b = 0; b < 4; b++)
             for (int e = 0; e < 3; e++)
                 ps[np++] = (ic_ptx_params){ .block = blocks[b], .ept = epts[e] };
+    } else if (!strncmp(bg->name, "col_sum", 7)) {
+        static const int Ts[] = { 8, 16, 32, 64 }, Ss[] = { 1, 4, 8, 16, 32 };
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < 5; i++)
+                ps[np++] = (ic_ptx_params){ .mode = IC_PTX_COLUMN, .threads_per_row = Ts[t], .blocks_per_row = Ss[i] };
     } else {
         if (!strncmp(bg->name, "sum_all", 7)) {
             static const int bs[] = { 64, 128, 256, 512, 1024 };
@@ -374,8 +392,9 @@ static void tune(ic_ctx *c, ic_cuda *d, const bench_graph *bg, const ic_graph *g
         double ms = time_params(c, d, g, args, n, &ps[i], iters, &k);
         if (ms <= 0)
             continue;
-        printf("  tune %-16s block %4d vec %d ept %d T %4d regs %2d: %8.4f ms %7.1f GB/s %5.1f%%\n", bg->name,
-               k.block, k.params.vec, k.params.ept, k.params.threads_per_row, k.params.regs_elems, ms,
+        printf("  tune %-16s block %4d vec %d ept %d T %4d S %3d regs %2d: %8.4f ms %7.1f GB/s %5.1f%%\n", bg->name,
+               k.block, k.params.vec, k.params.ept, k.params.threads_per_row, k.params.blocks_per_row,
+               k.params.regs_elems, ms,
                (double)bytes / (ms * 1e-3) / 1e9, 100 * (double)bytes / (ms * 1e-3) / 1e9 / copy_gbps);
         if (ms < best) {
             best = ms;
@@ -411,10 +430,10 @@ static void bandwidth(ic_ctx *c, ic_cuda *d, const bench_graph *bg, int iters, d
     double gbps = (double)bytes / (ms * 1e-3) / 1e9;
     const ic_ptx_kernel *k = ic_cuda_compiled_kernel(cc, 0);
     printf("%-18s %3d kernel(s) %8.3f ms %8.1f GB/s %6.1f%% of copy   compile %6.1f ms  upload %6.1f ms  "
-           "[%s mode %d block %d vec %d T %d]\n",
+           "[%s mode %d block %d vec %d T %d S %d grid %lld]\n",
            bg->name, ic_cuda_compiled_num_kernels(cc), ms, gbps, 100 * gbps / copy_gbps, tc, tu,
            k ? k->name : "-", k ? (int)k->mode : 0, k ? k->block : 0, k ? k->params.vec : 0,
-           k ? k->params.threads_per_row : 0);
+           k ? k->params.threads_per_row : 0, k ? k->params.blocks_per_row : 0, k ? (long long)k->grid : 0LL);
     printf("RESULT {\"bench\":\"%s\",\"ms\":%.6f,\"gbps\":%.3f,\"copy_gbps\":%.3f,\"bytes\":%lld,\"kernels\":%d}\n",
            bg->name, ms, gbps, copy_gbps, (long long)bytes, ic_cuda_compiled_num_kernels(cc));
     fflush(stdout);
@@ -503,11 +522,30 @@ static void compile_time(ic_ctx *c, ic_cuda *d, const char *path)
     ic_graph_destroy(g);
 }
 
+/* --only A,B: names containing any of the comma-separated parts (none given: every name). */
+static bool selected(const char *only, const char *name)
+{
+    if (!only)
+        return true;
+    for (const char *p = only; *p;) {
+        size_t n = strcspn(p, ",");
+        char part[128];
+        if (n > 0 && n < sizeof part) {
+            memcpy(part, p, n);
+            part[n] = 0;
+            if (strstr(name, part))
+                return true;
+        }
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     int iters = 50;
     bool quick = false, tuning = false, gemm_only = false, no_gemm = false;
-    const char *only = NULL; /* benchmarks whose name contains this */
+    const char *only = NULL; /* benchmarks whose name contains one of these (commas) */
     const char *seed = "benchmarks/graphs/seed_pattern.json";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -525,7 +563,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed-graph") && i + 1 < argc)
             seed = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME] [--seed-graph PATH]\n");
+            fprintf(stderr, "usage: bench_gpu [--iters N] [--quick] [--tune] [--gemm-only] [--no-gemm] [--only NAME[,NAME...]] [--seed-graph PATH]\n");
             return 1;
         }
     }
@@ -547,10 +585,10 @@ int main(int argc, char **argv)
     printf("RESULT {\"bench\":\"copy\",\"gbps\":%.3f}\n", copy);
     int ng = (int)(sizeof graphs / sizeof *graphs);
     for (int i = 0; i < ng; i++)
-        if ((!quick || i % 2 == 0) && !gemm_only && (!only || strstr(graphs[i].name, only)))
+        if ((!quick || i % 2 == 0) && !gemm_only && selected(only, graphs[i].name))
             bandwidth(c, d, &graphs[i], iters, copy, tuning);
     for (size_t i = 0; i < sizeof gemms / sizeof *gemms && !no_gemm; i++)
-        if (!only || strstr(gemms[i].name, only))
+        if (selected(only, gemms[i].name))
             gemm_bench(c, d, &gemms[i], iters < 20 ? iters : 20, tuning);
     if (!gemm_only) {
         overhead(c, d, IC_CUDA_REDUCE_OVERHEAD, true);

@@ -27,7 +27,8 @@ for extra in sys.argv[3:]:
 print("\n== bandwidth (GB/s; % of the same run's device-to-device copy) ==")
 print(f"{'graph':18} {'ic GB/s':>9} {'ic %copy':>9} {'torch GB/s':>11} {'torch %copy':>12} {'ic/torch speed':>15}")
 for name in ("pointwise_f32", "pointwise_bf16", "softmax_f32", "softmax_bf16", "layer_norm_f32",
-             "layer_norm_bf16", "row_sum_f32", "row_sum_bf16", "sum_all_f32", "sum_all_bf16"):
+             "layer_norm_bf16", "row_sum_f32", "row_sum_bf16", "sum_all_f32", "sum_all_bf16",
+             "col_sum_f32", "col_sum_bf16", "bias_gelu_bf16"):
     a, b = ic.get(name), th.get(name)
     if not a:
         continue

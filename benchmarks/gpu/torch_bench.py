@@ -1,6 +1,6 @@
 """The GPU benchmark graphs through torch.compile (default mode) on the same machine, for the
-ratios printed by compare.py: bandwidth of pointwise / softmax / layer_norm / row sums in f32
-and bf16, device-to-device copy bandwidth, host overhead per call of the 3-op graph on 1024
+ratios printed by compare.py: bandwidth of pointwise / softmax / layer_norm / row, full and
+column sums in f32 and bf16, bias + gelu in bf16, device-to-device copy bandwidth, host overhead per call of the 3-op graph on 1024
 floats (eager and mode="reduce-overhead"), and the seed pattern's compile time.
 Prints one JSON object per result on lines starting with "RESULT ".
 
@@ -70,7 +70,16 @@ def cases(dt):
         ("layer_norm", layer_norm, [rnd((8192, 4096), dt), rnd((4096,), dt), rnd((4096,), dt)]),
         ("row_sum", row_sum, [rnd((16384, 4096), dt)]),
         ("sum_all", sum_all, [rnd((1 << 26,), dt)]),
-    ]
+        ("col_sum", col_sum, [rnd((16384, 4096), dt)]),
+    ] + ([("bias_gelu", bias_gelu, [rnd((4096, 3072), dt), rnd((3072,), dt)])] if dt == torch.bfloat16 else [])
+
+
+def col_sum(x):
+    return x.sum(dim=0)
+
+
+def bias_gelu(x, b):
+    return F.gelu(x + b)
 
 
 def sum_all(x):

@@ -4,6 +4,7 @@ run by ic-run, checked and timed against PyTorch in the same run. See README.md 
 
     python3 benchmarks/models/run_models.py [SAMPLE_DIR ...] [--only REGEX] [--skip-large]
         [--device cpu|cuda] [--dtype f32|bf16] [--json OUT] [--build DIR] [--iters N]
+        [--cuda-graph] [--torchvision NAME,...] [--batch N] [--compile-cpu]
 """
 import argparse
 import copy
@@ -47,8 +48,8 @@ def default_samples():
 
 # ---- the models -------------------------------------------------------------------------
 class Model:
-    def __init__(self, name, kind, source):
-        self.name, self.kind, self.source = name, kind, source
+    def __init__(self, name, kind, source, batch=1):
+        self.name, self.kind, self.source, self.batch = name, kind, source, batch
 
     def build(self, device, dtype, seed):
         """(callable module, args) on `device` in `dtype`."""
@@ -60,7 +61,7 @@ class Model:
         torch.manual_seed(seed)
         m = getattr(torchvision.models, self.source)(weights=None).eval().to(dtype).to(device)
         g = torch.Generator().manual_seed(seed)
-        x = torch.randn(1, 3, 224, 224, generator=g).to(dtype).to(device)
+        x = torch.randn(self.batch, 3, 224, 224, generator=g).to(dtype).to(device)
         return m, [x]
 
     def export(self, out, dtype, seed):
@@ -92,6 +93,48 @@ def time_cpu(fn, args, iters):
             fn(*args)
             ts.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(ts)
+
+
+def time_cuda_graph(fn, args, iters, reps=5):
+    """`iters` calls captured in one CUDA graph, replayed `reps` times: the median ms per call.
+    The GPU's time alone, without the host's launch overhead (benchmarks/gpu/targets.py times
+    PyTorch this way; ic-run's CUDA events time back-to-back launches)."""
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
+            for _ in range(3):
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(iters):
+                fn(*args)
+        g.replay()
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(reps):
+            e0.record()
+            g.replay()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / iters)
+    del g
+    return statistics.median(ts)
+
+
+def time_torch_cuda(fn, args, iters, graph, reps=5):
+    """(ms, how): captured in a CUDA graph when `graph` (events around back-to-back calls when
+    the capture fails: how says why), else events."""
+    if graph:
+        try:
+            return time_cuda_graph(fn, args, iters, reps), "cuda-graph"
+        except Exception as e:  # e.g. a model that syncs with the host
+            torch.cuda.synchronize()
+            return time_cuda(fn, args, iters), "events (capture failed: %s)" % str(e).splitlines()[0][:120]
+    return time_cuda(fn, args, iters), "events"
 
 
 def time_cuda(fn, args, iters):
@@ -193,7 +236,12 @@ def run_model(model, a, work):
         if dev == "cpu":
             r["eager_ms"] = time_cpu(m, args, a.iters)
         else:
-            r["eager_ms"] = time_cuda(m, args, a.iters)
+            r["eager_ms"], r["torch_timing"] = time_torch_cuda(m, args, a.iters, a.cuda_graph)
+        if dev == "cpu" and not a.compile_cpu:
+            pass  # the CPU rows compare with eager unless asked
+        elif not hasattr(torch, "compile"):
+            r["torch_compile_error"] = "torch.compile needs PyTorch 2.x (this is %s)" % torch.__version__
+        else:
             try:
                 if a.no_compile:
                     raise RuntimeError("not run (--no-compile)")
@@ -201,9 +249,13 @@ def run_model(model, a, work):
                 t0 = time.perf_counter()
                 with torch.no_grad():
                     cm(*args)
-                torch.cuda.synchronize()
+                if dev == "cuda":
+                    torch.cuda.synchronize()
                 r["torch_compile_first_ms"] = (time.perf_counter() - t0) * 1e3
-                r["torch_compile_ms"] = time_cuda(cm, args, a.iters)
+                if dev == "cpu":
+                    r["torch_compile_ms"] = time_cpu(cm, args, a.iters)
+                else:
+                    r["torch_compile_ms"], _ = time_torch_cuda(cm, args, a.iters, a.cuda_graph)
             except Exception as e:
                 r["torch_compile_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
         if os.path.exists(saved):
@@ -242,6 +294,8 @@ def print_row(row, device):
                       fmt(tc, "%.3f").rjust(8),
                       (fmt(g["eager_ms"] / g["ic_ms"]) + "x").rjust(7) if g.get("ic_ms") and g.get("eager_ms") else "-".rjust(7),
                       (fmt(tc / g["ic_ms"]) + "x").rjust(7) if tc and g.get("ic_ms") else "-".rjust(7)]
+    if c.get("torch_compile_ms") and c.get("ic_ms"):
+        cells.append("cpu compile %s ms: %sx" % (fmt(c["torch_compile_ms"]), fmt(c["torch_compile_ms"] / c["ic_ms"])))
     print(" ".join(cells), flush=True)
     for dev in ("cpu", "cuda"):
         d = row.get(dev, {})
@@ -266,6 +320,12 @@ def main():
                    "batch_norm folded into convolutions)")
     p.add_argument("--gpu-only", action="store_true", help="--device cuda: skip ic's CPU run")
     p.add_argument("--no-compile", action="store_true", help="--device cuda: skip torch.compile")
+    p.add_argument("--cuda-graph", action="store_true", help="--device cuda: time PyTorch as N calls captured "
+                   "in one CUDA graph (GPU time without launch overhead) instead of events around calls")
+    p.add_argument("--torchvision", help="comma list of torchvision models instead of the default five")
+    p.add_argument("--batch", type=int, default=1, help="batch of the torchvision models' input (default 1)")
+    p.add_argument("--compile-cpu", action="store_true", help="time torch.compile (default mode) on the "
+                   "CPU too (PyTorch 2.x)")
     p.add_argument("--check-only", action="store_true", help="export, compile, run once and compare; no "
                    "timing (the test suite's mode)")
     a = p.parse_args()
@@ -274,7 +334,8 @@ def main():
     samples = a.samples or default_samples()
     models = [Model(os.path.basename(os.path.normpath(s)), "graphnet", s) for s in samples]
     if not a.no_torchvision:
-        models += [Model("tv_" + n, "torchvision", n) for n in TORCHVISION]
+        names = a.torchvision.split(",") if a.torchvision else TORCHVISION
+        models += [Model("tv_" + n, "torchvision", n, a.batch) for n in names]
     if a.only:
         models = [m for m in models if re.search(a.only, m.name)]
     if a.skip_large:

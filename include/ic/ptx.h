@@ -10,7 +10,7 @@
  *     ic_ptx_options o = { .sm = 90 };
  *     ic_ptx_module *m;
  *     if (ic_ptx_emit(c, program, &o, NULL, &m)) ...;   // NULL: heuristic params per kernel
- *     fputs(ic_ptx_module_text(m), stdout);             // ic-dump --stage ptx
+ *     fputs(ic_ptx_module_text(m), stdout);             // ic-dump --stage ptx (all kernels)
  *     const ic_ptx_kernel *k = ic_ptx_module_kernel(m, 0); // name, grid, block
  *     ic_ptx_module_destroy(m);
  *
@@ -63,12 +63,14 @@ typedef struct ic_ptx_params {
                              * stages when it holds at most this many elements (0 = 128 bytes
                              * of the narrowest dtype: 32 f32, 64 bf16; -1 = never: every stage
                              * re-reads memory) */
-    int blocks_per_row;     /* ROW: blocks sharing each row (a power of two). Above 1, each block
-                             * reduces a slice, writes its partial to a workspace of the module,
-                             * and the last block of the row (an atomic counter) combines the
-                             * partials in a fixed order and runs the later BODY stages: long
-                             * rows and full reductions use the whole GPU. Needs one REDUCE
-                             * stage followed by BODY stages only. 0 = heuristic, 1 = off */
+    int blocks_per_row;     /* ROW/COLUMN: blocks sharing each row (COLUMN: each block's tile of
+                             * columns) along the reduced dims (a power of two). Above 1, each
+                             * block reduces a slice, writes its partials to a workspace of the
+                             * module, and the last block of the row or tile (an atomic counter)
+                             * combines the partials in a fixed order and runs the later BODY
+                             * stages: long rows, full reductions and column reductions with few
+                             * columns use the whole GPU. Needs one REDUCE stage followed by
+                             * BODY stages only. 0 = heuristic, 1 = off */
     /* GEMM: the block tile (tile_m x tile_n outputs, tile_k deep), warps_m x warps_n warps,
      * `stages` shared-memory buffers in flight (cp.async), and split_k blocks along K whose
      * partial tiles the last one sums in a fixed order (skinny shapes). 0 = heuristic. */
@@ -106,7 +108,13 @@ IC_API void ic_ptx_options_init(ic_ptx_options *o);
 
 /* One generated kernel and how to launch it: grid x block threads, 1-D. */
 typedef struct ic_ptx_kernel {
-    const char *name;       /* PTX entry symbol, e.g. "gpu_fused_add_mul_3" */
+    const char *name;       /* the kernel's name, unique in the module, e.g. "gpu_fused_add_mul_3" */
+    const char *entry;      /* the PTX entry symbol to launch: name, or the name of kernel
+                             * `code` (borrowed) */
+    int code;               /* the kernel whose PTX module holds this one's code: itself, or an
+                             * earlier kernel whose IR was the same but for the name (the Q, K
+                             * and V projections, repeated layers); such kernels are optimised,
+                             * printed and JIT-compiled once, each launched on its own args */
     ic_ptx_mode mode;
     ic_ptx_params params;   /* resolved: every field set */
     int64_t grid;           /* blocks; 0 when the kernel has no work (skip the launch) */
@@ -134,9 +142,18 @@ IC_API ic_status ic_ptx_emit_kernels(ic_ctx *c, int nkernels, const ic_kernel *k
                                      const ic_ptx_params *params, ic_ptx_module **out);
 IC_API void ic_ptx_module_destroy(ic_ptx_module *m);
 
-/* The PTX text (NUL-terminated, borrowed from m). */
+/* Each kernel is a PTX module of its own (made on IC_COMPILE_THREADS threads, loaded by the
+ * driver in parallel), but a kernel of the same code as an earlier one has none (its `code`).
+ * The text of them all (NUL-terminated, borrowed from m): each kernel's module in kernel
+ * order after a line "// ---- kernel <i> '<name>' ----" (for a kernel of another's code only
+ * "// ---- kernel <i> '<name>': the code of kernel <j> '<name j>' ----"), whatever the number
+ * of threads. It is not one PTX module: ptxas takes each kernel's text alone. */
 IC_API const char *ic_ptx_module_text(const ic_ptx_module *m);
-/* The optimised NVPTX LLVM IR when o->keep_ir was set, else NULL. */
+/* The PTX module (header and one entry) holding kernel i's code: its own, or that of kernel
+ * ic_ptx_module_kernel(m, i)->code; borrowed; NULL when i is out of range. */
+IC_API const char *ic_ptx_module_kernel_text(const ic_ptx_module *m, int i);
+/* The optimised NVPTX LLVM IR when o->keep_ir was set, else NULL: each kernel's module after
+ * a line "; ---- kernel <i> '<name>' ----" (as the PTX text). */
 IC_API const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m);
 IC_API int ic_ptx_module_num_kernels(const ic_ptx_module *m);
 IC_API const ic_ptx_kernel *ic_ptx_module_kernel(const ic_ptx_module *m, int i);
@@ -201,6 +218,12 @@ IC_API void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use
 /* Loads PTX (cuModuleLoadDataEx, the JIT error log captured into the message). */
 typedef struct ic_cuda_module ic_cuda_module;
 IC_API ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out);
+/* Loads n PTX modules as one ic_cuda_module whose functions are looked up in all of them
+ * (entry names must differ across them): the driver JITs them in parallel, one module at a
+ * time per thread of IC_COMPILE_THREADS (each makes d's context current). Errors name the
+ * module (0-based) and carry the JIT's log; all or nothing. */
+IC_API ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx,
+                                          ic_cuda_module **out);
 IC_API void ic_cuda_module_unload(ic_cuda_module *m);
 /* Launches entry `name` with grid x block threads; args[i] points at the i-th parameter
  * value (for our kernels: a uint64_t device pointer per buffer). Asynchronous. */

@@ -37,6 +37,18 @@ IC_HIDDEN ic_status ic__verror(ic_ctx *c, ic_status code, const char *fmt, va_li
 IC_HIDDEN void ic__logf(ic_ctx *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Parallel compile jobs (jobs.c). A job: fn(arg, j, thread) for job j in [0, njobs), thread
+ * in [0, threads) numbering the thread that runs it (per-thread state). */
+#define IC__MAX_JOB_THREADS 64
+typedef ic_status (*ic__job_fn)(void *arg, int j, int thread);
+/* Threads for njobs jobs: IC_COMPILE_THREADS, else the cores online; at most one per job,
+ * at least one, at most IC__MAX_JOB_THREADS. */
+IC_HIDDEN int ic__compile_threads(const ic_ctx *c, int njobs);
+/* Runs every job on ic__compile_threads(c, njobs) threads, the calling one included, jobs
+ * taken in index order; after a failure no job starts. Returns the first failure's status
+ * (IC_OK when all succeeded); *nthreads (may be NULL): the threads that ran. */
+IC_HIDDEN ic_status ic__run_jobs(ic_ctx *c, int njobs, ic__job_fn fn, void *arg, int *nthreads);
+
 /* Bump allocator; everything is freed at once. */
 typedef struct ic_arena_chunk ic_arena_chunk;
 typedef struct { ic_ctx *c; ic_arena_chunk *head; } ic_arena;

@@ -77,7 +77,15 @@ static LLVMValueRef bin(M *m, const char *name, LLVMValueRef a, LLVMValueRef b)
     return call_intr(m, name, x, 2);
 }
 static LLVMValueRef isnan_(M *m, LLVMValueRef x) { return fcmp(m, LLVMRealUNO, x, x); }
-static LLVMValueRef copysign_(M *m, LLVMValueRef mag, LLVMValueRef sgn) { return bin(m, "llvm.copysign", mag, sgn); }
+/* copysign as the bit operation it is: one LOP3 on the GPU, where NVPTX's lowering of
+ * llvm.copysign (abs, neg, a sign test, a select) assembles to two instructions (exact erf's
+ * GELU loses one of its ~37 a bf16 element); x86 lowers both forms to the same and/or. */
+static LLVMValueRef copysign_(M *m, LLVMValueRef mag, LLVMValueRef sgn)
+{
+    LLVMValueRef lo = KI(m, m->d ? INT64_MAX : INT32_MAX), hi = KI(m, m->d ? INT64_MIN : INT32_MIN);
+    return flt(m, LLVMBuildOr(m->b, LLVMBuildAnd(m->b, bits(m, mag), lo, ""),
+                              LLVMBuildAnd(m->b, bits(m, sgn), hi, ""), ""));
+}
 
 /* Horner: c[0] * x^(n-1) + ... + c[n-1] */
 static LLVMValueRef poly(M *m, LLVMValueRef x, const double *c, int n)

@@ -153,6 +153,10 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
     g->tc_conv = tc && (g->A.xform || g->B.xform);
     g->tc = tc && !g->tc_conv;
     g->bf16 = g->A.vt == IC_BF16;
+    g->math_epilogue = false;
+    for (int s = 1; s < k->nstages; s++)
+        for (int i = 0; i < k->stages[s].ninstr; i++)
+            g->math_epilogue |= ic_lop_has_trait(k->stages[s].instr[i].op, IC_LT_MATH);
     return true;
 }
 
@@ -239,6 +243,30 @@ static ic_status plan_warps(ic_ctx *c, const ic_kernel *k, const ic_ptx_params *
     return IC_OK;
 }
 
+/* Whether the epilogue goes through shared memory (g->staged). A math-library call or a
+ * division or square root per element (gelu's erf, sigmoid, a batch norm's rsqrt), unrolled
+ * over a thread's accumulators, is thousands of instructions that the driver's JIT takes
+ * most of a second to compile (ptxas time grows faster than the code): staged, the epilogue
+ * is one loop body. Cheap epilogues (bias, relu, casts, residuals) stay on the registers. The
+ * f32 tile goes over the stages: wgmma's stages must hold it, the mma.sync and FFMA kernels'
+ * shared memory grows to it when smaller (within 227 KB). */
+static void plan_staged(const ic_kernel *k, ic__pgemm *g)
+{
+    bool heavy = false;
+    for (int s = g->rs + 1; s < k->nstages && !heavy; s++)
+        for (int i = 0; i < k->stages[s].ninstr && !heavy; i++) {
+            ic_lop op = k->stages[s].instr[i].op;
+            heavy = (ic_lop_get(op)->traits & IC_LT_MATH) || op == IC_L_DIV || op == IC_L_SQRT ||
+                    op == IC_L_RSQRT || op == IC_L_RECIP;
+        }
+    int need = g->BM * (g->BN + IC__STAGED_PAD) * 4;
+    if (!heavy || (g->wg && need > g->ST * g->stage_bytes) || (!g->wg && need + 16 > 227 * 1024))
+        return;
+    g->staged = true;
+    if (!g->wg && need > g->smem)
+        g->smem = g->flag_off = need;
+}
+
 ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
                          int nsms, int sm, bool forced, ic__pplan *pl, bool *is_gemm)
 {
@@ -317,6 +345,7 @@ ic_status ic__pgemm_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     g.B.ofull = g.N % g.BN == 0;
     g.A.kfull = g.B.kfull = g.K % g.BK == 0 && g.K % g.kchunk == 0;
 store:
+    plan_staged(k, &g);
     pl->grid = g.ntiles * g.SK;
     pl->block = g.threads;
     pl->mode = IC_PTX_GEMM;
@@ -893,6 +922,84 @@ static void epilogue(gctx *X, LLVMValueRef tx, LLVMValueRef ty, LLVMValueRef war
         }
 }
 
+void ic__pgemm_staged_loop(gctx *X, LLVMValueRef tile, LLVMValueRef ctid, int nthreads)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    int pitch = g->BN + IC__STAGED_PAD, half = g->BN / 2;
+    LLVMTypeRef v2 = LLVMVectorType(G->t_f32, 2);
+    ic__pg_loop L;
+    LLVMValueRef it = ic__pg_loop_begin(G, &L, I64(G, 0), LLVMIntSLT, I64(G, (int64_t)g->BM * half / nthreads),
+                                        (const char *const[]){ "epilogue", "epibody", "epidone" });
+    LLVMValueRef p = add(G, ctid, mul(G, LLVMBuildTrunc(b, it, G->t_i32, ""), I32(G, nthreads)));
+    LLVMValueRef r = LLVMBuildUDiv(b, p, I32(G, half), "");
+    LLVMValueRef c = mul(G, LLVMBuildURem(b, p, I32(G, half), ""), I32(G, 2));
+    LLVMValueRef at = add(G, tile, mul(G, add(G, mul(G, r, I32(G, pitch)), c), I32(G, 4)));
+    LLVMValueRef pair = LLVMBuildLoad2(b, v2, smem_ptr(X, at), "");
+    LLVMSetAlignment(pair, 8);
+    LLVMValueRef v[2] = { LLVMBuildExtractElement(b, pair, I32(G, 0), ""), LLVMBuildExtractElement(b, pair, I32(G, 1), "") };
+    LLVMValueRef m = add(G, X->m0, z64(G, r)), n = add(G, X->n0, z64(G, c));
+    if (g->N % 2 == 0) {
+        epilogue_at(X, m, n, 2, v);
+    } else {
+        epilogue_at(X, m, n, 1, &v[0]);
+        epilogue_at(X, m, add(G, n, I64(G, 1)), 1, &v[1]);
+    }
+    ic__pg_loop_end(G, &L, it, I64(G, 1));
+}
+
+/* Accumulators a and a + 1 as one 8-byte store at byte off of p0. */
+static void stage_pair(gctx *X, LLVMValueRef p0, int64_t off, int a)
+{
+    ic__pg *G = X->G;
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(G->t_f32, 2)), o = I64(G, off);
+    v = LLVMBuildInsertElement(b, v, accv(X, a), I32(G, 0), "");
+    v = LLVMBuildInsertElement(b, v, accv(X, a + 1), I32(G, 1), "");
+    LLVMSetAlignment(LLVMBuildStore(b, v, LLVMBuildGEP2(b, G->t_i8, p0, &o, 1, "")), 8);
+}
+
+/* The epilogue through shared memory (g->staged): every thread writes its accumulators into
+ * the f32 tile over the stages (constant offsets from one pointer: address arithmetic per
+ * store makes LLVM's NVPTX reassociation pass quadratic), then the block walks the tile in
+ * one loop (ic__pgemm_staged_loop), whose global stores coalesce. */
+static void epilogue_staged(gctx *X, LLVMValueRef tx, LLVMValueRef ty, LLVMValueRef warp_m, LLVMValueRef warp_n,
+                            LLVMValueRef lane)
+{
+    ic__pg *G = X->G;
+    const ic__pgemm *g = X->g;
+    LLVMBuilderRef b = G->b;
+    int pitch = g->BN + IC__STAGED_PAD;
+    ic__pg_barrier(G); /* no warp still reads a stage */
+    LLVMValueRef row0, col0;
+    if (g->tc || g->tf32) { /* the mma accumulator layout, as epilogue() walks it */
+        int WTM = g->BM / g->WM, WTN = g->BN / g->WN;
+        row0 = add(G, mul(G, warp_m, I32(G, WTM)), LLVMBuildUDiv(b, lane, I32(G, 4), ""));
+        col0 = add(G, mul(G, warp_n, I32(G, WTN)), mul(G, LLVMBuildURem(b, lane, I32(G, 4), ""), I32(G, 2)));
+    } else {
+        row0 = mul(G, ty, I32(G, 4));
+        col0 = mul(G, tx, I32(G, 4));
+    }
+    LLVMValueRef p0 = smem_ptr(X, mul(G, add(G, mul(G, row0, I32(G, pitch)), col0), I32(G, 4)));
+    if (g->tc || g->tf32) {
+        int MI = g->BM / g->WM / 16, NI = g->BN / g->WN / 8;
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++)
+                for (int h = 0; h < 2; h++)
+                    stage_pair(X, p0, 4 * ((int64_t)(mi * 16 + h * 8) * pitch + ni * 8), (mi * NI + ni) * 4 + h * 2);
+    } else {
+        for (int hm = 0; hm < 2; hm++)
+            for (int i = 0; i < 4; i++)
+                for (int hn = 0; hn < 2; hn++)
+                    for (int j = 0; j < 4; j += 2)
+                        stage_pair(X, p0, 4 * ((int64_t)(hm * g->BM / 2 + i) * pitch + hn * g->BN / 2 + j),
+                                   (hm * 4 + i) * 8 + hn * 4 + j);
+    }
+    ic__pg_barrier(G);
+    ic__pgemm_staged_loop(X, I32(G, 0), X->tid, g->threads);
+}
+
 /* ---- split-k: the last block of a tile sums the partials ---- */
 
 static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
@@ -1104,5 +1211,8 @@ void ic__pgen_gemm(ic__pg *G)
     cp_wait(&X, 0);
     if (g->SK > 1)
         split_k_combine(&X, tile, split);
-    epilogue(&X, tx, ty, warp_m, warp_n, lane);
+    if (g->staged)
+        epilogue_staged(&X, tx, ty, warp_m, warp_n, lane);
+    else
+        epilogue(&X, tx, ty, warp_m, warp_n, lane);
 }

@@ -257,7 +257,7 @@ static void iterate(ic__pg *G, int s)
     LLVMBuilderRef b = G->b;
     bool row = row_mode(G);
     int64_t TS = (int64_t)pl->T * pl->S;                      /* threads walking one row */
-    int64_t step = row ? TS * pl->V : pl->T;                  /* flat inner index per iteration */
+    int64_t step = row ? TS * pl->V : TS;                     /* flat inner index per iteration */
     int64_t lim = row ? pl->N - pl->V : pl->N - 1;            /* clamp for masked iterations */
     LLVMValueRef j64 = LLVMBuildZExt(b, G->j, G->t_i64, "");
     if (G->slice) /* split rows: this block's threads follow those of the blocks before it */
@@ -281,15 +281,28 @@ static void iterate(ic__pg *G, int s)
         G->it = -1;
         return;
     }
-    /* a loop: for (x = start; x < N (ROW: x <= N - V); x += step) */
+    /* a loop: for (x = start; x < N (ROW: x <= N - V); x += step). COLUMN takes two
+     * iterations a trip, then the odd one: the second's loads issue before the first's
+     * accumulate waits (a column's threads have no other loads in flight; ROW's measured at
+     * copy speed as is). The accumulation order is unchanged. */
+    int U = row ? 1 : 2;
     ic__pg_loop L;
-    LLVMValueRef x = ic__pg_loop_begin(G, &L, start, LLVMIntSLE, ic__pg_i64(G, lim),
+    LLVMValueRef x = ic__pg_loop_begin(G, &L, start, LLVMIntSLE, ic__pg_i64(G, lim - (U - 1) * step),
                                        (const char *const[]){ "loop", "body", "done" });
     G->valid = NULL;
     G->it = -1;
+    for (int u = 0; u < U; u++) {
+        inner_at(G, u ? LLVMBuildAdd(b, x, ic__pg_i64(G, u * step), "") : x);
+        ic__pg_emit_stage(G, s);
+    }
+    ic__pg_loop_end(G, &L, x, ic__pg_i64(G, U * step));
+    if (U == 1)
+        return;
+    x = LLVMBuildLoad2(b, G->t_i64, L.slot, "");
+    LLVMBasicBlockRef cont = ic__pg_if(G, LLVMBuildICmp(b, LLVMIntSLE, x, ic__pg_i64(G, lim), ""), "odd");
     inner_at(G, x);
     ic__pg_emit_stage(G, s);
-    ic__pg_loop_end(G, &L, x, ic__pg_i64(G, step));
+    ic__pg_endif(G, cont);
 }
 
 /* 32-bit pieces of a register value for shuffles and shared memory. */
@@ -470,6 +483,10 @@ static void combine_column(ic__pg *G, int s)
                     p = combine(G, in, vt, p, smem_get(G, s, i, LLVMBuildAdd(b, base, ic__pg_i32(G, (int64_t)t * pl->R * pl->V), "")));
             }
             r->v[l] = in->red == IC_RED_ARGMAX ? p.i : p.v;
+            if (G->split_col) {
+                G->split_col[2 * ((size_t)i * IC__PTX_MAXV + (size_t)l)] = p.v;
+                G->split_col[2 * ((size_t)i * IC__PTX_MAXV + (size_t)l) + 1] = p.i;
+            }
         }
         r->uni = pl->V == 1;
     }
@@ -597,6 +614,125 @@ static void split_combine(ic__pg *G, int s, LLVMValueRef row)
     ic__pg_endif(G, cont);
 }
 
+/* Workspace slot `slot` (i64) of REDUCE number n among P * S slots a REDUCE: 16 bytes,
+ * the value at +0, an argmax index at +8. */
+static LLVMValueRef ws_slot(ic__pg *G, LLVMValueRef ws, int n, LLVMValueRef slot)
+{
+    const ic__pplan *pl = G->pl;
+    LLVMValueRef byte = LLVMBuildAdd(G->b, ic__pg_i64(G, (int64_t)n * pl->P * pl->S * 16),
+                                     LLVMBuildMul(G->b, slot, ic__pg_i64(G, 16), ""), "");
+    return LLVMBuildGEP2(G->b, G->t_i8, ws, &byte, 1, "");
+}
+
+/* Volatile: other blocks read and write these slots. */
+static void ws_put(ic__pg *G, LLVMValueRef p, ic_dtype vt, pair v)
+{
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef x = vt == IC_BOOL ? LLVMBuildZExt(b, v.v, G->t_i32, "") : v.v;
+    LLVMSetVolatile(LLVMBuildStore(b, x, p), 1);
+    if (v.i) {
+        LLVMValueRef e8 = ic__pg_i64(G, 8);
+        LLVMSetVolatile(LLVMBuildStore(b, v.i, LLVMBuildGEP2(b, G->t_i8, p, &e8, 1, "")), 1);
+    }
+}
+
+static pair ws_get(ic__pg *G, LLVMValueRef p, ic_dtype vt, bool argmax)
+{
+    LLVMBuilderRef b = G->b;
+    pair r = { LLVMBuildLoad2(b, vt == IC_BOOL ? G->t_i32 : ic__pg_type(G, vt), p, ""), NULL };
+    LLVMSetVolatile(r.v, 1);
+    if (vt == IC_BOOL)
+        r.v = LLVMBuildTrunc(b, r.v, G->t_i1, "");
+    if (argmax) {
+        LLVMValueRef e8 = ic__pg_i64(G, 8);
+        r.i = LLVMBuildLoad2(b, G->t_i64, LLVMBuildGEP2(b, G->t_i8, p, &e8, 1, ""), "");
+        LLVMSetVolatile(r.i, 1);
+    }
+    return r;
+}
+
+/* Split columns: thread j == 0 of each group publishes its V combined partials to the
+ * workspace (slot point * S + slice); after a fence and the block's barrier, thread 0 counts
+ * the block in (an atomic counter per tile of R groups) and the last block of the tile to
+ * arrive goes on: each thread folds the partials t = j, j + T, ... of its group's lanes in
+ * slice order, combine_column meets the T threads again, and the later stages run. Every
+ * order is fixed, so the result does not depend on which block came last. */
+/* Thread 0 counts the block in at *pcnt; the block goes on (to the code after this) if it
+ * was the tile's last, else returns. */
+static void arrive_column(ic__pg *G, LLVMValueRef pcnt, LLVMValueRef t0)
+{
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef flag_idx = ic__pg_i32(G, G->pl->flag_off);
+    LLVMValueRef pflag = LLVMBuildGEP2(b, G->t_i8, G->smem, &flag_idx, 1, "");
+    LLVMBasicBlockRef cont = ic__pg_if(G, t0, "arrive");
+    LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, pcnt, ic__pg_i32(G, 1),
+                                          LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, old, ic__pg_i32(G, G->pl->S - 1), "");
+    LLVMBuildStore(b, LLVMBuildZExt(b, last, G->t_i8, ""), pflag);
+    ic__pg_endif(G, cont);
+    ic__pg_barrier(G);
+    LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, G->t_i8, pflag, ""),
+                                         LLVMConstInt(G->t_i8, 0, 0), "");
+    ic__pg_last_block(G, is_last, "last", "notlast");
+}
+
+static void split_combine_column(ic__pg *G, int s, LLVMValueRef grp, LLVMValueRef tile)
+{
+    const ic__pplan *pl = G->pl;
+    const ic_stage *st = &G->k->stages[s];
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef ws = ic__pg_module_array(G, "ws", G->t_i8, pl->ws_bytes);
+    LLVMValueRef cnt = ic__pg_module_array(G, "cnt", G->t_i32, pl->grid / pl->S);
+    LLVMValueRef ct[2] = { ic__pg_i64(G, 0), tile };
+    LLVMValueRef pcnt = LLVMBuildGEP2(b, LLVMGlobalGetValueType(cnt), cnt, ct, 2, "");
+    LLVMValueRef j0 = LLVMBuildICmp(b, LLVMIntEQ, G->j, ic__pg_i32(G, 0), "");
+    LLVMValueRef t0 = LLVMBuildICmp(b, LLVMIntEQ, G->tid, ic__pg_i32(G, 0), "");
+    LLVMValueRef point0 = LLVMBuildMul(b, grp, ic__pg_i64(G, pl->V), "");
+    LLVMBasicBlockRef cont = ic__pg_if(G, G->pvalid ? LLVMBuildAnd(b, j0, G->pvalid, "") : j0, "publish");
+    for (int i = 0, n = 0; i < st->ninstr; i++) {
+        if (st->instr[i].op != IC_L_REDUCE)
+            continue;
+        for (int l = 0; l < pl->V; l++) {
+            LLVMValueRef point = LLVMBuildAdd(b, point0, ic__pg_i64(G, l), "");
+            LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, point, ic__pg_i64(G, pl->S), ""), G->slice, "");
+            size_t at = 2 * ((size_t)i * IC__PTX_MAXV + (size_t)l);
+            pair v = { G->split_col[at], G->split_col[at + 1] }; /* accres has argmax's index alone */
+            ws_put(G, ws_slot(G, ws, n, slot), red_val_type(G, s, i), v);
+        }
+        n++;
+    }
+    ic__pg_fence(G);
+    ic__pg_endif(G, cont);
+    ic__pg_barrier(G);
+    arrive_column(G, pcnt, t0);
+    init_accs(G, s, pl->V);
+    ic__pg_loop L;
+    LLVMValueRef t = ic__pg_loop_begin(G, &L, LLVMBuildZExt(b, G->j, G->t_i64, ""), LLVMIntSLT,
+                                       ic__pg_i64(G, pl->S),
+                                       (const char *const[]){ "fold", "foldbody", "folded" });
+    for (int i = 0, n = 0; i < st->ninstr; i++) {
+        const ic_linstr *in = &st->instr[i];
+        if (in->op != IC_L_REDUCE)
+            continue;
+        ic_dtype vt = red_val_type(G, s, i);
+        for (int l = 0; l < pl->V; l++) {
+            LLVMValueRef point = LLVMBuildAdd(b, point0, ic__pg_i64(G, l), "");
+            LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, point, ic__pg_i64(G, pl->S), ""), t, "");
+            pair r = combine(G, in, vt, acc_get(G, s, i, l),
+                             ws_get(G, ws_slot(G, ws, n, slot), vt, in->red == IC_RED_ARGMAX));
+            LLVMBuildStore(b, r.v, G->acc[s][i * IC__PTX_MAXV + l]);
+            if (r.i)
+                LLVMBuildStore(b, r.i, G->acci[s][i * IC__PTX_MAXV + l]);
+        }
+        n++;
+    }
+    ic__pg_loop_end(G, &L, t, ic__pg_i64(G, pl->T));
+    combine_column(G, s);
+    cont = ic__pg_if(G, t0, "reset");
+    LLVMBuildStore(b, ic__pg_i32(G, 0), pcnt);
+    ic__pg_endif(G, cont);
+}
+
 static void gen_groups(ic__pg *G)
 {
     const ic__pplan *pl = G->pl;
@@ -656,8 +792,10 @@ static void gen_groups(ic__pg *G)
                 combine_row(G, s);
             else
                 combine_column(G, s);
-            if (s == pl->split_stage)
+            if (s == pl->split_stage && row)
                 split_combine(G, s, grp);
+            else if (s == pl->split_stage)
+                split_combine_column(G, s, grp, bid64);
         }
     }
 }
@@ -706,6 +844,10 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
     G->cached = NULL;
     G->split_part = NULL;
     if (ok && pl->S > 1 && !(G->split_part = ic__calloc(c, (size_t)maxi, sizeof *G->split_part)))
+        ok = false;
+    G->split_col = NULL;
+    if (ok && pl->S > 1 && pl->mode == IC_PTX_COLUMN &&
+        !(G->split_col = ic__calloc(c, (size_t)maxi * IC__PTX_MAXV * 2, sizeof *G->split_col)))
         ok = false;
     if (ok && pl->cache && pl->nvn > 0) {
         size_t n = (size_t)pl->K * (size_t)pl->nvn;
@@ -777,6 +919,8 @@ done:
     ic__free(c, G->cached);
     ic__free(c, G->split_part);
     G->split_part = NULL;
+    ic__free(c, G->split_col);
+    G->split_col = NULL;
     ic__free(c, G->bufptr);
     ic__free(c, pt);
     G->accres = NULL;

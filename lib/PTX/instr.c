@@ -379,10 +379,24 @@ static void loadv(ic__pg *G, int buf, LLVMValueRef off, int nl, ic_dtype to, ic_
         LLVMValueRef o = l0 ? LLVMBuildAdd(G->b, off, LLVMConstInt(LLVMTypeOf(off), (unsigned)l0, 0), "") : off;
         LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)per);
         LLVMValueRef p = addr(G, buf, mt, o);
+        /* bf16 as 32-bit words: lane 2w is the low half, 2w + 1 the high one, so widening
+         * to f32 becomes `w << 16` and `w & 0xffff0000` (one instruction each) instead of
+         * a 16-bit extract, a zero-extension and a shift (ptxas: 1.75 an element) */
+        bool words = bt == IC_BF16 && per % 2 == 0;
+        if (words)
+            vt = LLVMVectorType(G->t_i32, (unsigned)per / 2);
         LLVMValueRef v = LLVMBuildLoad2(G->b, vt, p, "");
         LLVMSetAlignment(v, (unsigned)(per * sz));
         for (int l = 0; l < per; l++) {
-            LLVMValueRef x = LLVMBuildExtractElement(G->b, v, ic__pg_i32(G, l), "");
+            LLVMValueRef x;
+            if (words) {
+                x = LLVMBuildExtractElement(G->b, v, ic__pg_i32(G, l / 2), "");
+                if (l % 2)
+                    x = LLVMBuildLShr(G->b, x, ic__pg_i32(G, 16), "");
+                x = LLVMBuildTrunc(G->b, x, G->t_i16, "");
+            } else {
+                x = LLVMBuildExtractElement(G->b, v, ic__pg_i32(G, l), "");
+            }
             if (bt == IC_BOOL)
                 x = LLVMBuildICmp(G->b, LLVMIntNE, x, LLVMConstNull(G->t_i8), "");
             out->v[l0 + l] = ic__pg_convert(G, x, bt, to);
@@ -501,6 +515,27 @@ static void emit_reduce(ic__pg *G, int s, int i)
     }
 }
 
+/* cast f32 (cast bf16 (x f32)): an f32 intermediate rounded to its bf16 dtype (x + b, then
+ * gelu). One cvt.rn.bf16x2.f32 of (x, 0) puts bf16(x) over a zero low half, which is the
+ * widened value itself: one instruction where a conversion and a shift were two. The same
+ * rounding (to nearest even, NaN to 0x7fff) as the two-step form. */
+static bool bf16_round_trip(ic__pg *G, const ic_stage *st, const ic_linstr *in, ic__lv *out)
+{
+    const ic_linstr *mid = &st->instr[in->a];
+    if (G->emu || G->sm < 80 || in->type != IC_F32 || mid->op != IC_L_CAST || mid->type != IC_BF16 ||
+        st->instr[mid->a].type != IC_F32)
+        return false;
+    const ic__lv *X = &G->vals[mid->a];
+    int nl = X->uni ? 1 : G->nl;
+    for (int l = 0; l < nl; l++) {
+        LLVMValueRef a[2] = { lane(X, l), LLVMConstReal(G->t_f32, 0.0) };
+        LLVMValueRef w = ic__pg_call(G, "llvm.nvvm.ff2bf16x2.rn", NULL, 0, a, 2);
+        out->v[l] = LLVMBuildBitCast(G->b, w, G->t_f32, "");
+    }
+    out->uni = X->uni;
+    return true;
+}
+
 void ic__pg_instr(ic__pg *G, int s, int i)
 {
     const ic_linstr *in = &G->k->stages[s].instr[i];
@@ -545,6 +580,8 @@ void ic__pg_instr(ic__pg *G, int s, int i)
     bool uni = A->uni && (!B || B->uni) && (!C || C->uni);
     int nl = uni ? 1 : G->nl;
     ic_dtype ot = st->instr[in->a].type;
+    if (in->op == IC_L_CAST && bf16_round_trip(G, st, in, out))
+        return;
     LLVMValueRef rcp = NULL;
     if (in->op == IC_L_DIV && isf(in->type) && !A->uni && B->uni) {
         /* one division per thread for a divisor shared by the lanes (softmax's row sum):

@@ -1,6 +1,9 @@
-/* module.c - the PTX layer's public API: one LLVM module per program (every kernel an entry),
- * verified, optimised with default<O3> for the NVPTX target machine (sm_XX, +ptxNN) and
- * printed as PTX with LLVMTargetMachineEmitToMemoryBuffer. */
+/* module.c - the PTX layer's public API: one LLVM module per kernel (its own LLVM context,
+ * made on the compile threads, ic__run_jobs), verified, optimised with default<O3> for the
+ * NVPTX target machine (sm_XX, +ptxNN) and printed as PTX with
+ * LLVMTargetMachineEmitToMemoryBuffer. A module per kernel rather than one per program: the
+ * modules are made, and the driver JITs them, in parallel, and the text does not depend on
+ * the number of threads. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,13 @@ static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -90,9 +100,19 @@ static char *take_message(ic_ctx *c, char *msg)
 ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk)
 {
     ic_ptx_module *m = ic__calloc(c, 1, sizeof *m);
-    if (m)
+    if (m) {
         m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
-    if (!m || !m->kernels) {
+        m->kptx = ic__calloc(c, (size_t)nk + 1, sizeof *m->kptx);
+        m->kir = ic__calloc(c, (size_t)nk + 1, sizeof *m->kir);
+        m->code = ic__calloc(c, (size_t)nk + 1, sizeof *m->code);
+    }
+    if (!m || !m->kernels || !m->kptx || !m->kir || !m->code) {
+        if (m) {
+            ic__free(c, m->kernels);
+            ic__free(c, m->kptx);
+            ic__free(c, m->kir);
+            ic__free(c, m->code);
+        }
         ic__free(c, m);
         return NULL;
     }
@@ -108,8 +128,13 @@ void ic_ptx_module_destroy(ic_ptx_module *m)
     for (int i = 0; i < m->nkernels; i++) {
         ic__free(c, (void *)m->kernels[i].name);
         ic__free(c, (void *)m->kernels[i].args);
+        ic__free(c, m->kptx[i]);
+        ic__free(c, m->kir[i]);
     }
     ic__free(c, m->kernels);
+    ic__free(c, m->kptx);
+    ic__free(c, m->kir);
+    ic__free(c, m->code);
     ic__free(c, m->ptx);
     ic__free(c, m->ir);
     ic__free(c, m);
@@ -117,6 +142,11 @@ void ic_ptx_module_destroy(ic_ptx_module *m)
 
 const char *ic_ptx_module_text(const ic_ptx_module *m) { return m ? m->ptx : NULL; }
 const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m) { return m ? m->ir : NULL; }
+
+const char *ic_ptx_module_kernel_text(const ic_ptx_module *m, int i)
+{
+    return m && m->kptx && i >= 0 && i < m->nkernels ? m->kptx[m->code[i]] : NULL;
+}
 int ic_ptx_module_num_kernels(const ic_ptx_module *m) { return m ? m->nkernels : 0; }
 double ic_ptx_module_emit_ms(const ic_ptx_module *m) { return m ? m->emit_ms : 0; }
 
@@ -173,28 +203,43 @@ static ic_status kernel_args(ic_ctx *c, int nbufs, const ic__pplan *pl, ic_ptx_k
     return IC_OK;
 }
 
+/* Names every kernel, in order (a repeated name gets "_<i>"): before any code is made, so
+ * that names do not depend on which thread makes which kernel. */
+static ic_status name_kernels(ic_ctx *c, ic_ptx_module *m, int nk, const ic_kernel *ks,
+                              const char *const *names)
+{
+    for (int i = 0; i < nk; i++) {
+        if (!(m->kernels[i].name = unique_name(c, m->kernels, i, ks[i].name, names ? names[i] : NULL, i)))
+            return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+        m->kernels[i].entry = m->kernels[i].name;
+        m->kernels[i].code = m->code[i] = i;
+        m->nkernels = i + 1;
+    }
+    return IC_OK;
+}
+
 /* The implicit-GEMM convs of ks (iconv.c) whose GEMM the wgmma path takes with B gathered
- * from x: their im2col copies are then not launched. */
-static ic_status iconv_pairs(ic__pg *G, int nk, const ic_kernel *ks, const ic_ptx_options *o,
-                             const ic_ptx_params *params, ic__iconv **out, int *n)
+ * from x: their im2col copies are then not launched. *out: ic__free. */
+static ic_status iconv_pairs(ic_ctx *c, int nk, const ic_kernel *ks, int nbufs, const ic_buffer *bufs,
+                             const ic_ptx_options *o, const ic_ptx_params *params, ic__iconv **out, int *n)
 {
     *out = NULL;
     *n = 0;
     const char *env = getenv("IC_ICONV"); /* 0: keep the im2col copies (A/B timings) */
     if (nk < 2 || (env && !strcmp(env, "0")))
         return IC_OK;
-    ic__iconv *cv = ic__calloc(G->c, (size_t)nk, sizeof *cv);
+    ic__iconv *cv = ic__calloc(c, (size_t)nk, sizeof *cv);
     if (!cv)
-        return ic__error(G->c, IC_ENOMEM, "ptx: out of memory");
-    int found = ic__iconv_find(nk, ks, G->nbufs, G->bufs, cv), kept = 0;
+        return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    int found = ic__iconv_find(nk, ks, nbufs, bufs, cv), kept = 0;
     for (int i = 0; i < found; i++) {
         ic__pplan pl;
         int q = cv[i].gemm;
-        ic_status s = ic__pplan_make_cv(G->c, &ks[q], G->nbufs, G->bufs, o, params ? &params[q] : NULL, &cv[i], &pl);
+        ic_status s = ic__pplan_make_cv(c, &ks[q], nbufs, bufs, o, params ? &params[q] : NULL, &cv[i], &pl);
         bool taken = !s && pl.gemm && pl.gemm->B.gather;
-        ic__pplan_free(G->c, &pl);
+        ic__pplan_free(c, &pl);
         if (s)
-            ic_clear_error(G->c);
+            ic_clear_error(c);
         if (taken)
             cv[kept++] = cv[i];
     }
@@ -203,65 +248,75 @@ static ic_status iconv_pairs(ic__pg *G, int nk, const ic_kernel *ks, const ic_pt
     return IC_OK;
 }
 
+/* Kernel i's part in them: the conv whose GEMM it is (NULL: none), or *skip when it is a copy
+ * its GEMM reads through. */
+static const ic__iconv *iconv_of(const ic__iconv *cvs, int ncv, int i, bool *skip)
+{
+    const ic__iconv *cv = NULL;
+    *skip = false;
+    for (int j = 0; j < ncv; j++) {
+        cv = cvs[j].gemm == i ? &cvs[j] : cv;
+        *skip |= cvs[j].producer == i;
+    }
+    return cv;
+}
+
+/* Kernel i (named already) into G's module: its plan, parameters and IR; fills m->kernels[i].
+ * cv: it is the GEMM of that implicit-GEMM conv; skip: an im2col copy not launched (grid 0). */
+static ic_status gen_kernel(ic__pg *G, ic_ptx_module *m, int i, const ic_kernel *k,
+                            const ic_ptx_options *o, const ic_ptx_params *prm, const ic__iconv *cv, bool skip)
+{
+    ic_ctx *c = G->c;
+    ic__pplan pl;
+    ic_ptx_kernel *pk = &m->kernels[i];
+    ic_status s = ic__pplan_make_cv(c, k, G->nbufs, G->bufs, o, prm, cv, &pl);
+    if (!s)
+        s = kernel_args(c, G->nbufs, &pl, pk);
+    if (!s)
+        s = ic__pgen_kernel(G, k, &pl, pk->name);
+    if (!s) {
+        pk->mode = pl.mode;
+        pk->params = pl.prm;
+        pk->grid = skip ? 0 : pl.grid;
+        pk->block = pl.block;
+        pk->smem_bytes = pl.smem;
+        pk->rows_per_block = pl.R;
+        pk->in_registers = pl.cache;
+        pk->dyn_smem_bytes = pl.gemm ? ic__pgemm_smem_bytes(&pl) : 0;
+    }
+    ic__pplan_free(c, &pl);
+    return s;
+}
+
 ic_status ic__ptx_gen_all(ic__pg *G, ic_ptx_module *m, int nk, const ic_kernel *ks,
                          const char *const *names, const ic_ptx_options *o,
                          const ic_ptx_params *params)
 {
-    ic_ctx *c = G->c;
     ic__iconv *cvs = NULL;
     int ncv = 0;
-    ic_status s0 = iconv_pairs(G, nk, ks, o, params, &cvs, &ncv);
-    if (s0)
-        return s0;
-    for (int i = 0; i < nk; i++) {
-        ic__pplan pl;
-        const ic__iconv *cv = NULL;
-        bool skip = false; /* an im2col copy its GEMM reads through (iconv.c) */
-        for (int j = 0; j < ncv; j++) {
-            cv = cvs[j].gemm == i ? &cvs[j] : cv;
-            skip |= cvs[j].producer == i;
-        }
-        ic_status s = ic__pplan_make_cv(c, &ks[i], G->nbufs, G->bufs, o, params ? &params[i] : NULL, cv, &pl);
-        ic_ptx_kernel *pk = &m->kernels[i];
-        if (!s) {
-            pk->name = unique_name(c, m->kernels, i, ks[i].name, names ? names[i] : NULL, i);
-            if (!pk->name)
-                s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
-        }
-        if (!s)
-            s = kernel_args(c, G->nbufs, &pl, pk);
-        if (!s)
-            s = ic__pgen_kernel(G, &ks[i], &pl, pk->name);
-        if (!s) {
-            pk->mode = pl.mode;
-            pk->params = pl.prm;
-            pk->grid = skip ? 0 : pl.grid;
-            pk->block = pl.block;
-            pk->smem_bytes = pl.smem;
-            pk->rows_per_block = pl.R;
-            pk->in_registers = pl.cache;
-            pk->dyn_smem_bytes = pl.gemm ? ic__pgemm_smem_bytes(&pl) : 0;
-            m->nkernels = i + 1;
-        }
-        ic__pplan_free(c, &pl);
-        if (s) { /* kernel i is not counted in nkernels: free what it has */
-            ic__free(c, (void *)pk->args);
-            pk->args = NULL;
-            ic__free(c, cvs);
-            return s;
-        }
+    ic_status s = name_kernels(G->c, m, nk, ks, names);
+    if (!s)
+        s = iconv_pairs(G->c, nk, ks, G->nbufs, G->bufs, o, params, &cvs, &ncv);
+    for (int i = 0; i < nk && !s; i++) {
+        bool skip;
+        const ic__iconv *cv = iconv_of(cvs, ncv, i, &skip);
+        s = gen_kernel(G, m, i, &ks[i], o, params ? &params[i] : NULL, cv, skip);
     }
-    ic__free(c, cvs);
-    return IC_OK;
+    ic__free(G->c, cvs);
+    return s;
 }
 
-static ic_status optimise_and_emit(ic__pg *G, ic_ptx_module *m, LLVMTargetMachineRef tm,
-                                   const ic_ptx_options *o)
+/* G's module verified, optimised (default<O3> unless o says otherwise) and printed as PTX
+ * into *ptx (and its optimised IR into *ir when ir is not NULL). Errors name kernel `name`. */
+static ic_status optimise_and_emit(ic__pg *G, const char *name, LLVMTargetMachineRef tm,
+                                   const ic_ptx_options *o, char **ptx, char **ir, double ms[2])
 {
     ic_ctx *c = G->c;
     char *msg = NULL;
+    double t0 = thread_cpu_ms();
     if (LLVMVerifyModule(G->mod, LLVMReturnStatusAction, &msg)) {
-        ic_status s = ic__error(c, IC_ELLVM, "ptx: generated IR does not verify: %.1500s", msg ? msg : "?");
+        ic_status s = ic__error(c, IC_ELLVM, "ptx: kernel '%s': generated IR does not verify: %.1500s", name,
+                                msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return s;
     }
@@ -271,31 +326,220 @@ static ic_status optimise_and_emit(ic__pg *G, ic_ptx_module *m, LLVMTargetMachin
         char pipeline[32];
         snprintf(pipeline, sizeof pipeline, "default<O%d>", level > 3 ? 3 : level);
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        /* NVPTX has no f32 vectors (our kernels compute in f32): the vectorizers would only
+         * spend time on analysis; our own vector accesses are emitted as such */
+        LLVMPassBuilderOptionsSetSLPVectorization(po, 0);
+        LLVMPassBuilderOptionsSetLoopVectorization(po, 0);
         LLVMErrorRef e = LLVMRunPasses(G->mod, pipeline, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
             char *em = LLVMGetErrorMessage(e);
-            ic_status s = ic__error(c, IC_ELLVM, "ptx: LLVM passes failed: %s", em ? em : "?");
+            ic_status s = ic__error(c, IC_ELLVM, "ptx: kernel '%s': LLVM passes failed: %s", name, em ? em : "?");
             LLVMDisposeErrorMessage(em);
             return s;
         }
     }
-    if (o && o->keep_ir && !(m->ir = take_message(c, LLVMPrintModuleToString(G->mod))))
+    if (ir && !(*ir = take_message(c, LLVMPrintModuleToString(G->mod))))
         return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    double t1 = thread_cpu_ms();
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, G->mod, LLVMAssemblyFile, &msg, &buf)) {
-        ic_status s = ic__error(c, IC_ELLVM, "ptx: NVPTX code generation failed: %s", msg ? msg : "?");
+        ic_status s = ic__error(c, IC_ELLVM, "ptx: kernel '%s': NVPTX code generation failed: %s", name,
+                                msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return s;
     }
     size_t n = LLVMGetBufferSize(buf);
-    m->ptx = ic__malloc(c, n + 1);
-    if (m->ptx) {
-        memcpy(m->ptx, LLVMGetBufferStart(buf), n);
-        m->ptx[n] = 0;
+    *ptx = ic__malloc(c, n + 1);
+    if (*ptx) {
+        memcpy(*ptx, LLVMGetBufferStart(buf), n);
+        (*ptx)[n] = 0;
     }
     LLVMDisposeMemoryBuffer(buf);
-    return m->ptx ? IC_OK : ic__error(c, IC_ENOMEM, "ptx: out of memory for the PTX text");
+    ms[0] += t1 - t0, ms[1] += thread_cpu_ms() - t1;
+    return *ptx ? IC_OK : ic__error(c, IC_ENOMEM, "ptx: out of memory for the PTX text");
+}
+
+/* The kernels of one emission, a module each, made by ic__run_jobs in two rounds: every
+ * kernel's IR (gen_job), then O3 and PTX for the kernels whose code no earlier kernel has
+ * already (emit_job). */
+typedef struct {
+    ic_ctx *c;
+    ic_ptx_module *m;
+    const ic_kernel *ks;
+    int nbufs;
+    const ic_buffer *bufs;
+    const ic_ptx_options *o;
+    const ic_ptx_params *params;
+    LLVMTargetRef target;
+    int llvm_sm, ptx;
+    ic__pg *gs;               /* [nk] each kernel's generator: LLVM context, module, builder */
+    LLVMTargetMachineRef *tms; /* [nk] */
+    char **key;               /* [nk] its IR text with its name replaced (the code's identity) */
+    uint64_t *hash;           /* [nk] of key */
+    int *todo;                /* [ntodo] the kernels emit_job makes PTX for */
+    ic__iconv *cvs;           /* [ncv] implicit-GEMM convs (iconv_pairs) */
+    int ncv;
+    double (*cpu)[3];         /* [thread] CPU ms: IR, optimise, PTX */
+} emit_jobs;
+
+/* The NVPTX target machine: sm_<llvm_sm> and its PTX version, or sm_90a (wgmma, PTX 8.0+). */
+static LLVMTargetMachineRef target_machine(const emit_jobs *J, bool arch_specific)
+{
+    char cpu[16], feat[16];
+    snprintf(cpu, sizeof cpu, arch_specific ? "sm_90a" : "sm_%d", J->llvm_sm);
+    snprintf(feat, sizeof feat, "+ptx%d", arch_specific && J->ptx < 80 ? 80 : J->ptx);
+    return LLVMCreateTargetMachine(J->target, "nvptx64-nvidia-cuda", cpu, feat, LLVMCodeGenLevelAggressive,
+                                   LLVMRelocDefault, LLVMCodeModelDefault);
+}
+
+/* text with every `name` replaced by "@K" (malloc'd, NULL when out of memory). */
+static char *without_name(const char *text, const char *name)
+{
+    size_t nl = strlen(name), n = strlen(text) + 1;
+    char *out = malloc(n), *q = out;
+    for (const char *p = text; out && *p;) {
+        if (!strncmp(p, name, nl)) {
+            memcpy(q, "@K", 2);
+            q += 2, p += nl;
+        } else {
+            *q++ = *p++;
+        }
+    }
+    if (out)
+        *q = 0;
+    return out;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Round 1, kernel i: its own LLVM context, module and target machine (none of them may be
+ * shared between threads; each stays with the kernel for round 2), its IR, and the key that
+ * finds kernels of the same code: the IR before O3 with its name taken out. */
+static ic_status gen_job(void *arg, int i, int thread)
+{
+    emit_jobs *J = arg;
+    ic_ptx_module *m = J->m;
+    const char *name = m->kernels[i].name;
+    double t0 = thread_cpu_ms();
+    LLVMTargetMachineRef tm = J->tms[i] = target_machine(J, false);
+    ic__pg *G = &J->gs[i];
+    G->c = J->c;
+    G->sm = J->llvm_sm;
+    G->ctx = LLVMContextCreate();
+    G->mod = LLVMModuleCreateWithNameInContext(name, G->ctx);
+    G->b = LLVMCreateBuilderInContext(G->ctx);
+    G->nbufs = J->nbufs;
+    G->bufs = J->bufs;
+    ic__pg_init_types(G);
+    LLVMSetTarget(G->mod, "nvptx64-nvidia-cuda");
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(G->mod, dl);
+    LLVMDisposeTargetData(dl);
+    bool skip;
+    const ic__iconv *cv = iconv_of(J->cvs, J->ncv, i, &skip);
+    ic_status s = gen_kernel(G, m, i, &J->ks[i], J->o, J->params ? &J->params[i] : NULL, cv, skip);
+    if (!s) {
+        char *ir = LLVMPrintModuleToString(G->mod);
+        J->key[i] = ir ? without_name(ir, name) : NULL;
+        LLVMDisposeMessage(ir);
+        if (!J->key[i])
+            s = ic__error(J->c, IC_ENOMEM, "ptx: out of memory");
+        else
+            J->hash[i] = fnv1a(J->key[i]);
+    }
+    J->cpu[thread][0] += thread_cpu_ms() - t0;
+    return s;
+}
+
+/* Round 2, the kernel of job t: optimised and printed as PTX. */
+static ic_status emit_job(void *arg, int t, int thread)
+{
+    emit_jobs *J = arg;
+    int i = J->todo[t];
+    ic_ptx_module *m = J->m;
+    ic__pg *G = &J->gs[i];
+    if (G->arch_specific) { /* wgmma: same data layout, target sm_90a */
+        LLVMDisposeTargetMachine(J->tms[i]);
+        J->tms[i] = target_machine(J, true);
+    }
+    return optimise_and_emit(G, m->kernels[i].name, J->tms[i], J->o, &m->kptx[i],
+                             J->o && J->o->keep_ir ? &m->kir[i] : NULL, &J->cpu[thread][1]);
+}
+
+/* Between the rounds: each kernel's code (m->code) is that of the first kernel with the same
+ * key, whose entry it launches; the others go to round 2 (J->todo). Returns their count. */
+static int find_same_code(emit_jobs *J, int nk)
+{
+    ic_ptx_module *m = J->m;
+    int n = 0;
+    for (int i = 0; i < nk; i++) {
+        m->code[i] = i;
+        for (int j = 0; j < i; j++)
+            if (m->code[j] == j && J->hash[j] == J->hash[i] && !strcmp(J->key[j], J->key[i])) {
+                m->code[i] = j;
+                break;
+            }
+        m->kernels[i].entry = m->kernels[m->code[i]].name;
+        m->kernels[i].code = m->code[i];
+        if (m->code[i] == i)
+            J->todo[n++] = i;
+    }
+    return n;
+}
+
+static void free_jobs(emit_jobs *J, int nk)
+{
+    for (int i = 0; J->gs && i < nk; i++) {
+        if (J->gs[i].b)
+            LLVMDisposeBuilder(J->gs[i].b);
+        if (J->gs[i].mod)
+            LLVMDisposeModule(J->gs[i].mod);
+        if (J->gs[i].ctx)
+            LLVMContextDispose(J->gs[i].ctx);
+        if (J->tms[i])
+            LLVMDisposeTargetMachine(J->tms[i]);
+        free(J->key[i]);
+    }
+    ic__free(J->c, J->gs);
+    ic__free(J->c, J->tms);
+    ic__free(J->c, J->key);
+    ic__free(J->c, J->hash);
+    ic__free(J->c, J->todo);
+    ic__free(J->c, J->cpu);
+    ic__free(J->c, J->cvs);
+}
+
+/* The texts of the kernels' modules in kernel order, each after a line
+ * "<cmt> ---- kernel <i> '<name>' ----"; a kernel that runs an earlier one's code has only a
+ * line saying so. NULL when out of memory. */
+static char *join_texts(ic_ctx *c, const ic_ptx_module *m, char **texts, const char *cmt)
+{
+    size_t n = 1;
+    for (int i = 0; i < m->nkernels; i++)
+        n += (m->code[i] == i ? strlen(texts[i]) : 0) + 2 * strlen(m->kernels[i].name) + 96;
+    char *out = ic__malloc(c, n), *q = out;
+    for (int i = 0; out && i < m->nkernels; i++) {
+        int k = m->code[i];
+        if (k != i) {
+            q += snprintf(q, n - (size_t)(q - out), "%s ---- kernel %d '%s': the code of kernel %d '%s' ----\n", cmt,
+                          i, m->kernels[i].name, k, m->kernels[k].name);
+            continue;
+        }
+        q += snprintf(q, n - (size_t)(q - out), "%s ---- kernel %d '%s' ----\n", cmt, i, m->kernels[i].name);
+        size_t l = strlen(texts[i]);
+        memcpy(q, texts[i], l);
+        q += l;
+    }
+    if (out)
+        *q = 0;
+    return out;
 }
 
 static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const *names,
@@ -307,60 +551,51 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
         return ic__error(c, IC_EINVAL, "ptx: bad kernel or buffer list");
     double t0 = now_ms();
     ic__ptx_llvm_init();
-    int llvm_sm, ptx;
-    target_for(o && o->sm > 0 ? o->sm : 90, &llvm_sm, &ptx);
+    emit_jobs J = { .c = c, .ks = ks, .nbufs = nbufs, .bufs = bufs, .o = o, .params = params };
+    target_for(o && o->sm > 0 ? o->sm : 90, &J.llvm_sm, &J.ptx);
     if (o && o->ptx_version > 0)
-        ptx = o->ptx_version;
-    char cpu[16], feat[16];
-    snprintf(cpu, sizeof cpu, "sm_%d", llvm_sm);
-    snprintf(feat, sizeof feat, "+ptx%d", ptx);
-    const char *triple = "nvptx64-nvidia-cuda";
-    LLVMTargetRef target;
+        J.ptx = o->ptx_version;
     char *msg = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &J.target, &msg)) {
         ic_status s = ic__error(c, IC_ELLVM, "ptx: this LLVM has no NVPTX target: %s", msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return s;
     }
-    ic_ptx_module *m = ic__ptx_module_new(c, nk);
-    if (!m)
-        return ic__error(c, IC_ENOMEM, "ptx: out of memory");
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                                      LLVMRelocDefault, LLVMCodeModelDefault);
-    ic__pg G;
-    memset(&G, 0, sizeof G);
-    G.c = c;
-    G.sm = llvm_sm;
-    G.ctx = LLVMContextCreate();
-    G.mod = LLVMModuleCreateWithNameInContext("ic_ptx", G.ctx);
-    G.b = LLVMCreateBuilderInContext(G.ctx);
-    G.nbufs = nbufs;
-    G.bufs = bufs;
-    ic__pg_init_types(&G);
-    LLVMSetTarget(G.mod, triple);
-    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(G.mod, dl);
-    LLVMDisposeTargetData(dl);
-    ic_status s = ic__ptx_gen_all(&G, m, nk, ks, names, o, params);
-    if (!s && G.arch_specific) { /* wgmma: same data layout, target sm_90a (PTX ISA 8.0+) */
-        LLVMDisposeTargetMachine(tm);
-        snprintf(cpu, sizeof cpu, "sm_90a");
-        if (ptx < 80)
-            snprintf(feat, sizeof feat, "+ptx80");
-        tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                     LLVMRelocDefault, LLVMCodeModelDefault);
-    }
+    ic_ptx_module *m = J.m = ic__ptx_module_new(c, nk);
+    int nthreads = ic__compile_threads(c, nk), ndistinct = 0, nt2 = 0;
+    J.cpu = ic__calloc(c, (size_t)nthreads, sizeof *J.cpu);
+    J.gs = ic__calloc(c, (size_t)nk + 1, sizeof *J.gs);
+    J.tms = ic__calloc(c, (size_t)nk + 1, sizeof *J.tms);
+    J.key = ic__calloc(c, (size_t)nk + 1, sizeof *J.key);
+    J.hash = ic__calloc(c, (size_t)nk + 1, sizeof *J.hash);
+    J.todo = ic__calloc(c, (size_t)nk + 1, sizeof *J.todo);
+    ic_status s = !m || !J.cpu || !J.gs || !J.tms || !J.key || !J.hash || !J.todo
+                      ? ic__error(c, IC_ENOMEM, "ptx: out of memory")
+                      : name_kernels(c, m, nk, ks, names);
     if (!s)
-        s = optimise_and_emit(&G, m, tm, o);
-    LLVMDisposeBuilder(G.b);
-    LLVMDisposeModule(G.mod);
-    LLVMContextDispose(G.ctx);
-    LLVMDisposeTargetMachine(tm);
+        s = iconv_pairs(c, nk, ks, nbufs, bufs, o, params, &J.cvs, &J.ncv);
+    if (!s)
+        s = ic__run_jobs(c, nk, gen_job, &J, &nthreads);
+    if (!s) {
+        ndistinct = find_same_code(&J, nk);
+        s = ic__run_jobs(c, ndistinct, emit_job, &J, &nt2);
+    }
+    if (!s && !(m->ptx = join_texts(c, m, m->kptx, "//")))
+        s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    if (!s && o && o->keep_ir && !(m->ir = join_texts(c, m, m->kir, ";")))
+        s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    double cpu[3] = { 0, 0, 0 };
+    for (int t = 0; J.cpu && t < ic__compile_threads(c, nk); t++)
+        for (int k = 0; k < 3; k++)
+            cpu[k] += J.cpu[t][k];
+    free_jobs(&J, nk);
     if (s) {
         ic_ptx_module_destroy(m);
         return s;
     }
     m->emit_ms = now_ms() - t0;
+    ic__logf(c, 1, "ic: ptx: %d kernels (%d distinct) in %.1f ms on %d thread%s [cpu ms: IR %.1f, optimise %.1f, PTX %.1f]",
+             nk, ndistinct, m->emit_ms, nthreads, nthreads > 1 ? "s" : "", cpu[0], cpu[1], cpu[2]);
     *out = m;
     return IC_OK;
 }

@@ -60,6 +60,7 @@ typedef struct ic__pgemm {
     bool tf32;                    /* (gemm.c) f32 on tensor cores: mma.sync m16n8k8 .tf32, only
                                    * with ic_ptx_options.allow_tf32 (FFMA otherwise) */
     bool bf16;
+    bool math_epilogue;           /* the epilogue calls the math library (gelu's erf, sigmoid...) */
     int nmv, mv[IC_MAX_RANK];     /* loop variables merged into m, outer to inner */
     int nv;                       /* n's loop variable, -1: N == 1 */
     int nbv, bv[IC_MAX_RANK];     /* batch loop variables */
@@ -73,6 +74,8 @@ typedef struct ic__pgemm {
     int wgc;                      /* wgmma: consumer warpgroups, 64 rows of the tile each */
     int bar_off;                  /* wgmma: byte offset of the mbarriers (full[ST], empty[ST]) */
     ic__iconv cv;                 /* B.gather: the convolution */
+    bool staged;                  /* the epilogue runs from the f32 tile written to shared memory
+                                   * over the stages, as one loop body (ic__pgemm_staged_loop) */
 } ic__pgemm;
 
 typedef struct {
@@ -113,6 +116,14 @@ IC_HIDDEN LLVMValueRef ic__iconv_chunk(ic__gctx *X, LLVMValueRef j, LLVMValueRef
 
 /* The same for a plain operand x (x->elems) at (o, k): 8 elements along its contiguous dim. */
 IC_HIDDEN LLVMValueRef ic__iconv_elems(ic__gctx *X, const ic__gop *x, int which, LLVMValueRef o, LLVMValueRef k);
+/* Row pitch in floats of the staged f32 tile: 8 more than BN, so that the 8 rows a warp's
+ * accumulator layout writes at once fall on different banks. */
+#define IC__STAGED_PAD 8
+/* The staged epilogue's loop: nthreads threads (ctid: this one, i32) walk the BM x BN f32 tile
+ * at byte `tile` (i32) of the dynamic shared memory in pairs of columns, consecutive threads
+ * on consecutive pairs, and run the BODY stages on each. The tile is written and a barrier
+ * passed before. */
+IC_HIDDEN void ic__pgemm_staged_loop(ic__gctx *X, LLVMValueRef tile, LLVMValueRef ctid, int nthreads);
 
 /* wgmma.c: plans g for warpgroup MMAs when the device and operands allow (g->wg set, its
  * tiles, stages and shared layout filled); false leaves g alone. */

@@ -441,6 +441,45 @@ static ic_status geometry_row(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
     return IC_OK;
 }
 
+/* COLUMN split along the inner (reduced) dims: S blocks share each tile of R groups, each
+ * walking every (T S)-th inner point from its slice; the last block of a tile to arrive
+ * combines the S partials in slice order (deterministic, as the ROW split). Heuristic: up
+ * to 1024 threads an SM with at least 8 iterations a thread; the loop takes two iterations
+ * a trip, so two 16-byte loads a thread are in flight (32 KiB an SM). A [16384, 4096] f32
+ * column sum had 128 tiles of 8 x 32 threads, 256 threads an SM with one load in flight
+ * each (65% of copy measured); S = 4 makes it 512 blocks. 1024 threads, not ROW's 2048:
+ * sums accumulate in f64 (bf16: 8 lanes, 40 registers), so 2048 would not be resident at
+ * once and the last 30% of the blocks would run as a second, thin wave. */
+static ic_status column_split(ic_ctx *c, ic__pplan *pl, const ic_kernel *k, const ic_ptx_params *in,
+                              int64_t tiles, int nsms, int64_t *out)
+{
+    int64_t S = in->blocks_per_row;
+    int sst = split_stage(k);
+    if (S < 0 || (S > 1 && (!is_pow2(S) || S > 65536)))
+        return bad_params(c, k, "blocks_per_row must be a power of two <= 65536");
+    if (S > 1 && sst < 0)
+        return bad_params(c, k, "blocks_per_row > 1 needs one REDUCE stage followed by BODY stages");
+    if (!S) {
+        S = 1;
+        while (sst >= 0 && S < 65536 && tiles * S * 2 * pl->block <= (int64_t)nsms * 1024 &&
+               pl->N >= S * 2 * pl->T * 8)
+            S *= 2;
+    }
+    pl->S = (int)S;
+    pl->split_stage = S > 1 ? sst : -1;
+    if (S > 1) {
+        pl->flag_off = pl->smem;
+        pl->smem += 16;
+        pl->ws_bytes = pl->P * S * 16 * count_reduces(&k->stages[sst]);
+        if (pl->ws_bytes > ((int64_t)1 << 30))
+            return bad_params(c, k, "blocks_per_row too large: the workspace passes 1 GiB");
+        if (pl->smem > IC__PTX_SMEM_MAX)
+            return bad_params(c, k, "too much shared memory for this geometry");
+    }
+    *out = S;
+    return IC_OK;
+}
+
 static ic_status geometry_column(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
                                  const ic_buffer *bufs, const ic_ptx_params *in, int nsms)
 {
@@ -476,13 +515,19 @@ static ic_status geometry_column(ic_ctx *c, ic__pplan *pl, const ic_kernel *k,
     pl->T = (int)T;
     pl->block = (int)block;
     pl->R = (int)(block / T);
-    pl->K = (pl->N + T - 1) / T;
-    pl->exact = pl->K * T == pl->N;
+    int64_t tiles = (G + pl->R - 1) / pl->R;
+    int64_t S = 0;
+    ic_status s = column_split(c, pl, k, in, tiles, nsms, &S);
+    if (s)
+        return s;
+    int64_t TS = T * S; /* threads walking one column */
+    pl->K = (pl->N + TS - 1) / TS;
+    pl->exact = pl->K * TS == pl->N;
     int esz = narrowest(k, bufs, true);
     int regs = in->regs_elems > 0 ? in->regs_elems : 128 / (esz < 4 ? esz : 4);
     pl->unrolled = pl->K <= IC__PTX_MAXUNROLL && pl->K * pl->V <= regs;
     pl->cache = pl->unrolled && in->regs_elems >= 0;
-    pl->grid = (G + pl->R - 1) / pl->R;
+    pl->grid = tiles * S;
     return IC_OK;
 }
 
@@ -579,7 +624,7 @@ ic_status ic__pplan_make_cv(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_b
     pl->prm.vec = pl->V;
     pl->prm.ept = pl->mode == IC_PTX_POINTWISE ? pl->ept : 1;
     pl->prm.threads_per_row = pl->T;
-    pl->prm.blocks_per_row = pl->mode == IC_PTX_ROW ? pl->S : 1;
+    pl->prm.blocks_per_row = pl->S;
     pl->prm.regs_elems = in.regs_elems ? in.regs_elems : 128 / (narrowest(k, bufs, true) < 4 ? narrowest(k, bufs, true) : 4);
     return IC_OK;
 }

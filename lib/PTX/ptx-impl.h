@@ -18,8 +18,12 @@
 
 struct ic_ptx_module {
     ic_ctx *c;
-    char *ptx;                /* owned */
-    char *ir;                 /* owned, may be NULL */
+    char *ptx;                /* owned: every kernel's module (kptx), joined */
+    char *ir;                 /* owned, may be NULL: kir joined */
+    char **kptx;              /* [nkernels] owned: each kernel's own PTX module */
+    char **kir;               /* [nkernels] owned, NULL unless keep_ir: its optimised IR */
+    int *code;                /* [nkernels] the kernel whose module holds each one's code (kptx
+                               * and kir are NULL for the others) */
     int nkernels;
     ic_ptx_kernel *kernels;   /* names owned (ic__strdup) */
     double emit_ms;
@@ -131,6 +135,8 @@ typedef struct ic__pg {
     bool *cached;
     LLVMValueRef slice;               /* i64: ROW split: this block's slice of its row */
     struct { LLVMValueRef v, i; } *split_part; /* [instr]: block partials (split rows) */
+    LLVMValueRef *split_col;          /* [(instr * MAXV + lane) * 2 + 0/1]: COLUMN split: the
+                                       * block's combined value and argmax index */
 } ic__pg;
 
 /* emu_wgmma.c: the emulator's mbarriers and wgmma (see wgmma.c) */

@@ -26,6 +26,7 @@ typedef int CUjit_option;
 typedef int CUstreamCaptureMode;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_FOUND 500
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -102,7 +103,8 @@ struct ic_cuda {
 
 struct ic_cuda_module {
     ic_cuda *d;
-    CUmodule mod;
+    CUmodule *mods;           /* [nmods] the PTX modules loaded together; NULL: not loaded */
+    int nmods;
     int nfn, capfn;
     char **names;
     CUfunction *fns;
@@ -111,7 +113,10 @@ struct ic_cuda_module {
 
 /* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */
 IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);
+/* The function of entry `name` in any of m's modules (looked up once, then cached). */
 IC_HIDDEN ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out);
+/* The same, looking in module `hint` first (a kernel's own module: no search). */
+IC_HIDDEN ic_status ic__cuda_function_in(ic_cuda_module *m, int hint, const char *name, CUfunction *out);
 
 /* IC_PROFILE on the GPU (cuda_profile.c): an event before the first kernel of a run and after
  * each kernel; at the end of the run the gaps are added to the kernels' totals. */

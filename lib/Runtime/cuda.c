@@ -250,34 +250,77 @@ void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use)
 
 /* ---- modules ---- */
 
+/* The modules of one ic_cuda_module_load_many, a job each (ic__run_jobs). */
+typedef struct {
+    ic_cuda *d;
+    int n;
+    const char *const *ptx;
+    CUmodule *mods;
+} load_jobs;
+
+/* Job i: module i JIT-compiled and loaded by the driver in this thread, with d's context
+ * made current here (a context is current per thread). */
+static ic_status load_job(void *arg, int i, int thread)
+{
+    (void)thread;
+    load_jobs *J = arg;
+    ic_cuda *d = J->d;
+    if (!J->ptx[i])
+        return ic__error(d->c, IC_EINVAL, "cuda: no PTX for module %d", i);
+    CUresult r = d->cu.CtxSetCurrent(d->ctx);
+    if (r != CUDA_SUCCESS)
+        return ic__cuda_error(d, r, "cuCtxSetCurrent in a module-loading thread");
+    char *log = ic__calloc(d->c, LOG_BYTES, 1);
+    if (!log)
+        return ic__error(d->c, IC_ENOMEM, "cuda: out of memory");
+    CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+    void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
+    r = d->cu.ModuleLoadDataEx(&J->mods[i], J->ptx[i], 2, opt, val);
+    ic_status s = IC_OK;
+    if (r != CUDA_SUCCESS) {
+        const char *name = NULL;
+        d->cu.GetErrorName(r, &name);
+        J->mods[i] = NULL;
+        if (J->n > 1)
+            s = ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx (module %d of %d): %s: %s", i, J->n,
+                          name ? name : "error", log[0] ? log : "(the JIT left no log)");
+        else
+            s = ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx: %s: %s", name ? name : "error",
+                          log[0] ? log : "(the JIT left no log)");
+    }
+    ic__free(d->c, log);
+    return s;
+}
+
+ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx, ic_cuda_module **out)
+{
+    *out = NULL;
+    if (n < 1 || !ptx)
+        return ic__error(d->c, IC_EINVAL, "cuda: no PTX to load");
+    ic_cuda_module *m = ic__calloc(d->c, 1, sizeof *m);
+    if (!m || !(m->mods = ic__calloc(d->c, (size_t)n, sizeof *m->mods))) {
+        ic__free(d->c, m);
+        return ic__error(d->c, IC_ENOMEM, "cuda: out of memory");
+    }
+    m->d = d;
+    m->nmods = n;
+    load_jobs J = { d, n, ptx, m->mods };
+    ic_status s = ic__run_jobs(d->c, n, load_job, &J, NULL);
+    d->cu.CtxSetCurrent(d->ctx); /* the calling thread ran jobs too: it keeps d's context */
+    if (s) {
+        ic_cuda_module_unload(m); /* the modules that did load */
+        return s;
+    }
+    *out = m;
+    return IC_OK;
+}
+
 ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out)
 {
     *out = NULL;
     if (!ptx)
         return ic__error(d->c, IC_EINVAL, "cuda: no PTX to load");
-    ic_cuda_module *m = ic__calloc(d->c, 1, sizeof *m);
-    char *log = ic__calloc(d->c, LOG_BYTES, 1);
-    if (!m || !log) {
-        ic__free(d->c, m);
-        ic__free(d->c, log);
-        return ic__error(d->c, IC_ENOMEM, "cuda: out of memory");
-    }
-    m->d = d;
-    CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-    void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
-    CUresult r = d->cu.ModuleLoadDataEx(&m->mod, ptx, 2, opt, val);
-    if (r != CUDA_SUCCESS) {
-        const char *name = NULL;
-        d->cu.GetErrorName(r, &name);
-        ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx: %s: %s", name ? name : "error",
-                  log[0] ? log : "(the JIT left no log)");
-        ic__free(d->c, log);
-        ic__free(d->c, m);
-        return IC_ECUDA;
-    }
-    ic__free(d->c, log);
-    *out = m;
-    return IC_OK;
+    return ic_cuda_module_load_many(d, 1, &ptx, out);
 }
 
 void ic_cuda_module_unload(ic_cuda_module *m)
@@ -285,17 +328,36 @@ void ic_cuda_module_unload(ic_cuda_module *m)
     if (!m)
         return;
     ic_ctx *c = m->d->c;
-    if (m->mod)
-        m->d->cu.ModuleUnload(m->mod);
+    for (int i = 0; i < m->nmods; i++)
+        if (m->mods[i])
+            m->d->cu.ModuleUnload(m->mods[i]);
     for (int i = 0; i < m->nfn; i++)
         ic__free(c, m->names[i]);
+    ic__free(c, m->mods);
     ic__free(c, m->names);
     ic__free(c, m->fns);
     ic__free(c, m->dyn_smem);
     ic__free(c, m);
 }
 
+/* Entry name in module `hint` first, then in the others: CUDA_ERROR_NOT_FOUND moves on. */
+static CUresult find_function(ic_cuda_module *m, int hint, const char *name, CUfunction *f)
+{
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (hint >= 0 && hint < m->nmods && (r = m->d->cu.ModuleGetFunction(f, m->mods[hint], name)) != CUDA_ERROR_NOT_FOUND)
+        return r;
+    for (int i = 0; i < m->nmods; i++)
+        if (i != hint && (r = m->d->cu.ModuleGetFunction(f, m->mods[i], name)) != CUDA_ERROR_NOT_FOUND)
+            return r;
+    return r;
+}
+
 ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out)
+{
+    return ic__cuda_function_in(m, -1, name, out);
+}
+
+ic_status ic__cuda_function_in(ic_cuda_module *m, int hint, const char *name, CUfunction *out)
 {
     for (int i = 0; i < m->nfn; i++)
         if (!strcmp(m->names[i], name)) {
@@ -319,7 +381,7 @@ ic_status ic__cuda_function(ic_cuda_module *m, const char *name, CUfunction *out
         m->capfn = nc;
     }
     CUfunction f;
-    CUresult r = m->d->cu.ModuleGetFunction(&f, m->mod, name);
+    CUresult r = find_function(m, hint, name, &f);
     if (r != CUDA_SUCCESS) {
         char what[300];
         snprintf(what, sizeof what, "cuModuleGetFunction('%s')", name);

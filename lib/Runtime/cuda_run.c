@@ -140,18 +140,39 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
     return IC_OK;
 }
 
-/* The module loaded (every kernel's function looked up) and the device buffers. */
+/* The kernels' modules loaded, in parallel: one per kernel that has its own code (a kernel
+ * of an earlier one's code launches that one's entry), each kernel's entry looked up in its
+ * code's module; then the device buffers. */
 static ic_status cuda_load(ic__pipe *P, ic__vbase *b)
 {
     ic__cvar *v = (ic__cvar *)b;
     ic_cuda *d = ((const ic__cuda_bopts *)P->bopts)->d;
     if (!d)
         return ic__error(P->c, IC_EINVAL, "cuda: no device to load graph '%s' on", ic_graph_name(P->g));
-    ic_status s = ic_cuda_module_load(d, ic_ptx_module_text(v->pm), &v->cm);
-    for (int i = 0; i < ic_ptx_module_num_kernels(v->pm) && !s; i++) {
-        CUfunction f;
-        s = ic__cuda_function(v->cm, ic_ptx_module_kernel(v->pm, i)->name, &f);
+    int nk = ic_ptx_module_num_kernels(v->pm), n = 0;
+    if (!nk)
+        return var_buffers(P->c, d, v);
+    const char **texts = ic__calloc(P->c, (size_t)nk, sizeof *texts);
+    int *part = ic__calloc(P->c, (size_t)nk, sizeof *part); /* [kernel] its code's module */
+    if (!texts || !part) {
+        ic__free(P->c, texts);
+        ic__free(P->c, part);
+        return ic__error(P->c, IC_ENOMEM, "cuda: out of memory");
     }
+    for (int i = 0; i < nk; i++) {
+        int code = ic_ptx_module_kernel(v->pm, i)->code;
+        if (code == i)
+            texts[part[i] = n++] = ic_ptx_module_kernel_text(v->pm, i);
+        else
+            part[i] = part[code];
+    }
+    ic_status s = ic_cuda_module_load_many(d, n, texts, &v->cm);
+    for (int i = 0; i < nk && !s; i++) {
+        CUfunction f;
+        s = ic__cuda_function_in(v->cm, part[i], ic_ptx_module_kernel(v->pm, i)->entry, &f);
+    }
+    ic__free(P->c, texts);
+    ic__free(P->c, part);
     return s ? s : var_buffers(P->c, d, v);
 }
 
@@ -308,7 +329,7 @@ static ic_status launch_all(ic_cuda_compiled *cc, ic__cvar *v)
         const ic_ptx_kernel *k = ic_ptx_module_kernel(v->pm, i);
         for (int j = 0; j < k->nargs; j++)  /* the launch copies the values: kargs is reused */
             v->kargs[j] = &v->dev[k->args[j]];
-        s = ic_cuda_module_launch_smem(v->cm, k->name, k->grid, k->block, k->dyn_smem_bytes, v->kargs);
+        s = ic_cuda_module_launch_smem(v->cm, k->entry, k->grid, k->block, k->dyn_smem_bytes, v->kargs);
         if (!s && cc->profile)
             s = ic__cprof_mark(cc->d, &v->prof, i + 1);
     }

@@ -145,9 +145,8 @@ typedef struct ic__build {
     char **ir, **as;            /* [njobs] optimised IR / assembly text (dumps only) */
     int *job_of;                /* [nkernels] the job of each kernel that runs its own code */
     bool want_ir, want_as, want_obj;
-    pthread_mutex_t lock;       /* next, status, cpu */
-    int next;
-    ic_status status;           /* the first failure */
+    ic_codegen_target **target; /* [thread] each compile thread's own target */
+    double (*cpu)[3];           /* [thread] CPU ms of each step */
     double cpu_gen, cpu_opt, cpu_obj; /* CPU ms of each step, all threads */
     int nthreads;               /* threads that ran (after ic__build_run) */
 } ic__build;

@@ -1,11 +1,9 @@
 /* pool.c - parallel code generation of one program: a job per distinct kernel (loop IR ->
- * LLVM IR -> optimised -> object code, each in its own LLVM context) on IC_COMPILE_THREADS
- * threads taking jobs in order, GEMM kernels first. */
-#include <pthread.h>
+ * LLVM IR -> optimised -> object code, each in its own LLVM context) on the compile threads
+ * (ic__run_jobs: IC_COMPILE_THREADS, jobs taken in order), GEMM kernels first. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include "pipeline-impl.h"
 
 static double thread_cpu_ms(void)
@@ -15,16 +13,21 @@ static double thread_cpu_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* One job: loop IR of kernel -> LLVM IR -> optimised (ic_llvm_module_optimize) -> object code
- * (+ dumps). */
-static ic_status build_job(ic__build *B, int j, const ic_codegen_target *t, double cpu[3])
+/* Job j: loop IR of its kernel -> LLVM IR -> optimised (ic_llvm_module_optimize) -> object
+ * code (+ dumps), with the target of the thread that runs it: LLVM's target machines cache
+ * per-function subtargets without locks, so threads do not share one. */
+static ic_status build_job(void *arg, int j, int thread)
 {
+    ic__build *B = arg;
     ic_ctx *c = B->c;
+    ic_status s = B->target[thread] ? IC_OK : ic_codegen_target_create(c, &B->target[thread]);
+    if (s)
+        return s;
     int k = B->kernel[j];
     ic_kernel kern = *ic_program_kernel(B->prog, k);
     ic_llvm_module *m = NULL;
     double t0 = thread_cpu_ms();
-    ic_status s = ic_llvmgen_kernels(c, 1, &kern, B->nbufs, B->bufs, t, &B->params[k], &m);
+    s = ic_llvmgen_kernels(c, 1, &kern, B->nbufs, B->bufs, B->target[thread], &B->params[k], &m);
     double t1 = thread_cpu_ms();
     if (!s)
         s = ic_llvm_module_optimize(m);
@@ -38,58 +41,27 @@ static ic_status build_job(ic__build *B, int j, const ic_codegen_target *t, doub
     double t3 = thread_cpu_ms();
     if (!s && B->want_obj)
         s = ic__jit_emit_object(c, m, &B->obj[j]);
+    double *cpu = B->cpu[thread];
     cpu[0] += t1 - t0, cpu[1] += t2 - t1, cpu[2] += thread_cpu_ms() - t3;
     ic_llvm_module_destroy(m);
     return s;
 }
 
-static void *build_worker(void *arg)
-{
-    ic__build *B = arg;
-    double cpu[3] = { 0, 0, 0 };
-    /* a target (and its target machine) per thread: LLVM's target machines cache per-function
-     * subtargets without locks */
-    ic_codegen_target *t = NULL;
-    ic_status s = ic_codegen_target_create(B->c, &t);
-    for (;;) {
-        pthread_mutex_lock(&B->lock);
-        if (s && !B->status)
-            B->status = s;
-        int j = B->status ? B->njobs : B->next++;
-        pthread_mutex_unlock(&B->lock);
-        if (j >= B->njobs)
-            break;
-        s = build_job(B, j, t, cpu);
-    }
-    ic_codegen_target_destroy(t);
-    pthread_mutex_lock(&B->lock);
-    B->cpu_gen += cpu[0], B->cpu_opt += cpu[1], B->cpu_obj += cpu[2];
-    pthread_mutex_unlock(&B->lock);
-    return NULL;
-}
-
-/* Threads for code generation: IC_COMPILE_THREADS, else the cores online; at most one per job. */
-static int build_threads(const ic_ctx *c, int njobs)
-{
-    long n = c->sw.compile_threads > 0 ? c->sw.compile_threads : sysconf(_SC_NPROCESSORS_ONLN);
-    n = n < 1 ? 1 : n > 64 ? 64 : n;
-    return (int)(n < njobs ? n : njobs);
-}
-
-/* Runs the jobs on build_threads() threads, the calling one included. */
+/* Runs the jobs on the compile threads (ic__run_jobs), the calling one included. */
 ic_status ic__build_run(ic__build *B)
 {
-    int n = build_threads(B->c, B->njobs);
-    pthread_t tids[64];
-    int started = 0;
-    for (int i = 1; i < n; i++)
-        if (pthread_create(&tids[started], NULL, build_worker, B) == 0)
-            started++;
-    build_worker(B); /* even if no thread could start, every job gets done here */
-    for (int i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    B->nthreads = started + 1;
-    return B->status;
+    int n = ic__compile_threads(B->c, B->njobs);
+    B->target = ic__calloc(B->c, (size_t)n, sizeof *B->target);
+    B->cpu = ic__calloc(B->c, (size_t)n, sizeof *B->cpu);
+    if (!B->target || !B->cpu)
+        return ic__error(B->c, IC_ENOMEM, "compile: out of memory");
+    ic_status s = ic__run_jobs(B->c, B->njobs, build_job, B, &B->nthreads);
+    for (int t = 0; t < n; t++) {
+        B->cpu_gen += B->cpu[t][0], B->cpu_opt += B->cpu[t][1], B->cpu_obj += B->cpu[t][2];
+        ic_codegen_target_destroy(B->target[t]);
+        B->target[t] = NULL;
+    }
+    return s;
 }
 
 void ic__build_free(ic__build *B)
@@ -111,7 +83,8 @@ void ic__build_free(ic__build *B)
     ic__free(B->c, B->kernel);
     ic__free(B->c, B->job_of);
     ic__free(B->c, B->bufs);
-    pthread_mutex_destroy(&B->lock);
+    ic__free(B->c, B->target);
+    ic__free(B->c, B->cpu);
 }
 
 char *ic__build_text(const ic__build *B, char **text)
@@ -158,7 +131,6 @@ ic_status ic__build_init(ic_ctx *c, const ic_program *prog, const int *code, con
                          ic__build *B)
 {
     memset(B, 0, sizeof *B);
-    pthread_mutex_init(&B->lock, NULL);
     B->c = c, B->prog = prog, B->code = code, B->params = params;
     B->nbufs = ic_program_num_buffers(prog);
     B->nkernels = ic_program_num_kernels(prog);

@@ -94,7 +94,7 @@ typedef void (*case_fn)(const char *name, const char *json, unsigned flags, cons
 typedef enum {
     CASES_UNARY, CASES_UNARY_DTYPES, CASES_CASTS, CASES_BINARY, CASES_REDUCE, CASES_NORM,
     CASES_VIEW, CASES_CONTRACT, CASES_GEO_ROW, CASES_GEO_COLUMN, CASES_GEO_POINTWISE,
-    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_ICONV, CASES_COUNT
+    CASES_GEMM_F32, CASES_GEMM_F16, CASES_GEMM_BF16, CASES_GEMM_PARAMS, CASES_SPLIT_ROWS, CASES_WGMMA, CASES_SPLIT_COLUMNS, CASES_ICONV, CASES_COUNT
 } case_group;
 
 /* Convolutions as implicit GEMMs (lib/PTX/iconv.c: wgmma's producer gathers im2col(x) into
@@ -162,6 +162,12 @@ static void gemm_cases(case_fn f, const char *dt)
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'relu','inputs':['h']}");
     GEMM_CASE("linear bias gelu 17x33 -> 97", T3("[17,33]", "[97,33]", "[97]"),
               "{'name':'h','op':'linear','inputs':['a','b','c']},{'name':'y','op':'gelu','inputs':['h']}");
+    /* a batch norm's rsqrt per element: the epilogue goes through shared memory (tensor
+     * cores: a 128 x 128 tile, the shared memory grown to hold it in f32) */
+    GEMM_CASE("linear times rsqrt(c*c+1) 130x48 -> 70 (staged epilogue)", T3("[130,48]", "[70,48]", "[70]"),
+              "{'name':'h','op':'linear','inputs':['a','b']},{'name':'q','op':'mul','inputs':['c','c']},"
+              "{'name':'r','op':'add','inputs':['q',1.0]},{'name':'s','op':'rsqrt','inputs':['r']},"
+              "{'name':'y','op':'mul','inputs':['h','s']}");
     GEMM_CASE("linear residual 3x5x32 -> 24", T3("[3,5,32]", "[24,32]", "[3,5,24]"),
               "{'name':'h','op':'linear','inputs':['a','b']},{'name':'y','op':'add','inputs':['h','c']}");
     GEMM_CASE("bmm 3x17x32x24", T3("[3,17,32]", "[3,32,24]", NULL), "{'name':'y','op':'bmm','inputs':['a','b']}");
@@ -434,6 +440,10 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'z','op':'add','inputs':['x','y']}", "'z'");
         const char *pwb = GRAPH(IN("x", "bf16", "[77,40]") "," IN("y", "bf16", "[40]"),
                                 "{'name':'z','op':'mul','inputs':['x','y']}", "'z'");
+        /* x + b rounded to bf16, then gelu (the rounded value widened again: one
+         * cvt.rn.bf16x2.f32 on the GPU), odd rows and a bias row of 17 vectors */
+        const char *bg = GRAPH(IN("x", "bf16", "[37,136]") "," IN("b", "bf16", "[136]"),
+                               "{'name':'h','op':'add','inputs':['x','b']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
         static const ic_ptx_params ps[] = {
             { 0 }, { .vec = 1 }, { .vec = 2, .block = 64 }, { .vec = 8, .ept = 3, .block = 32 },
             { .ept = 2 }, { .mode = IC_PTX_ROW, .threads_per_row = 1 },
@@ -444,6 +454,8 @@ static void ptx_cases(case_group g, case_fn f)
             f(name, pw, NOFUSE, &ps[i]);
             snprintf(name, sizeof name, "pointwise bf16 params %zu", i);
             f(name, pwb, NOFUSE, &ps[i]);
+            snprintf(name, sizeof name, "bias gelu bf16 params %zu", i);
+            f(name, bg, 0, &ps[i]);
         }
         break;
     }
@@ -510,6 +522,12 @@ static void ptx_cases(case_group g, case_fn f)
                                "{'name':'y','op':'matmul','inputs':['a','b']}", "'y'");
         const char *rs = GRAPH(IN("x", "bf16", "[2,65,96]") "," IN("w", "bf16", "[136,96]") "," IN("r", "bf16", "[2,65,136]"),
                                "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'add','inputs':['h','r']}", "'y'");
+        /* math-library epilogues go through shared memory (wgmma.c's epilogue_staged): even
+         * and odd N, edges on M and N */
+        const char *ge = GRAPH(IN("x", "bf16", "[200,128]") "," IN("w", "bf16", "[200,128]") "," IN("c", "bf16", "[200]"),
+                               "{'name':'h','op':'linear','inputs':['x','w','c']},{'name':'y','op':'gelu','inputs':['h']}", "'y'");
+        const char *sg = GRAPH(IN("x", "f16", "[130,64]") "," IN("w", "f16", "[75,64]"),
+                               "{'name':'h','op':'linear','inputs':['x','w']},{'name':'y','op':'sigmoid','inputs':['h']}", "'y'");
         /* each shape twice: heuristic params (wgmma on an H100, mma.sync in the emulator),
          * and wgmma forced (the emulator runs the warpgroup code too) */
         static const ic_ptx_params force = { .wgmma = 1 }, f128x64 = { .wgmma = 1, .tile_m = 128, .tile_n = 64 };
@@ -520,6 +538,8 @@ static void ptx_cases(case_group g, case_fn f)
             { "wgmma bf16 bmm 3x130x64x96", &bm, &force },
             { "wgmma f16 matmul 128x2048x128", &lk, &f128x64 }, /* heuristic: split-k on mma.sync */
             { "wgmma bf16 linear residual 2x65x96 -> 136", &rs, &force },
+            { "wgmma bf16 linear bias gelu 200x128 -> 200", &ge, &force },
+            { "wgmma f16 linear sigmoid 130x64 -> 75", &sg, &force },
         };
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             char name[160];
@@ -537,6 +557,8 @@ static void ptx_cases(case_group g, case_fn f)
             char name[128];
             snprintf(name, sizeof name, "wgmma bf16 matmul 300x520x264 params %zu", i);
             f(name, mm, FUSEDONLY, &tiles[i]);
+            snprintf(name, sizeof name, "wgmma bf16 linear bias gelu 200x128 -> 200 params %zu", i);
+            f(name, ge, FUSEDONLY, &tiles[i]);
         }
         /* 192 columns of a K-major operand (BERT's linears: [4096, 768] in 128 x 192 tiles) */
         f("wgmma bf16 linear bias relu 256x128 -> 192, 128x192 tiles", lin, FUSEDONLY, &tiles[3]);
@@ -570,6 +592,39 @@ static void ptx_cases(case_group g, case_fn f)
             snprintf(name, sizeof name, "amax then mul split params %zu", i);
             f(name, mx, FUSEDONLY, &ps[i]);
         }
+        break;
+    }
+    case CASES_SPLIT_COLUMNS: {
+        /* column reductions split along the reduced dim: odd kept sizes (groups past the
+         * last tile, vectors of 1, 4 and 8 lanes), long and short reduced dims, two reduced
+         * dims, keepdim, mean, bf16, argmax (value and index through the workspace) */
+#define RED(nm, dt, sh, attrs) GRAPH(IN("x", dt, sh), "{'name':'y','op':'" nm "','inputs':['x'],'attrs':{" attrs "}}", "'y'")
+        static const struct { const char *name, *json; unsigned flags; } gs[] = {
+            { "sum f32 [3000,24]", RED("sum", "f32", "[3000,24]", "'dims':[0]"), 0 },
+            { "sum bf16 [2999,40]", RED("sum", "bf16", "[2999,40]", "'dims':[0]"), 0 },
+            { "mean f32 keepdim [1001,37]", RED("mean", "f32", "[1001,37]", "'dims':[0],'keepdim':true"), 0 },
+            { "sum f32 [20000,3] (long reduced dim)", RED("sum", "f32", "[20000,3]", "'dims':[0]"), 0 },
+            { "sum bf16 [9,4104] (short reduced dim)", RED("sum", "bf16", "[9,4104]", "'dims':[0]"), 0 },
+            { "sum f32 [40,50,12] dims 0 1", RED("sum", "f32", "[40,50,12]", "'dims':[0,1]"), 0 },
+            { "mean bf16 [700,3,16]", RED("mean", "bf16", "[700,3,16]", "'dims':[0]"), 0 },
+            { "amax f32 [1500,20]", RED("amax", "f32", "[1500,20]", "'dims':[0]"), 0 },
+            { "argmax f32 [1200,13]", RED("argmax", "f32", "[1200,13]", "'dim':0"), TIES },
+        };
+#undef RED
+        static const ic_ptx_params ps[] = {
+            { 0 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 32, .blocks_per_row = 4 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 8, .block = 64, .blocks_per_row = 16 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 1, .blocks_per_row = 8 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 32, .vec = 4, .blocks_per_row = 64, .regs_elems = -1 },
+            { .mode = IC_PTX_COLUMN, .threads_per_row = 4, .vec = 8, .block = 32, .blocks_per_row = 2 },
+        };
+        for (size_t g = 0; g < sizeof gs / sizeof *gs; g++)
+            for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+                char name[200];
+                snprintf(name, sizeof name, "column split %s params %zu", gs[g].name, i);
+                f(name, gs[g].json, NOFUSE | gs[g].flags, &ps[i]);
+            }
         break;
     }
     default:

@@ -1,5 +1,5 @@
 /* ptxas.h - the PTX tests' assembler check: `ptxas -arch=sm_90` (sm_90a for modules with
- * Hopper wgmma kernels) on generated PTX, when the CUDA toolkit's ptxas is on this machine
+ * Hopper wgmma kernels) on generated PTX, each kernel's module alone, when the CUDA toolkit's ptxas is on this machine
  * ($IC_PTXAS, else /usr/local/cuda/bin/ptxas). */
 #ifndef IC_TEST_PTXAS_H
 #define IC_TEST_PTXAS_H
@@ -21,8 +21,8 @@ static inline const char *ptxas_path(void)
     return access(PTXAS_DEFAULT, X_OK) == 0 ? PTXAS_DEFAULT : NULL;
 }
 
-/* True when ptxas accepts the text, or when there is no ptxas; log gets its messages. */
-static inline bool assemble(const char *ptx, char *log, size_t n)
+/* True when ptxas accepts one PTX module, or when there is no ptxas; log gets its messages. */
+static inline bool assemble_one(const char *ptx, char *log, size_t n)
 {
     const char *ptxas = ptxas_path();
     log[0] = 0;
@@ -44,6 +44,35 @@ static inline bool assemble(const char *ptx, char *log, size_t n)
     }
     ict_rmtree(dir);
     return rc == 0;
+}
+
+/* The same over ic_ptx_module_text: each kernel's module (after its "// ---- kernel" line)
+ * assembled alone; a text without such lines is one module. */
+static inline bool assemble(const char *ptx, char *log, size_t n)
+{
+    static const char mark[] = "// ---- kernel ";
+    const char *p = strncmp(ptx, mark, strlen(mark)) == 0 ? ptx : strstr(ptx, "\n// ---- kernel ");
+    if (!p)
+        return assemble_one(ptx, log, n);
+    while (p) {
+        const char *body = strchr(p + 1, '\n');
+        if (!body)
+            return true;
+        body++;
+        const char *next = strstr(body, "\n// ---- kernel ");
+        size_t len = next ? (size_t)(next - body) + 1 : strlen(body);
+        char *one = malloc(len + 1);
+        if (!one)
+            return false;
+        memcpy(one, body, len);
+        one[len] = 0;
+        bool ok = assemble_one(one, log, n);
+        free(one);
+        if (!ok)
+            return false;
+        p = next;
+    }
+    return true;
 }
 
 #endif

@@ -386,6 +386,133 @@ Test(ptx, iconv_skips_the_im2col_copy)
     ic_ctx_destroy(c);
 }
 
+/* Occurrences of needle in text. */
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A wgmma GEMM whose epilogue calls the math library (gelu's erf) stages the accumulators
+ * through shared memory and runs the epilogue as one loop body: erf's code appears a few
+ * times, not once per accumulator (128 a thread for a 128x256 tile), and the consumers meet
+ * on named barrier 1. A cheap epilogue (relu) stays on the registers. */
+Test(ptx, wgmma_math_epilogue_is_one_loop)
+{
+    ic_ctx *c = ict_ctx();
+    static const char *const acts[] = { "gelu", "relu" };
+    for (int i = 0; i < 2; i++) {
+        char json[1000];
+        snprintf(json, sizeof json, GRAPH(IN("x", "bf16", "[512,256]") "," IN("w", "bf16", "[512,256]") "," IN("c", "bf16", "[512]"),
+                                          "{'name':'h','op':'linear','inputs':['x','w','c']},{'name':'y','op':'%s','inputs':['h']}",
+                                          "'y'"), acts[i]);
+        ic_graph *g = graph_json(c, json);
+        ic_program *p = program(c, g, true);
+        ic_ptx_options o = { .sm = 90 };
+        ic_ptx_params pp = { .wgmma = 1, .tile_m = 128, .tile_n = 256 };
+        ic_ptx_module *m = NULL;
+        cr_assert_eq(ic_ptx_emit(c, p, &o, &pp, &m), IC_OK, "%s", ic_last_error(c));
+        cr_assert_eq(ic_ptx_module_num_kernels(m), 1, "%s: one fused kernel", acts[i]);
+        const char *t = ic_ptx_module_kernel_text(m, 0);
+        cr_assert(strstr(t, "wgmma.mma_async"), "%s: no wgmma", acts[i]);
+        bool staged = i == 0;
+        cr_assert_eq(strstr(t, "bar.sync 1, 256;") != NULL, staged, "%s: consumer barrier %s", acts[i],
+                     staged ? "missing" : "where none is needed");
+        if (staged) /* erf's clamp |x| <= 3.92: once per unrolled copy of the loop body */
+            cr_assert(count_of(t, "0f407AE148") <= 8, "gelu unrolled: %d copies of erf", count_of(t, "0f407AE148"));
+        char log[4096];
+        cr_assert(assemble(t, log, sizeof log), "%s: ptxas:\n%s", acts[i], log);
+        ic_ptx_module_destroy(m);
+        ic_program_destroy(p);
+        ic_graph_destroy(g);
+    }
+    ic_ctx_destroy(c);
+}
+
+/* Each kernel is a PTX module of its own: ic_ptx_module_kernel_text holds a header and only
+ * that kernel's entry; the joined text is those modules in kernel order after their lines,
+ * the same whatever IC_COMPILE_THREADS says (the threads only make them in parallel). */
+Test(ptx, a_module_per_kernel_in_kernel_order)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("x", "f32", "[64,96]") "," IN("w", "f32", "[48,96]"),
+                                      "{'name':'h','op':'linear','inputs':['x','w']},{'name':'s','op':'softmax','inputs':['h'],'attrs':{'dim':1}},"
+                                      "{'name':'y','op':'exp','inputs':['s']}", "'y'"));
+    ic_program *p = program(c, g, false);
+    int nk = ic_program_num_kernels(p);
+    cr_assert_geq(nk, 3);
+    char *texts[2] = { NULL, NULL };
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(setenv("IC_COMPILE_THREADS", threads == 1 ? "1" : "3", 1), 0);
+        ic_ctx *ct = ict_ctx();
+        ic_ptx_module *m = NULL;
+        cr_assert_eq(ic_ptx_emit(ct, p, NULL, NULL, &m), IC_OK, "%s", ic_last_error(ct));
+        const char *all = ic_ptx_module_text(m);
+        const char *at = all;
+        for (int i = 0; i < nk; i++) {
+            const ic_ptx_kernel *k = ic_ptx_module_kernel(m, i);
+            const char *own = ic_ptx_module_kernel_text(m, i);
+            char line[300];
+            snprintf(line, sizeof line, "// ---- kernel %d '%s' ----\n", i, k->name);
+            const char *l = strstr(at, line);
+            cr_assert(l, "no line '%s' after kernel %d's module", line, i - 1);
+            cr_assert(strncmp(l + strlen(line), own, strlen(own)) == 0, "kernel %d: joined text is not its module", i);
+            at = l + strlen(line) + strlen(own);
+            cr_assert_eq(count_of(own, ".entry "), 1, "kernel %d: one entry a module", i);
+            cr_assert_eq(count_of(own, ".version "), 1, "kernel %d: a complete module", i);
+            char entry[300];
+            snprintf(entry, sizeof entry, ".entry %s(", k->name);
+            cr_assert(strstr(own, entry), "kernel %d: its module lacks %s", i, entry);
+        }
+        cr_assert_eq(*at, 0, "text after the last module");
+        cr_assert_null(ic_ptx_module_kernel_text(m, nk));
+        cr_assert_null(ic_ptx_module_kernel_text(m, -1));
+        texts[threads - 1] = strdup(all);
+        ic_ptx_module_destroy(m);
+        ic_ctx_destroy(ct);
+    }
+    unsetenv("IC_COMPILE_THREADS");
+    cr_assert_str_eq(texts[0], texts[1], "the PTX depends on the number of threads");
+    free(texts[0]);
+    free(texts[1]);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* Kernels whose IR is the same but for the name (two projections of one input by weights of
+ * one shape) share one PTX module: the second launches the first's entry on its own args,
+ * and the text says whose code it runs. */
+Test(ptx, kernels_of_the_same_code_share_a_module)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, "{'ic_graph':1,'name':'t','inputs':[" IN("x", "f32", "[64,96]") "," IN("w", "f32", "[48,96]") ","
+                                IN("v", "f32", "[48,96]") "],'nodes':[{'name':'h','op':'linear','inputs':['x','w']},"
+                                "{'name':'k','op':'linear','inputs':['x','v']}],'outputs':['h','k']}");
+    ic_program *p = program(c, g, true);
+    cr_assert_eq(ic_program_num_kernels(p), 2);
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const ic_ptx_kernel *k0 = ic_ptx_module_kernel(m, 0), *k1 = ic_ptx_module_kernel(m, 1);
+    cr_assert_eq(k0->code, 0);
+    cr_assert_eq(k1->code, 0, "the second projection has its own code");
+    cr_assert_str_neq(k0->name, k1->name);
+    cr_assert_str_eq(k0->entry, k0->name);
+    cr_assert_str_eq(k1->entry, k0->name, "kernel 1 launches %s", k1->entry);
+    cr_assert_neq(k0->args[1], k1->args[1], "each runs on its own weight");
+    cr_assert(ic_ptx_module_kernel_text(m, 1) == ic_ptx_module_kernel_text(m, 0));
+    char line[300];
+    snprintf(line, sizeof line, "// ---- kernel 1 '%s': the code of kernel 0 '%s' ----\n", k1->name, k0->name);
+    cr_assert(strstr(ic_ptx_module_text(m), line), "no line '%s' in\n%.400s", line, ic_ptx_module_text(m));
+    cr_assert_eq(count_of(ic_ptx_module_text(m), ".entry "), 1, "one module for both");
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 Test(ptx, bad_wgmma_params_are_refused)
 {
     ic_ctx *c = ict_ctx();
@@ -412,6 +539,11 @@ Test(ptx, rows_split_across_blocks)
 }
 
 /* ---- launch geometry: every mapping and combine path ---- */
+
+Test(ptx, columns_split_across_blocks)
+{
+    ptx_cases(CASES_SPLIT_COLUMNS, check_case);
+}
 
 Test(ptx, geometry_variants_of_row_kernels)
 {
@@ -446,6 +578,11 @@ Test(ptx, heuristic_geometry)
     cr_assert_eq(k0->grid * k0->rows_per_block, 8192, "one group per row: %lld x %d",
                  (long long)k0->grid, k0->rows_per_block);
     cr_assert_eq(k1->mode, IC_PTX_COLUMN, "a sum over dim 0 maps to COLUMN, got %d", k1->mode);
+    /* 128 tiles of 8 groups x 32 threads would leave 256 threads an SM: 4 blocks share each
+     * column (about 1024 threads an SM) */
+    cr_assert(k1->params.blocks_per_row == 4 && k1->grid == 512 && k1->params.vec == 4,
+              "column split: blocks_per_row %d grid %lld vec %d", k1->params.blocks_per_row,
+              (long long)k1->grid, k1->params.vec);
     cr_assert_eq(k2->mode, IC_PTX_POINTWISE, "exp is POINTWISE, got %d", k2->mode);
     cr_assert_eq(k2->grid * k2->block * k2->params.vec, 8192LL * 4096, "grid %lld block %d vec %d",
                  (long long)k2->grid, k2->block, k2->params.vec);
@@ -488,6 +625,34 @@ Test(ptx, the_bundled_graphs)
         ic_graph_destroy(g);
         ic_ctx_destroy(c);
     }
+}
+
+/* bf16 x + b, then gelu, fused: 16-byte loads as 32-bit words (widened by a shift and a
+ * mask), the rounded sum widened again by one cvt.rn.bf16x2.f32, 16-byte stores. The
+ * emulator runs the portable form of that conversion (no NVVM intrinsics): the GPU tests
+ * (Runtime test_cuda, geometry_pointwise) run this one. */
+Test(ptx, bf16_bias_gelu_instructions)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, GRAPH(IN("x", "bf16", "[64,3072]") "," IN("b", "bf16", "[3072]"),
+                                      "{'name':'h','op':'add','inputs':['x','b']},"
+                                      "{'name':'y','op':'gelu','inputs':['h']}", "'y'"));
+    ic_program *p = program(c, g, true);
+    cr_assert_eq(ic_program_num_kernels(p), 1, "add and gelu fuse");
+    ic_ptx_options o = { .sm = 90 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, p, &o, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    const char *text = ic_ptx_module_text(m);
+    static const char *const want[] = { "ld.global.nc.v4.u32", "cvt.rn.bf16x2.f32", "st.global.v4" };
+    for (int i = 0; i < 3; i++)
+        cr_assert(strstr(text, want[i]), "no '%s' in the PTX", want[i]);
+    cr_assert(!strstr(text, "cvt.u32.u16"), "a bf16 lane zero-extended from 16 bits");
+    char log[4096];
+    cr_assert(assemble(text, log, sizeof log), "ptxas:\n%s", log);
+    ic_ptx_module_destroy(m);
+    ic_program_destroy(p);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
 }
 
 /* ---- narrow integers (u8 i8 i16) ---- */

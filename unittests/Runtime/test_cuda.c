@@ -169,6 +169,7 @@ GPU_GROUP(gemm_bf16, CASES_GEMM_BF16)
 GPU_GROUP(gemm_params, CASES_GEMM_PARAMS)
 GPU_GROUP(rows_split_across_blocks, CASES_SPLIT_ROWS)
 GPU_GROUP(gemm_wgmma, CASES_WGMMA)
+GPU_GROUP(columns_split_across_blocks, CASES_SPLIT_COLUMNS)
 GPU_GROUP(implicit_gemm_convs, CASES_ICONV)
 
 Test(cuda, bundled_graphs)

@@ -650,8 +650,10 @@ Test(cli_device, sass_through_stand_in_tools)
     run_result r = run_tool_env(f.dir, env, "ic-dump", args);
     assert_ok(r, "sass through stand-ins");
     cr_assert_str_empty(r.err, "stderr: %s", r.err);
-    const char *head = "// == sass: zero, SASS for sm_90 (ptxas + cuobjdump) ==\nfake-cuobjdump -sass\n";
-    cr_assert(strncmp(r.out, head, strlen(head)) == 0, "banner, then cuobjdump -sass's output:\n%s", r.out);
+    const char *head = "// == sass: zero, SASS for sm_90 (ptxas + cuobjdump) ==\n"
+                       "// ---- kernel 0 'gpu_fused_add_mul_0' ----\nfake-cuobjdump -sass\n";
+    cr_assert(strncmp(r.out, head, strlen(head)) == 0, "banner, the kernel's line, then cuobjdump -sass's output:\n%s",
+              r.out);
     cr_assert_eq(count_lines_with(r.out, ".entry gpu_"), 1, "the fused kernel's entry, once:\n%s", r.out);
     cr_assert(strstr(r.out, ".entry gpu_fused_add_mul_0("), "the PTX reached cuobjdump:\n%s", r.out);
     snprintf(path, sizeof path, "%s/ptxas.args", bin);
@@ -667,6 +669,7 @@ Test(cli_device, sass_through_stand_in_tools)
     r = run_tool_env(f.dir, env, "ic-dump", args);
     assert_ok(r, "sass --no-fusion");
     cr_assert_eq(count_lines_with(r.out, ".entry gpu_"), 2, "two ops, two entries:\n%s", r.out);
+    cr_assert_eq(count_lines_with(r.out, "fake-cuobjdump -sass"), 2, "a module per kernel:\n%s", r.out);
     cr_assert(strstr(r.out, "[no fusion] ==\n"), "banner:\n%s", r.out);
     result_free(&r);
 
