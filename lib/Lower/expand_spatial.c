@@ -408,14 +408,12 @@ static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic
         perm[0] = 0, perm[1] = 1;
         for (int i = 0; i < k; i++)
             perm[2 + i] = 2 + k + i, perm[2 + k + i] = 2 + i;
-        if ((s = permute(x, v, 2 + 2 * k, perm, &v)))
+        if ((s = permute(x, v, 2 + 2 * k, perm, &v)) || (s = materialise(x, v, &v)))
             return s;
     }
     /* cols [N, G, C/G * k, L]; weight [G, Cout/G, C/G * k] (2-d when G = 1) */
     int64_t cs[4] = { g->n, G, cg * kp, L }, wsh[3] = { G, g->cout / G, cg * kp };
     if ((s = reshape(x, "cols", v, G > 1 ? 4 : 3, G > 1 ? cs : (int64_t[]){ g->n, cg * kp, L }, &cols)))
-        return s;
-    if (!pointwise && (s = materialise(x, cols, &cols)))
         return s;
     if ((s = reshape(x, "w", wv, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;
