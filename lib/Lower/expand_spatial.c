@@ -4,7 +4,10 @@
  *                 -> slice step d (dilation) -> permute to [N, C, k..., out...] -> reshape to
  *                 [N, G, C/G*k, L] -> matmul with the weight as [G, Cout/G, C/G*k] (groups a
  *                 batch dim) -> [N, Cout, out...] (+ bias). 1x1 stride-1 convs skip the windows.
- *                 The columns are materialised (an identity pad) for the GEMM path.
+ *                 The columns are materialised (an identity pad) for the GEMM path, over
+ *                 [N, C, k..., out...] before the reshape: its loops are the views' own dims
+ *                 (affine offsets, no div/mod per element), and the GEMM reads the reshape
+ *                 of that contiguous buffer by its flat offset.
  *                 Depthwise convs (one channel per group): a sum of the taps (strided slices
  *                 times a per-channel weight), or windows * weight summed past 25 taps.
  *   conv_transpose  zeros inserted (reshape + pad + reshape), then a stride-1 conv with the
@@ -252,7 +255,8 @@ static ic_status windows(X *x, const ic__sgeom *g, ic_value v, ic_value *out)
 
 /* An identity pad: a computed copy of v (the im2col buffer), so that the matmul reading it
  * sees a contiguous operand with affine offsets (the GEMM path) instead of the window views'
- * div/mod index math per element. */
+ * div/mod index math per element. Applied to the permuted windows, not to their reshape into
+ * columns: a kernel over the reshaped shape would delinearise its flat index per element. */
 static ic_status materialise(X *x, ic_value v, ic_value *out)
 {
     ic_attrs a;
