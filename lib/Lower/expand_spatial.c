@@ -4,7 +4,10 @@
  *                 -> slice step d (dilation) -> permute to [N, C, k..., out...] -> reshape to
  *                 [N, G, C/G*k, L] -> matmul with the weight as [G, Cout/G, C/G*k] (groups a
  *                 batch dim) -> [N, Cout, out...] (+ bias). 1x1 stride-1 convs skip the windows.
- *                 The columns are materialised (an identity pad) for the GEMM path.
+ *                 The columns are materialised (an identity pad) for the GEMM path, over
+ *                 [N, C, k..., out...] before the reshape: its loops are the views' own dims
+ *                 (affine offsets, no div/mod per element), and the GEMM reads the reshape
+ *                 of that contiguous buffer by its flat offset.
  *                 Depthwise convs (one channel per group): a sum of the taps (strided slices
  *                 times a per-channel weight), or windows * weight summed past 25 taps.
  *   conv_transpose  zeros inserted (reshape + pad + reshape), then a stride-1 conv with the
@@ -252,7 +255,8 @@ static ic_status windows(X *x, const ic__sgeom *g, ic_value v, ic_value *out)
 
 /* An identity pad: a computed copy of v (the im2col buffer), so that the matmul reading it
  * sees a contiguous operand with affine offsets (the GEMM path) instead of the window views'
- * div/mod index math per element. */
+ * div/mod index math per element. Applied to the permuted windows, not to their reshape into
+ * columns: a kernel over the reshaped shape would delinearise its flat index per element. */
 static ic_status materialise(X *x, ic_value v, ic_value *out)
 {
     ic_attrs a;
@@ -408,14 +412,12 @@ static ic_status conv_core(X *x, const ic__sgeom *g, ic_value v, ic_value wv, ic
         perm[0] = 0, perm[1] = 1;
         for (int i = 0; i < k; i++)
             perm[2 + i] = 2 + k + i, perm[2 + k + i] = 2 + i;
-        if ((s = permute(x, v, 2 + 2 * k, perm, &v)))
+        if ((s = permute(x, v, 2 + 2 * k, perm, &v)) || (s = materialise(x, v, &v)))
             return s;
     }
     /* cols [N, G, C/G * k, L]; weight [G, Cout/G, C/G * k] (2-d when G = 1) */
     int64_t cs[4] = { g->n, G, cg * kp, L }, wsh[3] = { G, g->cout / G, cg * kp };
     if ((s = reshape(x, "cols", v, G > 1 ? 4 : 3, G > 1 ? cs : (int64_t[]){ g->n, cg * kp, L }, &cols)))
-        return s;
-    if (!pointwise && (s = materialise(x, cols, &cols)))
         return s;
     if ((s = reshape(x, "w", wv, G > 1 ? 3 : 2, G > 1 ? wsh : wsh + 1, &w)))
         return s;

@@ -342,6 +342,37 @@ static void split(ic__ixtab *t, const ic__ix *a, int64_t k, const ic__ix **q, co
     *r = make(t, &xr);
 }
 
+/* a = g*q + r with g a divisor of k > 1 (from a coefficient), q from the terms g divides and
+ * r the rest in [0, g): then a / k = q / (k/g) and a % k = g*(q % (k/g)) + r. This is what
+ * reading a reshape of a materialised buffer needs: (l + 3136*i) / 9408 with l in [0, 3136)
+ * is i / 3, so that fold_divmod can undo the delinearisation. */
+static bool split_low(ic__ixtab *t, const ic__ix *a, int64_t k, int64_t *g, const ic__ix **q,
+                      const ic__ix **r)
+{
+    for (int c = 0; c < a->n; c++) {
+        int64_t gc = gcd(a->coef[c], k);
+        if (gc <= 1 || gc == k)
+            continue;
+        terms xq = { 0 }, xr = { 0 };
+        xq.c0 = fdiv(a->c0, gc);
+        xr.c0 = fmodk(a->c0, gc);
+        for (int i = 0; i < a->n; i++) {
+            if (a->coef[i] % gc == 0)
+                push(&xq, a->coef[i] / gc, a->atom[i]);
+            else
+                push(&xr, a->coef[i], a->atom[i]);
+        }
+        const ic__ix *rr = make(t, &xr);
+        if (!rr || rr->lo < 0 || rr->hi >= gc)
+            continue;
+        *g = gc;
+        *q = make(t, &xq);
+        *r = rr;
+        return *q != NULL;
+    }
+    return false;
+}
+
 const ic__ix *ic__ix_div(ic__ixtab *t, const ic__ix *a, int64_t k)
 {
     if (!a || k <= 0)
@@ -354,6 +385,8 @@ const ic__ix *ic__ix_div(ic__ixtab *t, const ic__ix *a, int64_t k)
     if (g > 1)
         return ic__ix_div(t, exact_div(t, a, g), k / g);
     const ic__ix *q, *r;
+    if (split_low(t, a, k, &g, &q, &r))
+        return ic__ix_div(t, q, k / g);
     split(t, a, k, &q, &r);
     if (!q || !r)
         return NULL;
@@ -385,6 +418,8 @@ const ic__ix *ic__ix_mod(ic__ixtab *t, const ic__ix *a, int64_t k)
     if (g > 1)
         return ic__ix_scale(t, ic__ix_mod(t, exact_div(t, a, g), k / g), g);
     const ic__ix *q, *r;
+    if (split_low(t, a, k, &g, &q, &r))
+        return ic__ix_add(t, ic__ix_scale(t, ic__ix_mod(t, q, k / g), g), r);
     split(t, a, k, &q, &r);
     if (!q || !r)
         return NULL;

@@ -552,6 +552,20 @@ Test(lower, reshape_of_stored_tensor_needs_no_divmod)
     cr_assert_eq(lt_count_op(p, IC_L_IDIV) + lt_count_op(p, IC_L_MOD), 0, "reshape of a stored "
                  "tensor keeps the flat offset");
     ic_program_destroy(p);
+    /* nor does a matmul reading a reshape that merges dims of a stored tensor ([2, 3, 4, 5]
+     * as [6, 20]: the offset 20 k + j, whose (20 k + j) / 60 is k / 3 for j in [0, 20)), as
+     * the GEMM of a conv reads its im2col columns */
+    ic_graph *g3 = ict_graph(c, "reshape3");
+    x = ict_input(g3, "x", IC_F32, "2,3,4,5");
+    ic_value w = ict_input(g3, "w", IC_F32, "7,6");
+    ic_attrs rs3 = lt_shape(IC_OP_RESHAPE, "6,20");
+    ic_value cols = lt_at(g3, "r", IC_OP_RESHAPE, lt_un(g3, "n", IC_OP_NEG, x), &rs3);
+    lt_out(g3, lt_bin(g3, "y", IC_OP_MATMUL, ic_val(w), ic_val(cols)));
+    lt_check2(c, g3, 4, NULL, &p);
+    cr_assert_eq(lt_count_op(p, IC_L_IDIV) + lt_count_op(p, IC_L_MOD), 0, "merged dims of a stored tensor "
+                 "keep the flat offset");
+    ic_program_destroy(p);
+    ic_graph_destroy(g3);
     /* a reshape that merges permuted dims does need div/mod */
     ic_graph *g2 = ict_graph(c, "reshape2");
     x = ict_input(g2, "x", IC_F32, "2,3,4");
