@@ -153,10 +153,6 @@ static bool gemm_shape(const ic_kernel *k, const ic__pplan *pl, const ic_buffer 
     g->tc_conv = tc && (g->A.xform || g->B.xform);
     g->tc = tc && !g->tc_conv;
     g->bf16 = g->A.vt == IC_BF16;
-    g->math_epilogue = false;
-    for (int s = 1; s < k->nstages; s++)
-        for (int i = 0; i < k->stages[s].ninstr; i++)
-            g->math_epilogue |= ic_lop_has_trait(k->stages[s].instr[i].op, IC_LT_MATH);
     return true;
 }
 

@@ -60,7 +60,6 @@ typedef struct ic__pgemm {
     bool tf32;                    /* (gemm.c) f32 on tensor cores: mma.sync m16n8k8 .tf32, only
                                    * with ic_ptx_options.allow_tf32 (FFMA otherwise) */
     bool bf16;
-    bool math_epilogue;           /* the epilogue calls the math library (gelu's erf, sigmoid...) */
     int nmv, mv[IC_MAX_RANK];     /* loop variables merged into m, outer to inner */
     int nv;                       /* n's loop variable, -1: N == 1 */
     int nbv, bv[IC_MAX_RANK];     /* batch loop variables */
