@@ -137,6 +137,10 @@ typedef struct ic_attrs {
     int64_t num_groups;             /* group_norm (required) */
     bool is_causal;                 /* scaled_dot_product_attention (false) */
     bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    bool fused;                     /* scaled_dot_product_attention: computed by one fused kernel,
+                                     * softmax(q k^T * scale + mask) v in f32 with no rounding in
+                                     * between, instead of its expansion (set by the GPU compile's
+                                     * attention rewrite; never read from or written to JSON) */
     int64_t diagonal;               /* triu tril (0) */
     double min_val, max_val;        /* hardtanh (-1, 1) */
     double alpha;                   /* elu (1) */

@@ -1,10 +1,16 @@
-/* test_attention.c - the fused attention kernel (ic_kernel.attn, lib/PTX/attn.c) without a GPU:
- * hand-built kernels over strided operands (q, k, v read as [B, H, S, E] views of a
+/* test_attention.c - the fused attention kernel (ic_kernel.attn, lib/PTX/attn.c) without a GPU.
+ * 1. Hand-built kernels over strided operands (q, k, v read as [B, H, S, E] views of a
  * [B, S, H*E] layout, broadcast masks, unaligned element-wise copies) are emitted, assembled by
  * ptxas -arch=sm_90 when the toolkit is here, run by the host emulator of the generated code
  * and compared with the definition of lower.h computed in double here: bf16 and f16, head dims
  * 16 to 128, sizes that are no multiple of the 64-row tiles, Sq != Sk, additive (f32, bf16)
- * and bool masks, causal. */
+ * and bool masks, causal.
+ * 2. Graphs through the GPU compile's path (the attention rewrite, lower, fuse with gpu_
+ * names): scaled_dot_product_attention and the matmul -> scale -> mask -> softmax -> matmul
+ * pattern of exported graphs (a small bf16 BERT attention block over [B, S, H*D] projections)
+ * become one gpu_attention kernel whose emulation matches the reference executor on the
+ * original graph; patterns with other semantics keep their kernels; the bf16 BERT layer's
+ * fused stage for the GPU names the attention kernel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +19,9 @@
 #include "ic/lower.h"
 #include "ic/ptx.h"
 #include "ptxas.h"
+#include "ptx_cases.h"
+#include "ic/fuse.h"
+#include "../Lower/lower-impl.h"
 
 typedef struct {
     const char *what;
@@ -221,4 +230,197 @@ Test(attention, f16_e128_unaligned)
 Test(attention, bf16_e16_bool_mask)
 {
     run_case(&(acase){ "bf16 E16 L=65 S=3, bool [B,1,1,S] mask", IC_BF16, IC_BOOL, 2, 1, 65, 3, 16, false, false, false, 0 });
+}
+
+/* ---- 2. graphs ---- */
+
+/* The GPU compile's graph -> fused program: the attention rewrite, then lower and fuse. */
+static ic_program *gpu_program(ic_ctx *c, const ic_graph *g, ic_graph **rewritten)
+{
+    cr_assert_eq(ic__graph_fuse_attention(c, g, rewritten), IC_OK, "%s", ic_last_error(c));
+    ic_program *p = NULL, *f = NULL;
+    cr_assert_eq(ic_lower_prefixed(c, *rewritten ? *rewritten : g, "gpu_", &p), IC_OK, "%s", ic_last_error(c));
+    ic_fuse_options fo;
+    ic_fuse_options_init(&fo);
+    fo.prefix = "gpu_";
+    fo.stash_norm_rows = false;
+    cr_assert_eq(ic_fuse(c, p, &fo, &f), IC_OK, "%s", ic_last_error(c));
+    ic_program_destroy(p);
+    return f;
+}
+
+static int attention_kernels(const ic_program *f)
+{
+    int n = 0;
+    for (int k = 0; k < ic_program_num_kernels(f); k++)
+        if (ic_program_kernel(f, k)->attn) {
+            cr_assert(strncmp(ic_program_kernel(f, k)->name, "gpu_attention_", 14) == 0, "kernel %s",
+                      ic_program_kernel(f, k)->name);
+            n++;
+        }
+    return n;
+}
+
+/* json fused into `want` attention kernels (and `nk` kernels in all, -1: any), emulated and
+ * compared with the reference on the original graph (bf16's or f16's tolerances). */
+static void check_graph(const char *what, const char *json, int want, int nk)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = graph_json(c, json), *rw = NULL;
+    ic_tensor args[8], ref, got;
+    int nargs = 0;
+    make_args(c, g, 0, args, &nargs);
+    /* values in [-0.5, 0.5): scores of a few units, as in trained models, where the
+     * reference's rounding of the pattern's scores to bf16 (which the fused kernel, in f32,
+     * does not do) stays within bf16's tolerances; larger scores (ulp 0.25 at 32) would
+     * measure the reference's rounding, not the kernel */
+    for (int i = 0; i < nargs; i++)
+        for (int64_t e = 0; ic_dtype_is_float(args[i].dtype) && e < ic_tensor_numel(&args[i]); e++)
+            ic_tensor_set(&args[i], e, ic_tensor_get(&args[i], e) / 4);
+    cr_assert_eq(ic_ref_run(c, g, NULL, nargs, args, 1, &ref), IC_OK, "%s: %s", what, ic_last_error(c));
+    ic_program *f = gpu_program(c, g, &rw);
+    cr_assert_eq(attention_kernels(f), want, "%s: %d attention kernels", what, attention_kernels(f));
+    if (nk >= 0)
+        cr_assert_eq(ic_program_num_kernels(f), nk, "%s: %d kernels", what, ic_program_num_kernels(f));
+    ic_ptx_options o = { .sm = 90, .wgmma = -1 };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_emit(c, f, &o, NULL, &m), IC_OK, "%s: %s", what, ic_last_error(c));
+    char log[4096];
+    cr_assert(assemble(ic_ptx_module_text(m), log, sizeof log), "%s: ptxas refused the PTX:\n%s", what, log);
+    ic_ptx_module_destroy(m);
+    ic_tensor_init(&got, ref.dtype, ref.rank, ref.shape, NULL);
+    cr_assert_eq(ic_tensor_alloc(c, &got), IC_OK);
+    memset(got.data, 0xcd, (size_t)ic_tensor_numel(&got) * ic_dtype_size(got.dtype));
+    cr_assert_eq(ic_ptx_emulate_opts(c, f, &o, NULL, args, nargs, &got, 1), IC_OK, "%s: %s", what, ic_last_error(c));
+    char msg[1024];
+    cr_assert(ict_allclose_tol(&got, &ref, 1.6e-2, 1e-2, msg, sizeof msg), "%s: %s", what, msg);
+    ic_tensor_free(c, &got);
+    ic_tensor_free(c, &ref);
+    for (int i = 0; i < nargs; i++)
+        ic_tensor_free(c, &args[i]);
+    ic_program_destroy(f);
+    ic_graph_destroy(rw);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+#define SDPA(dt, q, k, m, attrs) GRAPH(IN("q", dt, q) "," IN("k", dt, k) "," IN("v", dt, k) m, \
+    "{'name':'y','op':'scaled_dot_product_attention','inputs':['q','k','v'" attrs "}", "'y'")
+
+Test(attention_graph, sdpa_bf16_77)
+{
+    check_graph("sdpa bf16 [2,2,77,64]", SDPA("bf16", "[2,2,77,64]", "[2,2,77,64]", "", "]"), 1, 1);
+}
+
+Test(attention_graph, sdpa_f16_causal_sq_ne_sk)
+{
+    check_graph("sdpa f16 causal L=40 S=100 E=32", SDPA("f16", "[1,3,40,32]", "[1,3,100,32]", "", "],'attrs':{'is_causal':true}"), 1, 1);
+}
+
+Test(attention_graph, sdpa_bf16_mask_scale_e128)
+{
+    check_graph("sdpa bf16 E=128 scale 0.3, mask [2,1,20,33]",
+                SDPA("bf16", "[2,2,20,128]", "[2,2,33,128]", ",{'name':'m','dtype':'bf16','shape':[2,1,20,33]}",
+                     ",'m'],'attrs':{'scale':0.3}"), 1, 1);
+}
+
+/* q, k, v projections [B, S, H*D] seen as [B, H, S, D]; the context permuted back */
+#define BERT(scale_node, add_node, sm_dim) GRAPH( \
+    IN("qp", "bf16", "[2,77,128]") "," IN("kp", "bf16", "[2,77,128]") "," IN("vp", "bf16", "[2,77,128]") "," \
+    IN("mask", "bf16", "[2,1,1,77]"), \
+    "{'name':'q4','op':'reshape','inputs':['qp'],'attrs':{'shape':[2,77,2,64]}}," \
+    "{'name':'k4','op':'reshape','inputs':['kp'],'attrs':{'shape':[2,77,2,64]}}," \
+    "{'name':'v4','op':'reshape','inputs':['vp'],'attrs':{'shape':[2,77,2,64]}}," \
+    "{'name':'qh','op':'permute','inputs':['q4'],'attrs':{'dims':[0,2,1,3]}}," \
+    "{'name':'kh','op':'permute','inputs':['k4'],'attrs':{'dims':[0,2,1,3]}}," \
+    "{'name':'vh','op':'permute','inputs':['v4'],'attrs':{'dims':[0,2,1,3]}}," \
+    "{'name':'kt','op':'transpose','inputs':['kh'],'attrs':{'dim0':-2,'dim1':-1}}," \
+    "{'name':'scores','op':'matmul','inputs':['qh','kt']}," scale_node add_node \
+    "{'name':'probs','op':'softmax','inputs':['masked'],'attrs':{'dim':" sm_dim "}}," \
+    "{'name':'ctx','op':'matmul','inputs':['probs','vh']}," \
+    "{'name':'ctxp','op':'permute','inputs':['ctx'],'attrs':{'dims':[0,2,1,3]}}," \
+    "{'name':'y','op':'reshape','inputs':['ctxp'],'attrs':{'shape':[2,77,128]}}", "'y'")
+#define MUL8 "{'name':'scaled','op':'mul','inputs':['scores',0.125]},"
+#define ADDM "{'name':'masked','op':'add','inputs':['scaled','mask']},"
+
+Test(attention_graph, bert_pattern_bf16)
+{
+    check_graph("bert attention bf16 (mul 0.125, add mask)", BERT(MUL8, ADDM, "-1"), 1, 2);
+}
+
+Test(attention_graph, bert_pattern_div_mask_first)
+{
+    check_graph("bert attention bf16 (div 8, mask + scores)",
+                BERT("{'name':'scaled','op':'div','inputs':['scores',8.0]},",
+                     "{'name':'masked','op':'add','inputs':['mask','scaled']},", "3"), 1, 2);
+}
+
+Test(attention_graph, pattern_no_mask_no_scale)
+{
+    check_graph("bert attention bf16 (no scale, no mask)",
+                BERT("", "{'name':'masked','op':'mul','inputs':['scores',1.0]},", "-1"), 1, 2);
+}
+
+/* other semantics keep the matmul / softmax / matmul kernels */
+Test(attention_graph, not_fused)
+{
+    check_graph("softmax over dim 2", BERT(MUL8, ADDM, "2"), 0, -1);
+    check_graph("scale by a tensor", BERT("{'name':'scaled','op':'mul','inputs':['scores','mask']},",
+                                          "{'name':'masked','op':'add','inputs':['scaled',0.5]},", "-1"), 0, -1);
+    check_graph("scale before the matmul's output is subtracted",
+                BERT("{'name':'scaled','op':'sub','inputs':['scores',0.125]},", ADDM, "-1"), 0, -1);
+}
+
+Test(attention_graph, scores_read_twice)
+{
+    check_graph("scores also an output",
+                GRAPH(IN("q", "bf16", "[2,32,32]") "," IN("k", "bf16", "[2,32,32]") "," IN("v", "bf16", "[2,32,32]"),
+                      "{'name':'kt','op':'transpose','inputs':['k'],'attrs':{'dim0':1,'dim1':2}},"
+                      "{'name':'s','op':'matmul','inputs':['q','kt']},"
+                      "{'name':'p','op':'softmax','inputs':['s'],'attrs':{'dim':-1}},"
+                      "{'name':'o','op':'matmul','inputs':['p','v']},"
+                      "{'name':'y','op':'add','inputs':['o','s']}", "'y'"), 0, -1);
+}
+
+Test(attention_graph, f32_keeps_the_expansion)
+{
+    (void)ptx_cases; /* ptx_cases.h's shared cases: not used here */
+    check_graph("sdpa f32", SDPA("f32", "[1,2,17,64]", "[1,2,17,64]", "", "]"), 0, -1);
+}
+
+/* The bf16 BERT layer compiled for the GPU: one attention kernel in its fused stage. */
+Test(attention_graph, bert_layer_dump)
+{
+    ic_ctx *c = ict_ctx();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/benchmarks/cpu/bert_layer.json", source_dir());
+    FILE *in = fopen(path, "rb");
+    cr_assert(in, "%s", path);
+    char *raw = malloc(1 << 20), *text = malloc(2 << 20);
+    cr_assert(raw && text);
+    size_t n = fread(raw, 1, (1 << 20) - 1, in), k = 0;
+    fclose(in);
+    raw[n] = 0;
+    for (const char *p = raw; *p;) /* sed 's/"f32"/"bf16"/g' */
+        if (strncmp(p, "\"f32\"", 5) == 0)
+            memcpy(text + k, "\"bf16\"", 6), k += 6, p += 5;
+        else
+            text[k++] = *p++;
+    text[k] = 0;
+    free(raw);
+    ic_graph *g = NULL;
+    cr_assert_eq(ic_graph_load_json_string(c, text, source_dir(), &g), IC_OK, "%s", ic_last_error(c));
+    free(text);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    int64_t b = 2;
+    cr_assert_eq(ic_cuda_compile_dump(c, g, NULL, &b, "fused", f), IC_OK, "%s", ic_last_error(c));
+    fclose(f);
+    cr_assert(strstr(out, "gpu_attention_3"), "%s", out);
+    cr_assert(strstr(out, "attention: batch [2, 12] L 128 S 128 E 64 scale 0.125"), "%s", out);
+    cr_assert(!strstr(out, "softmax"), "%s", out);
+    free(out);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
 }
