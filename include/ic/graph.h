@@ -141,6 +141,9 @@ typedef struct ic_attrs {
                                      * softmax(q k^T * scale + mask) v in f32 with no rounding in
                                      * between, instead of its expansion (set by the GPU compile's
                                      * attention rewrite; never read from or written to JSON) */
+    bool transpose_out;             /* fused sdpa: the result with dims -3 and -2 swapped,
+                                     * [..., L, H, E] for q [..., H, L, E]: the layout the graph
+                                     * permutes it back to (BERT's [B, S, H, D]) */
     int64_t diagonal;               /* triu tril (0) */
     double min_val, max_val;        /* hardtanh (-1, 1) */
     double alpha;                   /* elu (1) */

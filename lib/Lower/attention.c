@@ -179,12 +179,32 @@ typedef struct {
     ic_value *map;
     int *role;               /* per node: 0 copy, 1 sdpa to fuse, 2 pattern end, 3 dropped */
     pat *pats;               /* per node: the pattern ending there */
+    ic_value *reader;        /* per node: its last reader */
+    ic_value *absorb;        /* per fused node: the permute back to [.., L, H, E] it stores
+                              * as (ic_attrs.transpose_out), -1: none */
 } rw;
+
+/* The permute that only swaps dims -3 and -2 of fused node v, when it is v's only reader:
+ * the fused kernel stores that layout directly (BERT's context, permuted back to
+ * [B, S, H, D] and reshaped for the output projection, is then a plain GEMM operand). */
+static ic_value permute_back(const rw *R, const int *nread, ic_value v)
+{
+    ic_value p = R->reader[v];
+    const ic_node *n = p >= 0 ? N(R->g, p) : NULL;
+    int r = N(R->g, v)->info.rank;
+    if (nread[v] != 1 || !n || r < 3 || (n->info.op != IC_OP_PERMUTE && n->info.op != IC_OP_TRANSPOSE))
+        return -1;
+    for (int i = 0; i < r; i++)
+        if (n->perm[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
+            return -1;
+    return p;
+}
 
 static ic_status emit_pattern(rw *R, ic_value v)
 {
     const pat *m = &R->pats[v];
-    const ic_node *f = N(R->g, v);
+    ic_value as = R->absorb[v] >= 0 ? R->absorb[v] : v;
+    const ic_node *f = N(R->g, as);
     char name[300];
     snprintf(name, sizeof name, "%s.k", f->info.name);
     ic_attrs tr, at;
@@ -198,10 +218,11 @@ static ic_status emit_pattern(rw *R, ic_value v)
     at.has_scale = true;
     at.scale = m->scale;
     at.fused = true;
+    at.transpose_out = as != v;
     ic_operand in[4] = { ic_val(R->map[m->q]), ic_val(k), ic_val(R->map[m->v]), ic_none() };
     if (m->mask >= 0)
         in[3] = ic_val(R->map[m->mask]);
-    return ic_graph_add_node(R->dst, f->info.name, IC_OP_SDPA, m->mask >= 0 ? 4 : 3, in, &at, &R->map[v]);
+    return ic_graph_add_node(R->dst, f->info.name, IC_OP_SDPA, m->mask >= 0 ? 4 : 3, in, &at, &R->map[as]);
 }
 
 static ic_status copy_one(rw *R, ic_value v)
@@ -213,12 +234,18 @@ static ic_status copy_one(rw *R, ic_value v)
     if (R->role[v] == 2)
         return emit_pattern(R, v);
     ic_attrs fused;
+    ic_value as = v;
     if (R->role[v] == 1) {
         fused = *ni.attrs;
         fused.fused = true;
+        if (R->absorb[v] >= 0) {
+            as = R->absorb[v];
+            fused.transpose_out = true;
+            ni.name = N(R->g, as)->info.name;
+        }
         ni.attrs = &fused;
     }
-    return ic__graph_copy_node(R->dst, &ni, R->map, &R->map[v]);
+    return ic__graph_copy_node(R->dst, &ni, R->map, &R->map[as]);
 }
 
 /* No value of m's chain is already part of another rewrite. */
@@ -237,16 +264,20 @@ static bool plan(rw *R, const int *nread)
     int n = ic_graph_num_nodes(R->g);
     for (ic_value v = 0; v < n; v++) {
         const ic_node *nd = N(R->g, v);
+        R->absorb[v] = -1;
         if (nd->info.op == IC_OP_SDPA && !nd->attrs.fused && sdpa_ok(R->g, nd)) {
             R->role[v] = 1;
-            any = true;
         } else if (R->role[v] == 0 && match(R->g, nread, v, &R->pats[v]) && mids_free(R, &R->pats[v])) {
             R->role[v] = 2;
             for (int i = 0; i < 4; i++)
                 if (R->pats[v].mid[i] >= 0)
                     R->role[R->pats[v].mid[i]] = 3;
-            any = true;
+        } else {
+            continue;
         }
+        any = true;
+        if ((R->absorb[v] = permute_back(R, nread, v)) >= 0)
+            R->role[R->absorb[v]] = 3;
     }
     return any;
 }
@@ -260,11 +291,18 @@ ic_status ic__graph_fuse_attention(ic_ctx *c, const ic_graph *g, ic_graph **out)
     R.map = ic__calloc(c, (size_t)n + 1, sizeof *R.map);
     R.role = ic__calloc(c, (size_t)n + 1, sizeof *R.role);
     R.pats = ic__calloc(c, (size_t)n + 1, sizeof *R.pats);
-    ic_status s = !nread || !R.map || !R.role || !R.pats ? ic__error(c, IC_ENOMEM, "attention: out of memory") : IC_OK;
+    R.reader = ic__calloc(c, (size_t)n + 1, sizeof *R.reader);
+    R.absorb = ic__calloc(c, (size_t)n + 1, sizeof *R.absorb);
+    ic_status s = !nread || !R.map || !R.role || !R.pats || !R.reader || !R.absorb
+                      ? ic__error(c, IC_ENOMEM, "attention: out of memory") : IC_OK;
+    for (ic_value v = 0; !s && v < n; v++)
+        R.reader[v] = -1;
     for (ic_value v = 0; !s && v < n; v++)
         for (int i = 0; i < N(g, v)->info.ninputs; i++)
-            if (N(g, v)->in[i].node >= 0)
+            if (N(g, v)->in[i].node >= 0) {
                 nread[N(g, v)->in[i].node]++;
+                R.reader[N(g, v)->in[i].node] = v;
+            }
     for (int i = 0; !s && i < ic_graph_num_outputs(g); i++)
         nread[ic_graph_output(g, i)] += 2; /* an output is never private */
     if (!s && plan(&R, nread)) {
@@ -286,6 +324,8 @@ ic_status ic__graph_fuse_attention(ic_ctx *c, const ic_graph *g, ic_graph **out)
     ic__free(c, R.map);
     ic__free(c, R.role);
     ic__free(c, R.pats);
+    ic__free(c, R.reader);
+    ic__free(c, R.absorb);
     return s;
 }
 

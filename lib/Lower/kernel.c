@@ -466,10 +466,14 @@ static bool gen_attention(ic_program *p, const ic__sched *s, int group, ic_value
     memset(a, 0, sizeof *a);
     int r = n->info.rank;
     const ic_node *q = ic__node(p->g, n->in[0].node), *k = ic__node(p->g, n->in[1].node);
+    /* logical [batch.., L, E] dim i is stored dim pos[i] (transpose_out swaps -3 and -2) */
+    int pos[IC_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        pos[i] = !n->attrs.transpose_out ? i : i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
     a->nb = r - 2;
     for (int i = 0; i < a->nb; i++)
-        a->batch[i] = ic__dim(n, i);
-    a->L = ic__dim(n, r - 2);
+        a->batch[i] = ic__dim(n, pos[i]);
+    a->L = ic__dim(n, pos[r - 2]);
     a->E = ic__dim(q, q->info.rank - 1);
     a->S = ic__dim(k, k->info.rank - 2);
     a->scale = n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)a->E);
@@ -486,13 +490,15 @@ static bool gen_attention(ic_program *p, const ic__sched *s, int group, ic_value
     if (!ok || !keep)
         return ok;
     a->out.buf = items[0].buf;
-    a->out.sc = 1;
-    a->out.sr = a->E;
-    int64_t st = a->L * a->E;
-    for (int i = a->nb - 1; i >= 0; i--) {
-        a->out.sb[i] = st;
-        st *= a->batch[i];
+    int64_t stride[IC_MAX_RANK], st = 1; /* row-major strides of the stored shape */
+    for (int i = r - 1; i >= 0; i--) {
+        stride[i] = st;
+        st *= ic__dim(n, i);
     }
+    for (int i = 0; i < a->nb; i++)
+        a->out.sb[i] = stride[pos[i]];
+    a->out.sr = stride[pos[r - 2]];
+    a->out.sc = stride[r - 1];
     ic_kernel kn;
     memset(&kn, 0, sizeof kn);
     kn.attn = a;
