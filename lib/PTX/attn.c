@@ -3,11 +3,14 @@
  * A block of 4 warps owns BM = 64 query rows of one batch index (warp w: rows 16w..16w+15)
  * and walks the keys in tiles of BN = 64:
  *   1. Q's tile goes to shared memory once and stays in registers as mma A fragments;
- *   2. per key tile, K's and V's tiles go to shared memory; S = Q K^T (16 x 64 a warp,
+ *   2. K's and V's tiles go to two shared buffers in turn, tile j + 1 copied by cp.async
+ *      while tile j is computed on (operands whose rows are not 16-byte copies are loaded
+ *      element by element, synchronously); per tile, S = Q K^T (16 x 64 a warp,
  *      mma.sync m16n8k16: K's rows, contiguous along E, are the col-major B operand, so
  *      ldmatrix without .trans), scaled, plus the mask (read from global memory, where it
  *      may broadcast), keys past S or right of the diagonal (causal) at -inf;
- *   3. online softmax: each row's running max m and sum l in f32 (a row lives on the 4 lanes
+ *   3. online softmax in base 2 (scores times scale * log2(e), exp2 on the SFU): each row's
+ *      running max m and sum l in f32 (a row lives on the 4 lanes
  *      of a quad: 2 shuffles for the max; the sum is reduced once at the end), the output
  *      accumulators rescaled by exp(m_old - m_new);
  *   4. P, rounded to the operands' dtype, is reused in registers as the A fragments of
@@ -16,9 +19,9 @@
  *   5. O / l stored through the output's strides.
  * A causal block stops after the tile holding its last row's diagonal. The exponent base of a
  * row that has seen only masked keys is 0 rather than -inf, so exp never sees -inf - -inf;
- * such a row ends as 0 / 0 = NaN, as the reference's. Tiles are copied with 16-byte vector
- * loads when an operand's rows are contiguous and 16-byte aligned, else element by element
- * (any strides, broadcast batch dims included); both zero-fill past the edges. Shared rows
+ * such a row ends as 0 / 0 = NaN, as the reference's. Tiles are copied 16 bytes at a time
+ * when an operand's rows are contiguous and 16-byte aligned, else element by element (any
+ * strides, broadcast batch dims included); both zero-fill past the edges. Shared rows
  * are padded by 16 bytes so the 8 rows an ldmatrix phase reads hit distinct banks.
  * The emulator gets the same code with ldmatrix, mma and shuffles as calls (emu.c). */
 #include <math.h>
@@ -26,6 +29,7 @@
 #include "pgemm-impl.h"
 
 enum { BM = 64, BN = 64, WARPS = 4, THREADS = WARPS * 32 };
+#define LOG2E 1.4426950408889634
 
 static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 static int pitch_of(int64_t E) { return (int)(E + 8) * 2; }
@@ -34,7 +38,7 @@ static int pitch_of(int64_t E) { return (int)(E + 8) * 2; }
 
 int ic__pattn_smem_bytes(const ic__pplan *pl)
 {
-    return pl->mode == IC_PTX_ATTENTION ? 3 * BM * pitch_of(pl->k->attn->E) : 0;
+    return pl->mode == IC_PTX_ATTENTION ? 5 * BM * pitch_of(pl->k->attn->E) : 0; /* Q, 2 x (K, V) */
 }
 
 ic_status ic__pattn_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
@@ -109,7 +113,18 @@ static LLVMValueRef z64(ic__pg *G, LLVMValueRef a) { return LLVMBuildZExt(G->b, 
 static LLVMValueRef f32c(ic__pg *G, double v) { return LLVMConstReal(G->t_f32, v); }
 static LLVMValueRef fmax_(ic__pg *G, LLVMValueRef a, LLVMValueRef b)
 {
-    return sel(G, LLVMBuildFCmp(G->b, LLVMRealOGT, a, b, ""), a, b);
+    LLVMValueRef x[2] = { a, b };
+    return ic__pg_call(G, "llvm.maxnum", &G->t_f32, 1, x, 2);
+}
+
+/* 2^x by the SFU (ex2.approx.ftz: 2 ulp, -inf -> 0): P is rounded to 16 bits before P V, so
+ * a polynomial exp's last bits would buy nothing and cost a dozen FP32 instructions a score.
+ * The emulator uses the host's exp2. */
+static LLVMValueRef exp2_(ic__pg *G, LLVMValueRef x)
+{
+    if (G->emu)
+        return ic__pg_call(G, "llvm.exp2", &G->t_f32, 1, &x, 1);
+    return ic__pgemm_asm(G, G->t_f32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", &x, 1, false);
 }
 
 static const ic_attn_operand *opnd(const actx *A, int which)
@@ -145,9 +160,10 @@ static bool rows_aligned(const ic_attention *a, const ic_attn_operand *o)
     return true;
 }
 
-/* Rows r0 .. r0+63 (of `rows` in all) of operand `which` into the shared tile at byte off,
- * zeros past the last row. */
-static void load_tile(actx *A, int which, int off, LLVMValueRef r0, int64_t rows)
+/* Rows r0 .. r0+63 (of `rows` in all) of operand `which` into the shared tile at byte off
+ * (i32), zeros past the last row; with async, 16-byte copies go through cp.async (the caller
+ * commits and waits), element copies stay synchronous. */
+static void load_tile(actx *A, int which, LLVMValueRef off, LLVMValueRef r0, int64_t rows, bool async)
 {
     ic__pg *G = A->G;
     LLVMBuilderRef b = G->b;
@@ -163,10 +179,14 @@ static void load_tile(actx *A, int which, int off, LLVMValueRef r0, int64_t rows
         LLVMValueRef r = add(G, r0, z64(G, row));
         LLVMValueRef ok = slt(G, r, I64(G, rows));
         LLVMValueRef src = gptr(A, which, sel(G, ok, r, I64(G, 0)), z64(G, col));
+        LLVMValueRef dst = smem_at(A, add(G, off, add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2)))));
+        if (vec && async) {
+            ic__pgemm_cp_async(G, dst, src, 16, sel(G, ok, I32(G, 16), I32(G, 0)));
+            continue;
+        }
         LLVMValueRef v = LLVMBuildLoad2(b, t, src, "");
         LLVMSetAlignment(v, vec ? 16 : 2);
         v = sel(G, ok, v, LLVMConstNull(t));
-        LLVMValueRef dst = smem_at(A, add(G, I32(G, off), add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2)))));
         LLVMSetAlignment(LLVMBuildStore(b, v, dst), vec ? 16 : 2);
     }
 }
@@ -234,7 +254,7 @@ static void q_fragments(actx *A, LLVMValueRef qf[8][4])
 }
 
 /* s[ni][0..3] = this warp's 16 x 64 block of Q K^T, n pieces of 8 keys. */
-static void scores(actx *A, LLVMValueRef qf[8][4], int koff, LLVMValueRef s[8][4])
+static void scores(actx *A, LLVMValueRef qf[8][4], LLVMValueRef koff, LLVMValueRef s[8][4])
 {
     ic__pg *G = A->G;
     LLVMBuilderRef b = G->b;
@@ -248,7 +268,7 @@ static void scores(actx *A, LLVMValueRef qf[8][4], int koff, LLVMValueRef s[8][4
     for (int kk = 0; kk < A->a->E / 16; kk++)
         for (int ni = 0; ni < BN / 8; ni += 2) { /* rows: keys ni*8 + (q/2)*8 + r, cols: k (q%2)*8 */
             LLVMValueRef row = add(G, rowq, I32(G, ni * 8)), col = add(G, colq, I32(G, kk * 16)), o[4];
-            LLVMValueRef at = add(G, I32(G, koff), add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2))));
+            LLVMValueRef at = add(G, koff, add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2))));
             ic__pgemm_ldmatrix4(G, smem_at(A, at), false, o);
             LLVMValueRef b0[2] = { o[0], o[1] }, b1[2] = { o[2], o[3] };
             ic__pgemm_mma(G, kind, qf[kk], b0, s[ni]);
@@ -257,7 +277,7 @@ static void scores(actx *A, LLVMValueRef qf[8][4], int koff, LLVMValueRef s[8][4
 }
 
 /* o[ni] += P V for this warp's P (p[ni][0..3], the scores' layout) and the shared V tile. */
-static void accumulate_pv(actx *A, LLVMValueRef p[8][4], int voff, LLVMValueRef (*o)[4])
+static void accumulate_pv(actx *A, LLVMValueRef p[8][4], LLVMValueRef voff, LLVMValueRef (*o)[4])
 {
     ic__pg *G = A->G;
     LLVMBuilderRef b = G->b;
@@ -272,7 +292,7 @@ static void accumulate_pv(actx *A, LLVMValueRef p[8][4], int voff, LLVMValueRef 
         };
         for (int ni = 0; ni < NE; ni += 2) { /* rows: keys kk*16 + (q%2)*8 + r, cols: e ni*8 + (q/2)*8 */
             LLVMValueRef row = add(G, rowq, I32(G, kk * 16)), col = add(G, colq, I32(G, ni * 8)), t[4];
-            LLVMValueRef at = add(G, I32(G, voff), add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2))));
+            LLVMValueRef at = add(G, voff, add(G, mul(G, row, I32(G, A->pitch)), mul(G, col, I32(G, 2))));
             ic__pgemm_ldmatrix4(G, smem_at(A, at), true, t);
             LLVMValueRef b0[2] = { t[0], t[1] }, b1[2] = { t[2], t[3] };
             ic__pgemm_mma(G, kind, af, b0, o[ni]);
@@ -295,9 +315,13 @@ static void softmax_tile(actx *A, LLVMValueRef s[8][4], LLVMValueRef s0, LLVMVal
             int h = i / 2;
             LLVMValueRef col = add(G, s0, z64(G, add(G, mul(G, A->tig, I32(G, 2)), I32(G, ni * 8 + i % 2))));
             LLVMValueRef key = slt(G, col, I64(G, a->S));
-            LLVMValueRef x = LLVMBuildFMul(G->b, s[ni][i], f32c(G, a->scale), "");
+            /* in base 2: scale * log2(e) * s + log2(e) * mask, one FFMA */
+            LLVMValueRef madd = f32c(G, 0);
             if (a->mask.buf >= 0)
-                x = LLVMBuildFAdd(G->b, x, mask_at(A, lrow[h], col, LLVMBuildAnd(G->b, key, slt(G, lrow[h], I64(G, a->L)), "")), "");
+                madd = LLVMBuildFMul(G->b, mask_at(A, lrow[h], col, LLVMBuildAnd(G->b, key, slt(G, lrow[h], I64(G, a->L)), "")),
+                                     f32c(G, LOG2E), "");
+            LLVMValueRef fa[3] = { s[ni][i], f32c(G, a->scale * LOG2E), madd };
+            LLVMValueRef x = ic__pg_call(G, "llvm.fma", &G->t_f32, 1, fa, 3);
             if (a->causal)
                 key = LLVMBuildAnd(G->b, key, LLVMBuildICmp(G->b, LLVMIntSLE, col, lrow[h], ""), "");
             s[ni][i] = sel(G, key, x, ninf);
@@ -312,11 +336,11 @@ static void softmax_tile(actx *A, LLVMValueRef s[8][4], LLVMValueRef s0, LLVMVal
         LLVMValueRef mold = ld(G, m[h]), mnew = fmax_(G, mold, mx);
         /* a row that has seen only masked keys: base 0, so every exp is of -inf (0) */
         LLVMValueRef base = sel(G, LLVMBuildFCmp(G->b, LLVMRealOEQ, mnew, ninf, ""), f32c(G, 0), mnew);
-        LLVMValueRef alpha = ic__pmath_exp_le0(G, IC_F32, LLVMBuildFSub(G->b, mold, base, ""));
+        LLVMValueRef alpha = exp2_(G, LLVMBuildFSub(G->b, mold, base, ""));
         LLVMValueRef sum = f32c(G, 0);
         for (int ni = 0; ni < BN / 8; ni++)
             for (int e = 0; e < 2; e++) {
-                LLVMValueRef p = ic__pmath_exp_le0(G, IC_F32, LLVMBuildFSub(G->b, s[ni][h * 2 + e], base, ""));
+                LLVMValueRef p = exp2_(G, LLVMBuildFSub(G->b, s[ni][h * 2 + e], base, ""));
                 s[ni][h * 2 + e] = p;
                 sum = LLVMBuildFAdd(G->b, sum, p, "");
             }
@@ -366,7 +390,7 @@ void ic__pgen_attention(ic__pg *G)
     A.lane = LLVMBuildURem(b, A.tid, I32(G, 32), "");
     A.gid = LLVMBuildUDiv(b, A.lane, I32(G, 4), "");
     A.tig = LLVMBuildURem(b, A.lane, I32(G, 4), "");
-    int koff = BM * A.pitch, voff = 2 * BM * A.pitch, NE = (int)(a->E / 8);
+    int tile = BM * A.pitch, NE = (int)(a->E / 8);
     int64_t mt = (a->L + BM - 1) / BM;
     LLVMValueRef bid = z64(G, G->bid);
     LLVMValueRef l0 = mul(G, LLVMBuildURem(b, bid, I64(G, mt), ""), I64(G, BM));
@@ -374,7 +398,7 @@ void ic__pgen_attention(ic__pg *G)
     LLVMValueRef lrow[2];
     for (int h = 0; h < 2; h++)
         lrow[h] = add(G, l0, z64(G, add(G, mul(G, A.warp, I32(G, 16)), add(G, A.gid, I32(G, h * 8)))));
-    load_tile(&A, OQ, SQ, l0, a->L);
+    load_tile(&A, OQ, I32(G, SQ), l0, a->L, false);
     ic__pg_barrier(G);
     LLVMValueRef qf[8][4];
     q_fragments(&A, qf);
@@ -398,24 +422,37 @@ void ic__pgen_attention(ic__pg *G)
         kend = sel(G, slt(G, diag, kend), diag, kend);
     }
     LLVMValueRef nkt = LLVMBuildSDiv(b, add(G, kend, I64(G, BN - 1)), I64(G, BN), "");
+    /* K and V tiles double-buffered after Q: tile j in buffer j % 2, tile j + 1 copied
+     * (cp.async) while tile j is computed on */
+    LLVMBasicBlockRef cont = ic__pg_if(G, slt(G, I64(G, 0), nkt), "first");
+    load_tile(&A, OK, I32(G, tile), I64(G, 0), a->S, true);
+    load_tile(&A, OV, I32(G, 2 * tile), I64(G, 0), a->S, true);
+    ic__pg_endif(G, cont);
+    ic__pgemm_cp_commit(G);
     ic__pg_loop L;
     LLVMValueRef j = ic__pg_loop_begin(G, &L, I64(G, 0), LLVMIntSLT, nkt,
                                        (const char *const[]){ "ktile", "kbody", "kdone" });
-    LLVMValueRef s0 = mul(G, j, I64(G, BN));
-    ic__pg_barrier(G); /* every warp is done with the previous K and V tiles */
-    load_tile(&A, OK, koff, s0, a->S);
-    load_tile(&A, OV, voff, s0, a->S);
+    LLVMValueRef s0 = mul(G, j, I64(G, BN)), nxt = add(G, j, I64(G, 1));
+    LLVMValueRef cur = mul(G, LLVMBuildTrunc(b, LLVMBuildAnd(b, j, I64(G, 1), ""), G->t_i32, ""), I32(G, 2 * tile));
+    LLVMValueRef other = LLVMBuildSub(b, I32(G, 2 * tile), cur, "");
+    cont = ic__pg_if(G, slt(G, nxt, nkt), "prefetch");
+    load_tile(&A, OK, add(G, other, I32(G, tile)), mul(G, nxt, I64(G, BN)), a->S, true);
+    load_tile(&A, OV, add(G, other, I32(G, 2 * tile)), mul(G, nxt, I64(G, BN)), a->S, true);
+    ic__pg_endif(G, cont);
+    ic__pgemm_cp_commit(G);
+    ic__pgemm_cp_wait(G, 1); /* tile j has landed, tile j + 1 may be in flight */
     ic__pg_barrier(G);
     LLVMValueRef s[8][4], o[16][4];
-    scores(&A, qf, koff, s);
+    scores(&A, qf, add(G, cur, I32(G, tile)), s);
     for (int ni = 0; ni < NE; ni++)
         for (int i = 0; i < 4; i++)
             o[ni][i] = ld(G, oacc[ni][i]);
     softmax_tile(&A, s, s0, lrow, m, l, o);
-    accumulate_pv(&A, s, voff, o);
+    accumulate_pv(&A, s, add(G, cur, I32(G, 2 * tile)), o);
     for (int ni = 0; ni < NE; ni++)
         for (int i = 0; i < 4; i++)
             st(G, o[ni][i], oacc[ni][i]);
+    ic__pg_barrier(G); /* every warp is done with buffer j % 2 before tile j + 2 goes there */
     ic__pg_loop_end(G, &L, j, I64(G, 1));
     for (int ni = 0; ni < NE; ni++)
         for (int i = 0; i < 4; i++)

@@ -390,7 +390,11 @@ static LLVMValueRef smem_u32(ic__pg *G, LLVMValueRef p)
 
 static void cp_async(gctx *X, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes)
 {
-    ic__pg *G = X->G;
+    ic__pgemm_cp_async(X->G, dst, src, bytes, srcbytes);
+}
+
+void ic__pgemm_cp_async(ic__pg *G, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes)
+{
     if (G->emu) {
         LLVMTypeRef pt[4] = { LLVMTypeOf(dst), LLVMTypeOf(src), G->t_i32, G->t_i32 };
         LLVMValueRef a[4] = { dst, src, I32(G, bytes), srcbytes };
@@ -403,19 +407,22 @@ static void cp_async(gctx *X, LLVMValueRef dst, LLVMValueRef src, int bytes, LLV
                "r,l,r,~{memory}", a, 3, true);
 }
 
-static void cp_commit(gctx *X)
+static void cp_commit(gctx *X) { ic__pgemm_cp_commit(X->G); }
+static void cp_wait(gctx *X, int n) { ic__pgemm_cp_wait(X->G, n); }
+
+void ic__pgemm_cp_commit(ic__pg *G)
 {
-    if (!X->G->emu)
-        inline_asm(X->G, X->G->t_void, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
+    if (!G->emu)
+        inline_asm(G, G->t_void, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
 }
 
-static void cp_wait(gctx *X, int n)
+void ic__pgemm_cp_wait(ic__pg *G, int n)
 {
-    if (X->G->emu)
+    if (G->emu)
         return;
     char t[64];
     snprintf(t, sizeof t, "cp.async.wait_group %d;", n);
-    inline_asm(X->G, X->G->t_void, t, "~{memory}", NULL, 0, true);
+    inline_asm(G, G->t_void, t, "~{memory}", NULL, 0, true);
 }
 
 void ic__pgemm_ldmatrix4(ic__pg *G, LLVMValueRef p, bool trans, LLVMValueRef out[4])
