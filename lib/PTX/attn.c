@@ -366,7 +366,8 @@ static void store_out(actx *A, LLVMValueRef lrow[2], LLVMValueRef l[2], LLVMValu
         for (int ni = 0; ni < NE; ni++)
             for (int e = 0; e < 2; e++) {
                 LLVMValueRef col = z64(G, add(G, mul(G, A->tig, I32(G, 2)), I32(G, ni * 8 + e)));
-                LLVMValueRef v = LLVMBuildFDiv(G->b, o[ni][h * 2 + e], sum, "");
+                /* no keys at all: the empty sum, 0 (a row whose keys are all masked is NaN) */
+                LLVMValueRef v = A->a->S ? LLVMBuildFDiv(G->b, o[ni][h * 2 + e], sum, "") : f32c(G, 0);
                 v = ic__pg_convert(G, v, IC_F32, ot);
                 LLVMSetAlignment(LLVMBuildStore(G->b, v, gptr(A, OO, lrow[h], col)), (unsigned)ic_dtype_size(ot));
             }

@@ -299,6 +299,10 @@ static void check_graph_sr(const char *what, const char *json, int want, int nk,
     cr_assert_eq(ic_ptx_emulate_opts(c, f, &o, NULL, args, nargs, &got, 1), IC_OK, "%s: %s", what, ic_last_error(c));
     char msg[1024];
     cr_assert(ict_allclose(&got, &ref, msg, sizeof msg), "%s: %s", what, msg); /* the dtype's tolerances */
+    /* the loop-IR interpreter runs the same program (attention kernels by their definition) */
+    memset(got.data, 0xcd, (size_t)ic_tensor_numel(&got) * ic_dtype_size(got.dtype));
+    cr_assert_eq(ic_program_interpret(c, f, args, nargs, &got, 1), IC_OK, "%s: %s", what, ic_last_error(c));
+    cr_assert(ict_allclose(&got, &ref, msg, sizeof msg), "%s (interpreter): %s", what, msg);
     ic_tensor_free(c, &got);
     ic_tensor_free(c, &ref);
     for (int i = 0; i < nargs; i++)
@@ -328,6 +332,17 @@ Test(attention_graph, sdpa_f16_causal_sq_ne_sk)
     check_graph_sr("sdpa f16 causal, transposed back", GRAPH(IN("q", "f16", "[2,3,40,32]") "," IN("k", "f16", "[2,3,50,32]") "," IN("v", "f16", "[2,3,50,32]"),
         "{'name':'a','op':'scaled_dot_product_attention','inputs':['q','k','v'],'attrs':{'is_causal':true}},"
         "{'name':'y','op':'transpose','inputs':['a'],'attrs':{'dim0':1,'dim1':2}}", "'y'"), 1, 1, 96);
+}
+
+Test(attention_graph, sdpa_broadcast_kv)
+{
+    check_graph("sdpa bf16 q [2,2,20,32], k and v [1,2,33,32]", SDPA("bf16", "[2,2,20,32]", "[1,2,33,32]", "", "]"), 1, 1);
+}
+
+Test(attention_graph, sdpa_rank2_and_no_keys)
+{
+    check_graph("sdpa f16 [20,32] x [33,32]", SDPA("f16", "[20,32]", "[33,32]", "", "]"), 1, 1);
+    check_graph("sdpa bf16 with no keys", SDPA("bf16", "[1,3,20,16]", "[1,3,0,16]", "", "]"), 1, 1);
 }
 
 Test(attention_graph, sdpa_bf16_mask_scale_e128)
@@ -436,5 +451,54 @@ Test(attention_graph, bert_layer_dump)
     cr_assert(!strstr(out, "softmax"), "%s", out);
     free(out);
     ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
+/* Kernels the GPU refuses, with a message that names the kernel and the reason. */
+Test(attention, refused)
+{
+    ic_ctx *c = ict_ctx();
+    ic_attention a;
+    memset(&a, 0, sizeof a);
+    a.nb = 1, a.batch[0] = 2, a.L = 5, a.S = 7, a.E = 24, a.scale = 1;
+    ic_attn_operand *ops[4] = { &a.q, &a.k, &a.v, &a.out };
+    int64_t rows[4] = { 5, 7, 7, 5 };
+    for (int i = 0; i < 4; i++) {
+        ops[i]->buf = i;
+        ops[i]->sb[0] = rows[i] * 24, ops[i]->sr = 24, ops[i]->sc = 1;
+    }
+    a.mask.buf = -1;
+    ic_kernel kn;
+    memset(&kn, 0, sizeof kn);
+    kn.name = "gpu_attention_0";
+    kn.attn = &a;
+    ic_buffer bufs[4];
+    memset(bufs, 0, sizeof bufs);
+    for (int i = 0; i < 4; i++) {
+        bufs[i].kind = i < 3 ? IC_BUF_ARG : IC_BUF_OUTPUT;
+        bufs[i].dtype = IC_BF16;
+        bufs[i].numel = 2 * rows[i] * 24;
+        bufs[i].index = i < 3 ? i : 0;
+        bufs[i].arena_offset = -1;
+    }
+    ic_ptx_module *m = NULL;
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, NULL, &m), IC_EUNSUPPORTED, "gpu_attention_0",
+                     "head dim that is a multiple of 16 up to 128, got 24");
+    a.E = 32; /* rows of 24 elements no longer hold it: out of the buffers */
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, NULL, &m), IC_EINVAL, "gpu_attention_0",
+                     "outside its buffer");
+    for (int i = 0; i < 4; i++) {
+        bufs[i].numel = 2 * rows[i] * 32;
+        ops[i]->sb[0] = rows[i] * 32, ops[i]->sr = 32;
+    }
+    bufs[0].dtype = IC_F32;
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, NULL, &m), IC_EUNSUPPORTED, "gpu_attention_0",
+                     "one dtype, f16 or bf16");
+    bufs[0].dtype = IC_BF16;
+    ic_ptx_params bad = { .mode = IC_PTX_ROW };
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, &bad, &m), IC_EINVAL, "gpu_attention_0",
+                     "mode ATTENTION only");
+    cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
+    ic_ptx_module_destroy(m);
     ic_ctx_destroy(c);
 }
