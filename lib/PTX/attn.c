@@ -1,7 +1,8 @@
 /* attn.c - fused attention (ic_kernel.attn) as one flash-attention kernel on tensor cores.
  *
- * A block of 4 warps owns BM = 64 query rows of one batch index (warp w: rows 16w..16w+15)
- * and walks the keys in tiles of BN = 64:
+ * A block of BM / 16 warps owns BM query rows of one batch index (warp w: rows 16w..16w+15;
+ * BM = 64, or 128 for long sequences, where each K and V tile copied then serves twice the
+ * rows) and walks the keys in tiles of BN = 64:
  *   1. Q's tile goes to shared memory once and stays in registers as mma A fragments;
  *   2. K's and V's tiles go to two shared buffers in turn, tile j + 1 copied by cp.async
  *      while tile j is computed on (operands whose rows are not 16-byte copies are loaded
@@ -28,7 +29,7 @@
 #include <string.h>
 #include "pgemm-impl.h"
 
-enum { BM = 64, BN = 64, WARPS = 4, THREADS = WARPS * 32 };
+enum { BN = 64 };
 #define LOG2E 1.4426950408889634
 
 static bool is16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
@@ -38,7 +39,9 @@ static int pitch_of(int64_t E) { return (int)(E + 8) * 2; }
 
 int ic__pattn_smem_bytes(const ic__pplan *pl)
 {
-    return pl->mode == IC_PTX_ATTENTION ? 5 * BM * pitch_of(pl->k->attn->E) : 0; /* Q, 2 x (K, V) */
+    if (pl->mode != IC_PTX_ATTENTION)
+        return 0;
+    return (pl->prm.tile_m + 4 * BN) * pitch_of(pl->k->attn->E); /* Q, 2 x (K, V) */
 }
 
 ic_status ic__pattn_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, const ic_ptx_params *in,
@@ -56,11 +59,18 @@ ic_status ic__pattn_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     if (a->E % 16 || a->E < 16 || a->E > 128)
         return ic__error(c, IC_EUNSUPPORTED, "ptx: kernel '%s': attention needs a head dim that is a "
                          "multiple of 16 up to 128, got %lld", nm, (long long)a->E);
+    if (in->tile_m && in->tile_m != 64 && in->tile_m != 128)
+        return ic__error(c, IC_EINVAL, "ptx: kernel '%s': bad params: attention takes tile_m 64 or 128", nm);
+    if (in->tile_n && in->tile_n != BN)
+        return ic__error(c, IC_EINVAL, "ptx: kernel '%s': bad params: attention takes tile_n 64", nm);
+    /* 128 query rows a block once rows are many and long: half the K/V copies per row; short
+     * sequences keep 64 for more blocks */
+    int BM = in->tile_m ? in->tile_m : a->L >= 512 && a->S >= 512 ? 128 : 64;
     int64_t nb = 1;
     for (int i = 0; i < a->nb; i++)
         nb *= a->batch[i];
     pl->mode = IC_PTX_ATTENTION;
-    pl->block = THREADS;
+    pl->block = BM * 2;
     pl->grid = nb * ((a->L + BM - 1) / BM);
     if (pl->grid > 0x7fffffff)
         return ic__error(c, IC_EUNSUPPORTED, "ptx: kernel '%s': %lld blocks exceed the grid limit", nm,
@@ -74,12 +84,12 @@ ic_status ic__pattn_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs, c
     pl->stored[a->out.buf] = true;
     memset(&pl->prm, 0, sizeof pl->prm);
     pl->prm.mode = IC_PTX_ATTENTION;
-    pl->prm.block = THREADS;
+    pl->prm.block = pl->block;
     pl->prm.vec = pl->prm.ept = pl->prm.threads_per_row = pl->prm.blocks_per_row = 1;
     pl->prm.tile_m = BM;
     pl->prm.tile_n = BN;
     pl->prm.tile_k = (int)a->E;
-    pl->prm.warps_m = WARPS;
+    pl->prm.warps_m = BM / 16;
     pl->prm.warps_n = 1;
     pl->prm.stages = 1;
     pl->prm.split_k = 1;
@@ -95,6 +105,7 @@ typedef struct {
     const ic_attention *a;
     ic_dtype dt;               /* q, k, v */
     int pitch;                 /* bytes per shared row */
+    int bm, threads;           /* query rows and threads a block */
     LLVMValueRef smem;         /* i8 base */
     LLVMValueRef base[5];      /* i64 element offsets of this batch index: q, k, v, mask, out */
     LLVMValueRef tid, lane, gid, tig, warp;
@@ -160,20 +171,20 @@ static bool rows_aligned(const ic_attention *a, const ic_attn_operand *o)
     return true;
 }
 
-/* Rows r0 .. r0+63 (of `rows` in all) of operand `which` into the shared tile at byte off
+/* Rows r0 .. r0+n-1 (of `rows` in all) of operand `which` into the shared tile at byte off
  * (i32), zeros past the last row; with async, 16-byte copies go through cp.async (the caller
  * commits and waits), element copies stay synchronous. */
-static void load_tile(actx *A, int which, LLVMValueRef off, LLVMValueRef r0, int64_t rows, bool async)
+static void load_tile(actx *A, int which, LLVMValueRef off, LLVMValueRef r0, int n, int64_t rows, bool async)
 {
     ic__pg *G = A->G;
     LLVMBuilderRef b = G->b;
     const ic_attn_operand *o = opnd(A, which);
     int64_t E = A->a->E;
     bool vec = rows_aligned(A->a, o);
-    int per = vec ? 8 : 1, cpr = (int)(E / per), total = BM * cpr;
+    int per = vec ? 8 : 1, cpr = (int)(E / per), total = n * cpr, T = A->threads;
     LLVMTypeRef t = vec ? LLVMVectorType(G->t_i16, 8) : G->t_i16;
-    for (int it = 0; it * THREADS < total; it++) {
-        LLVMValueRef ci = add(G, A->tid, I32(G, (int64_t)it * THREADS));
+    for (int it = 0; it * T < total; it++) {
+        LLVMValueRef ci = add(G, A->tid, I32(G, (int64_t)it * T));
         LLVMValueRef row = LLVMBuildUDiv(b, ci, I32(G, cpr), "");
         LLVMValueRef col = mul(G, LLVMBuildURem(b, ci, I32(G, cpr), ""), I32(G, per));
         LLVMValueRef r = add(G, r0, z64(G, row));
@@ -391,7 +402,8 @@ void ic__pgen_attention(ic__pg *G)
     A.lane = LLVMBuildURem(b, A.tid, I32(G, 32), "");
     A.gid = LLVMBuildUDiv(b, A.lane, I32(G, 4), "");
     A.tig = LLVMBuildURem(b, A.lane, I32(G, 4), "");
-    int tile = BM * A.pitch, NE = (int)(a->E / 8);
+    int BM = A.bm = G->pl->prm.tile_m, tile = BN * A.pitch, qtile = BM * A.pitch, NE = (int)(a->E / 8);
+    A.threads = BM * 2;
     int64_t mt = (a->L + BM - 1) / BM;
     LLVMValueRef bid = z64(G, G->bid);
     LLVMValueRef l0 = mul(G, LLVMBuildURem(b, bid, I64(G, mt), ""), I64(G, BM));
@@ -399,7 +411,7 @@ void ic__pgen_attention(ic__pg *G)
     LLVMValueRef lrow[2];
     for (int h = 0; h < 2; h++)
         lrow[h] = add(G, l0, z64(G, add(G, mul(G, A.warp, I32(G, 16)), add(G, A.gid, I32(G, h * 8)))));
-    load_tile(&A, OQ, I32(G, SQ), l0, a->L, false);
+    load_tile(&A, OQ, I32(G, SQ), l0, BM, a->L, false);
     ic__pg_barrier(G);
     LLVMValueRef qf[8][4];
     q_fragments(&A, qf);
@@ -426,30 +438,31 @@ void ic__pgen_attention(ic__pg *G)
     /* K and V tiles double-buffered after Q: tile j in buffer j % 2, tile j + 1 copied
      * (cp.async) while tile j is computed on */
     LLVMBasicBlockRef cont = ic__pg_if(G, slt(G, I64(G, 0), nkt), "first");
-    load_tile(&A, OK, I32(G, tile), I64(G, 0), a->S, true);
-    load_tile(&A, OV, I32(G, 2 * tile), I64(G, 0), a->S, true);
+    load_tile(&A, OK, I32(G, qtile), I64(G, 0), BN, a->S, true);
+    load_tile(&A, OV, I32(G, qtile + tile), I64(G, 0), BN, a->S, true);
     ic__pg_endif(G, cont);
     ic__pgemm_cp_commit(G);
     ic__pg_loop L;
     LLVMValueRef j = ic__pg_loop_begin(G, &L, I64(G, 0), LLVMIntSLT, nkt,
                                        (const char *const[]){ "ktile", "kbody", "kdone" });
     LLVMValueRef s0 = mul(G, j, I64(G, BN)), nxt = add(G, j, I64(G, 1));
-    LLVMValueRef cur = mul(G, LLVMBuildTrunc(b, LLVMBuildAnd(b, j, I64(G, 1), ""), G->t_i32, ""), I32(G, 2 * tile));
-    LLVMValueRef other = LLVMBuildSub(b, I32(G, 2 * tile), cur, "");
+    /* buffer j % 2: K at qtile + 2 tile (j % 2), V after it */
+    LLVMValueRef cur = add(G, I32(G, qtile), mul(G, LLVMBuildTrunc(b, LLVMBuildAnd(b, j, I64(G, 1), ""), G->t_i32, ""), I32(G, 2 * tile)));
+    LLVMValueRef other = LLVMBuildSub(b, I32(G, 2 * qtile + 2 * tile), cur, "");
     cont = ic__pg_if(G, slt(G, nxt, nkt), "prefetch");
-    load_tile(&A, OK, add(G, other, I32(G, tile)), mul(G, nxt, I64(G, BN)), a->S, true);
-    load_tile(&A, OV, add(G, other, I32(G, 2 * tile)), mul(G, nxt, I64(G, BN)), a->S, true);
+    load_tile(&A, OK, other, mul(G, nxt, I64(G, BN)), BN, a->S, true);
+    load_tile(&A, OV, add(G, other, I32(G, tile)), mul(G, nxt, I64(G, BN)), BN, a->S, true);
     ic__pg_endif(G, cont);
     ic__pgemm_cp_commit(G);
     ic__pgemm_cp_wait(G, 1); /* tile j has landed, tile j + 1 may be in flight */
     ic__pg_barrier(G);
     LLVMValueRef s[8][4], o[16][4];
-    scores(&A, qf, add(G, cur, I32(G, tile)), s);
+    scores(&A, qf, cur, s);
     for (int ni = 0; ni < NE; ni++)
         for (int i = 0; i < 4; i++)
             o[ni][i] = ld(G, oacc[ni][i]);
     softmax_tile(&A, s, s0, lrow, m, l, o);
-    accumulate_pv(&A, s, add(G, cur, I32(G, 2 * tile)), o);
+    accumulate_pv(&A, s, add(G, cur, I32(G, tile)), o);
     for (int ni = 0; ni < NE; ni++)
         for (int i = 0; i < 4; i++)
             st(G, o[ni][i], oacc[ni][i]);

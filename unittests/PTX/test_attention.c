@@ -29,6 +29,7 @@ typedef struct {
     int64_t B, H, L, S, E;
     bool causal, bert, unaligned;
     int mask_kind;             /* 0: [B,1,1,S] 1: [L,S] over every batch index */
+    int tile_m;                /* ic_ptx_params.tile_m: 0 heuristic, 64, 128 */
 } acase;
 
 static uint64_t st_ = 99;
@@ -150,9 +151,13 @@ static void run_case(const acase *t)
     }
     ic_ptx_module *mod = NULL;
     ic_ptx_options o = { .sm = 90 };
-    cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kn, 5, bufs, &o, NULL, &mod), IC_OK, "%s: %s", t->what, ic_last_error(c));
+    ic_ptx_params prm = { .tile_m = t->tile_m };
+    cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kn, 5, bufs, &o, &prm, &mod), IC_OK, "%s: %s", t->what, ic_last_error(c));
     const ic_ptx_kernel *pk = ic_ptx_module_kernel(mod, 0);
     cr_assert_eq(pk->mode, IC_PTX_ATTENTION, "%s", t->what);
+    if (t->tile_m)
+        cr_assert(pk->params.tile_m == t->tile_m && pk->block == 2 * t->tile_m, "%s: tile_m %d block %d", t->what,
+                  pk->params.tile_m, pk->block);
     cr_assert(pk->dyn_smem_bytes > 0, "%s", t->what);
     const char *text = ic_ptx_module_text(mod);
     cr_assert(strstr(text, "mma.sync.aligned.m16n8k16"), "%s: no mma in the PTX", t->what);
@@ -161,7 +166,7 @@ static void run_case(const acase *t)
     cr_assert(assemble(text, log, sizeof log), "%s: ptxas refused the PTX:\n%s", t->what, log);
     ic_ptx_module_destroy(mod);
     void *mem[5] = { q, k, v, m, out };
-    cr_assert_eq(ic_ptx_emulate_kernels(c, 1, &kn, 5, bufs, NULL, mem), IC_OK, "%s: %s", t->what, ic_last_error(c));
+    cr_assert_eq(ic_ptx_emulate_kernels(c, 1, &kn, 5, bufs, &prm, mem), IC_OK, "%s: %s", t->what, ic_last_error(c));
     /* the definition, in double */
     double *p = malloc(sizeof(double) * (size_t)t->S);
     double rtol = t->dt == IC_BF16 ? 1.6e-2 : 1e-3, atol = t->dt == IC_BF16 ? 1e-2 : 1e-3;
@@ -225,6 +230,12 @@ Test(attention, f16_causal_mask_sq_ne_sk)
 Test(attention, f16_e128_unaligned)
 {
     run_case(&(acase){ "f16 E128 L=20 S=70, unaligned element copies, f32 mask", IC_F16, IC_F32, 1, 1, 20, 70, 128, false, false, true, 1 });
+}
+
+Test(attention, tile_m_128)
+{
+    run_case(&(acase){ "bf16 E64 L=150 S=77 causal, 128 rows a block, bert layout, bf16 mask", IC_BF16, IC_BF16, 1, 2, 150, 77, 64, true, true, false, 0, 128 });
+    run_case(&(acase){ "f16 E32 L=130 S=200, 128 rows a block, unaligned", IC_F16, IC_DTYPE_COUNT, 1, 1, 130, 200, 32, false, false, true, 0, 128 });
 }
 
 Test(attention, bf16_e16_bool_mask)
@@ -498,6 +509,9 @@ Test(attention, refused)
     ic_ptx_params bad = { .mode = IC_PTX_ROW };
     ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, &bad, &m), IC_EINVAL, "gpu_attention_0",
                      "mode ATTENTION only");
+    bad = (ic_ptx_params){ .tile_m = 32 };
+    ict_assert_error(c, ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, &bad, &m), IC_EINVAL, "gpu_attention_0",
+                     "tile_m 64 or 128");
     cr_assert_eq(ic_ptx_emit_kernels(c, 1, &kn, 4, bufs, NULL, NULL, &m), IC_OK, "%s", ic_last_error(c));
     ic_ptx_module_destroy(m);
     ic_ctx_destroy(c);
