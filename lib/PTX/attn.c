@@ -404,6 +404,11 @@ void ic__pgen_attention(ic__pg *G)
     A.tig = LLVMBuildURem(b, A.lane, I32(G, 4), "");
     int BM = A.bm = G->pl->prm.tile_m, tile = BN * A.pitch, qtile = BM * A.pitch, NE = (int)(a->E / 8);
     A.threads = BM * 2;
+    /* E <= 64: 128 registers a thread, so that 65536 hold 2 blocks of 8 warps or 4 of 4 (ptxas
+     * would otherwise take a few more and halve the warps an SM keeps in flight); E = 128
+     * needs about 210 without spilling */
+    if (!G->emu && a->E <= 64)
+        ic__pg_annotate(G, "minctasm", BM == 128 ? 2 : 4);
     int64_t mt = (a->L + BM - 1) / BM;
     LLVMValueRef bid = z64(G, G->bid);
     LLVMValueRef l0 = mul(G, LLVMBuildURem(b, bid, I64(G, mt), ""), I64(G, BM));
