@@ -141,6 +141,10 @@ typedef struct ic_attrs {
                                      * softmax(q k^T * scale + mask) v in f32 with no rounding in
                                      * between, instead of its expansion (set by the GPU compile's
                                      * attention rewrite; never read from or written to JSON) */
+    bool round_scores;              /* fused sdpa that replaces the exported chain of f16/bf16
+                                     * ops: its scores are rounded to the dtype where the chain
+                                     * stored them (q kᵀ, scaled, masked), as the unfused chain
+                                     * and the reference executor round them */
     bool transpose_out;             /* fused sdpa: the result with dims -3 and -2 swapped,
                                      * [..., L, H, E] for q [..., H, L, E]: the layout the graph
                                      * permutes it back to (BERT's [B, S, H, D]) */

@@ -149,6 +149,8 @@ typedef struct ic_attention {
     int64_t L, S, E;           /* query rows, keys, head dim (of q, k and v alike) */
     double scale;
     bool causal;
+    bool round;                /* scores rounded to q's dtype after q . k, after the scale and
+                                * after the mask, as the chain of ops it replaces stored them */
     ic_attn_operand q, k, v, mask, out;
 } ic_attention;
 

@@ -88,7 +88,8 @@ static bool scaled_scores(const ic_graph *g, const int *nread, ic_value y, pat *
         int t = n->in[0].node >= 0 ? 0 : 1; /* the tensor operand */
         if (n->in[1 - t].node != IC_SCALAR || n->in[t].node < 0 || (n->info.op == IC_OP_DIV && t != 0))
             return false;
-        double c = n->in[1 - t].scalar.f;
+        /* the number in the chain's dtype, as the unfused chain (and PyTorch) computes with it */
+        double c = ic__round_fp(n->info.dtype, n->in[1 - t].scalar.f);
         m->scale = n->info.op == IC_OP_MUL ? c : 1 / c;
         if (!isfinite(m->scale) || !private_(nread, n->in[t].node))
             return false;
@@ -218,6 +219,7 @@ static ic_status emit_pattern(rw *R, ic_value v)
     at.has_scale = true;
     at.scale = m->scale;
     at.fused = true;
+    at.round_scores = true;
     at.transpose_out = as != v;
     ic_operand in[4] = { ic_val(R->map[m->q]), ic_val(k), ic_val(R->map[m->v]), ic_none() };
     if (m->mask >= 0)

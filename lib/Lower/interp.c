@@ -361,10 +361,11 @@ static ic_status run_attention(icx *x)
                 for (int64_t e = 0; e < a->E; e++)
                     acc += load(x->base[a->q.buf], x->p->bufs[a->q.buf].dtype, base[0] + a->q.sr * l + a->q.sc * e).f *
                            load(x->base[a->k.buf], x->p->bufs[a->k.buf].dtype, base[1] + a->k.sr * s + a->k.sc * e).f;
-                acc *= a->scale;
+                ic_dtype rt = a->round ? x->p->bufs[a->q.buf].dtype : IC_F64;
+                acc = ic__round_fp(rt, ic__round_fp(rt, acc) * a->scale);
                 if (a->mask.buf >= 0) {
                     ic__val m = load(x->base[a->mask.buf], mt, base[3] + a->mask.sr * l + a->mask.sc * s);
-                    acc = mt == IC_BOOL ? (m.i ? acc : -INFINITY) : acc + m.f;
+                    acc = mt == IC_BOOL ? (m.i ? acc : -INFINITY) : ic__round_fp(rt, acc + m.f);
                 }
                 if (a->causal && s > l)
                     acc = -INFINITY;

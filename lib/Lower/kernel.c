@@ -478,6 +478,7 @@ static bool gen_attention(ic_program *p, const ic__sched *s, int group, ic_value
     a->S = ic__dim(k, k->info.rank - 2);
     a->scale = n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)a->E);
     a->causal = n->attrs.is_causal;
+    a->round = n->attrs.round_scores;
     a->mask.buf = -1;
     bool has_mask = n->info.ninputs > 3 && n->in[3].node >= 0;
     bool ok = ic__attn_operand(G, n->in[0].node, a->nb, a->batch, a->L, a->E, &a->q) &&

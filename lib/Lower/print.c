@@ -89,8 +89,8 @@ static void print_attention(FILE *f, const ic_program *p, const ic_attention *a)
     static const char *const names[5] = { "q", "k", "v", "mask", "out" };
     fprintf(f, "  attention: batch ");
     print_dims(f, a->nb, a->batch);
-    fprintf(f, " L %lld S %lld E %lld scale %.9g%s\n", (long long)a->L, (long long)a->S,
-            (long long)a->E, a->scale, a->causal ? " causal" : "");
+    fprintf(f, " L %lld S %lld E %lld scale %.9g%s%s\n", (long long)a->L, (long long)a->S,
+            (long long)a->E, a->scale, a->causal ? " causal" : "", a->round ? " round" : "");
     const ic_attn_operand *ops[5];
     ic_attention_operands(a, ops);
     for (int w = 0; w < 5; w++) {

@@ -221,6 +221,12 @@ static LLVMValueRef mask_at(actx *A, LLVMValueRef l, LLVMValueRef s, LLVMValueRe
     return sel(G, ok, v, f32c(G, 0));
 }
 
+/* v rounded to the operands' dtype, as f32. */
+static LLVMValueRef round16(actx *A, LLVMValueRef v)
+{
+    return ic__pg_convert(A->G, ic__pg_convert(A->G, v, IC_F32, A->dt), A->dt, IC_F32);
+}
+
 /* Two f32 as the f16x2 / bf16x2 register of an mma operand (lo: the smaller column). */
 static LLVMValueRef pack2(actx *A, LLVMValueRef lo, LLVMValueRef hi)
 {
@@ -326,13 +332,20 @@ static void softmax_tile(actx *A, LLVMValueRef s[8][4], LLVMValueRef s0, LLVMVal
             int h = i / 2;
             LLVMValueRef col = add(G, s0, z64(G, add(G, mul(G, A->tig, I32(G, 2)), I32(G, ni * 8 + i % 2))));
             LLVMValueRef key = slt(G, col, I64(G, a->S));
-            /* in base 2: scale * log2(e) * s + log2(e) * mask, one FFMA */
-            LLVMValueRef madd = f32c(G, 0);
-            if (a->mask.buf >= 0)
-                madd = LLVMBuildFMul(G->b, mask_at(A, lrow[h], col, LLVMBuildAnd(G->b, key, slt(G, lrow[h], I64(G, a->L)), "")),
-                                     f32c(G, LOG2E), "");
-            LLVMValueRef fa[3] = { s[ni][i], f32c(G, a->scale * LOG2E), madd };
-            LLVMValueRef x = ic__pg_call(G, "llvm.fma", &G->t_f32, 1, fa, 3);
+            LLVMValueRef mok = LLVMBuildAnd(G->b, key, slt(G, lrow[h], I64(G, a->L)), ""), x;
+            if (a->round) { /* the replaced chain's roundings: q . k, scaled, masked */
+                x = LLVMBuildFMul(G->b, round16(A, s[ni][i]), f32c(G, a->scale), "");
+                x = round16(A, x);
+                if (a->mask.buf >= 0)
+                    x = round16(A, LLVMBuildFAdd(G->b, x, mask_at(A, lrow[h], col, mok), ""));
+                x = LLVMBuildFMul(G->b, x, f32c(G, LOG2E), "");
+            } else { /* in base 2: scale * log2(e) * s + log2(e) * mask, one FFMA */
+                LLVMValueRef madd = f32c(G, 0);
+                if (a->mask.buf >= 0)
+                    madd = LLVMBuildFMul(G->b, mask_at(A, lrow[h], col, mok), f32c(G, LOG2E), "");
+                LLVMValueRef fa[3] = { s[ni][i], f32c(G, a->scale * LOG2E), madd };
+                x = ic__pg_call(G, "llvm.fma", &G->t_f32, 1, fa, 3);
+            }
             if (a->causal)
                 key = LLVMBuildAnd(G->b, key, LLVMBuildICmp(G->b, LLVMIntSLE, col, lrow[h], ""), "");
             s[ni][i] = sel(G, key, x, ninf);

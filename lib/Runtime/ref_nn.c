@@ -165,6 +165,14 @@ static ic_status ref_group_norm(const ic_graph *g, const ic_node *n, const ic_te
 
 /* ---- scaled_dot_product_attention ---- */
 
+/* v rounded to float dtype t. */
+static double round_to(ic_dtype t, double v)
+{
+    return t == IC_F16 ? ic_f16_to_f32(ic_f32_to_f16((float)v))
+         : t == IC_BF16 ? ic_bf16_to_f32(ic_f32_to_bf16((float)v))
+         : t == IC_F32 ? (double)(float)v : v;
+}
+
 /* Offset in out of (batch.., l, 0): a fused sdpa with transpose_out stores [.., L, H, E]. */
 static int64_t out_offset(const ic_node *n, const ic_tensor *out, const int64_t *co)
 {
@@ -209,15 +217,22 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
                 co[r - 2] = s, co[r - 1] = 0;
                 int64_t ko = bcast_offset(k, r, co);
                 double acc = 0;
-                for (int64_t e = 0; e < E; e++)
-                    acc += getd(q, qo + e) * root * (getd(k, ko + e) * root);
+                if (n->attrs.round_scores) { /* the chain it replaces: rounded q . k, then scaled */
+                    for (int64_t e = 0; e < E; e++)
+                        acc += getd(q, qo + e) * getd(k, ko + e);
+                    acc = round_to(q->dtype, round_to(q->dtype, acc) * (n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)E)));
+                } else {
+                    for (int64_t e = 0; e < E; e++)
+                        acc += getd(q, qo + e) * root * (getd(k, ko + e) * root);
+                }
                 co[r - 2] = l, co[r - 1] = s;
                 if (n->attrs.is_causal && s > l)
                     acc = -INFINITY;
                 else if (m && m->dtype == IC_BOOL)
                     acc = ic__ref_geti(m, bcast_offset(m, r, co)) ? acc : -INFINITY;
                 else if (m)
-                    acc += getd(m, bcast_offset(m, r, co));
+                    acc = n->attrs.round_scores ? round_to(q->dtype, acc + getd(m, bcast_offset(m, r, co)))
+                                                : acc + getd(m, bcast_offset(m, r, co));
                 p[s] = acc;
                 mx = acc > mx ? acc : mx;
             }
