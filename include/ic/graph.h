@@ -140,7 +140,9 @@ typedef struct ic_attrs {
     bool fused;                     /* scaled_dot_product_attention: computed by one fused kernel,
                                      * softmax(q k^T * scale + mask) v in f32 with no rounding in
                                      * between, instead of its expansion (set by the GPU compile's
-                                     * attention rewrite; never read from or written to JSON) */
+                                     * attention rewrite; never read from or written to JSON).
+                                     * Graphs built by callers leave it and the two below false:
+                                     * the CPU backend refuses fused attention kernels */
     bool round_scores;              /* fused sdpa that replaces the exported chain of f16/bf16
                                      * ops: its scores are rounded to the dtype where the chain
                                      * stored them (q kᵀ, scaled, masked), as the unfused chain
