@@ -137,6 +137,19 @@ typedef struct ic_attrs {
     int64_t num_groups;             /* group_norm (required) */
     bool is_causal;                 /* scaled_dot_product_attention (false) */
     bool has_scale; double scale;   /* scaled_dot_product_attention (absent: 1/sqrt(E)) */
+    bool fused;                     /* scaled_dot_product_attention: computed by one fused kernel,
+                                     * softmax(q k^T * scale + mask) v in f32 with no rounding in
+                                     * between, instead of its expansion (set by the GPU compile's
+                                     * attention rewrite; never read from or written to JSON).
+                                     * Graphs built by callers leave it and the two below false:
+                                     * the CPU backend refuses fused attention kernels */
+    bool round_scores;              /* fused sdpa that replaces the exported chain of f16/bf16
+                                     * ops: its scores are rounded to the dtype where the chain
+                                     * stored them (q kᵀ, scaled, masked), as the unfused chain
+                                     * and the reference executor round them */
+    bool transpose_out;             /* fused sdpa: the result with dims -3 and -2 swapped,
+                                     * [..., L, H, E] for q [..., H, L, E]: the layout the graph
+                                     * permutes it back to (BERT's [B, S, H, D]) */
     int64_t diagonal;               /* triu tril (0) */
     double min_val, max_val;        /* hardtanh (-1, 1) */
     double alpha;                   /* elu (1) */

@@ -125,6 +125,35 @@ typedef struct ic_stage {
     ic_linstr *instr;
 } ic_stage;
 
+/* A fused attention kernel (ic_kernel.attn), the one kernel form that is no loop nest: for
+ * each batch index b (nb dims of sizes batch[]) and query row l < L,
+ *     out[b, l, :] = sum_s p[s] v[b, s, :],  p = softmax_s(scale * q[b, l, :] . k[b, s, :]
+ *                                                     + mask[b, l, s])
+ * over keys s < S, with p[s] = 0 where causal and s > l (mask: additive float or bool, where
+ * false means -inf). Scores, the running max and sum, and the accumulation are f32 whatever
+ * the operands' dtype; a row with every key masked is NaN (0 / 0), as the reference's.
+ * Each operand is read through an affine view of its buffer, so permuted and broadcast views
+ * (a [B, S, H*D] linear output read as [B, H, S, D]) need no copies:
+ *     element (b, r, c) = buf[c0 + sum_i sb[i] * b_i + sr * r + sc * c]
+ * with r, c = (l, e) for q and out, (s, e) for k and v, (l, s) for the mask (stride 0 where
+ * it broadcasts). */
+typedef struct ic_attn_operand {
+    int buf;                   /* -1: absent (the mask) */
+    int64_t c0, sr, sc;
+    int64_t sb[IC_MAX_RANK];
+} ic_attn_operand;
+
+typedef struct ic_attention {
+    int nb;
+    int64_t batch[IC_MAX_RANK];
+    int64_t L, S, E;           /* query rows, keys, head dim (of q, k and v alike) */
+    double scale;
+    bool causal;
+    bool round;                /* scores rounded to q's dtype after q . k, after the scale and
+                                * after the mask, as the chain of ops it replaces stored them */
+    ic_attn_operand q, k, v, mask, out;
+} ic_attention;
+
 typedef struct ic_kernel {
     const char *name;          /* "cpu_fused_add_mul_relu_3": says what was fused */
     int nouter, ninner;
@@ -134,9 +163,18 @@ typedef struct ic_kernel {
     int nnodes;                /* graph nodes computed here, for dumps and names */
     const char **nodes;
     const char *why;           /* why this kernel ends where it does (ic-dump --stage fused) */
+    const ic_attention *attn;  /* non-NULL: an attention kernel (no stages; outer = batch, L, E
+                                * and inner = S describe its space for printing) */
 } ic_kernel;
 
 typedef struct ic_program ic_program;
+
+/* The operands of attention kernel a in the order q, k, v, mask, out (the mask's buf may be
+ * -1): where code that walks a kernel's loads and stores finds an attention kernel's. */
+static inline void ic_attention_operands(const ic_attention *a, const ic_attn_operand *ops[5])
+{
+    ops[0] = &a->q, ops[1] = &a->k, ops[2] = &a->v, ops[3] = &a->mask, ops[4] = &a->out;
+}
 
 /* Composite ops (conv, pooling, batch_norm, attention...; see expand-impl.h) rewritten as
  * existing ops of a new specialised graph *out, which borrows param data from g (destroy it

@@ -49,6 +49,13 @@ typedef enum {
                          * m16n8k8, with ic_ptx_options.allow_tf32); the kernel's later BODY
                          * stages (bias, activation, residual, casts) run on the accumulators
                          * before the store (the epilogue) */
+    IC_PTX_ATTENTION,   /* an attention kernel (ic_kernel.attn), flash-attention style: a block
+                         * of 4 warps takes 64 query rows of one batch index, loops over tiles
+                         * of 64 keys (causal: only those at or left of its diagonal; the next
+                         * tile copied by cp.async meanwhile), S = Q K^T
+                         * and O += P V on tensor cores (mma.sync m16n8k16, f32 accumulation),
+                         * online softmax in f32; f16/bf16 operands, head dim E a multiple of
+                         * 16 up to 128. Only this mode takes such kernels */
 } ic_ptx_mode;
 
 /* Launch geometry of one kernel: the knobs an autotuner searches. 0 means "heuristic". */

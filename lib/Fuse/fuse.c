@@ -47,8 +47,9 @@ typedef struct {
     char **why;          /* per node: why it is materialised */
     int *cost;           /* per node: ops when inlined */
     bool *costly;        /* per node: materialised because recomputing it would cost */
-    bool *mm_operand;    /* per node: read by a matmul as an operand */
-    ic_value *mm_reader; /* per node: the first matmul reading it as an operand */
+    bool *mm_operand;    /* per node: read by a matmul or an attention as an operand */
+    ic_value *mm_reader; /* per node: the first matmul reading it as an operand, or the last
+                          * attention (which never inlines its operands) */
 } fz;
 
 static const ic_node *N(const fz *f, ic_value v) { return ic__node(f->g, v); }
@@ -155,7 +156,9 @@ static void realize(fz *f, int64_t *uses)
             if (n->in[i].node >= 0) {
                 ic_value b = base_of(f, n->in[i].node);
                 uses[b] += reads(f, v, b);
-                if (cls(f, v) == IC__CL_MM && i < 2 && cls(f, b) != IC__CL_LEAF && !f->mm_operand[b]) {
+                /* an attention reads every operand from memory, whatever other readers allow */
+                bool mm = cls(f, v) == IC__CL_MM && i < 2, attn = cls(f, v) == IC__CL_ATTN;
+                if (cls(f, b) != IC__CL_LEAF && ((mm && !f->mm_operand[b]) || attn)) {
                     f->mm_operand[b] = true;
                     f->mm_reader[b] = v;
                 }
@@ -177,9 +180,11 @@ static void realize(fz *f, int64_t *uses)
         bool expensive = (uses[v] > 1 && c > f->o->max_inline_ops) || c > 4 * f->o->max_inline_ops;
         /* a matmul operand is read from memory, unless it is a cheap producer the GEMM
          * applies as it loads (its inputs' groups are decided: they come first) */
-        bool operand = f->mm_operand[v] && !cheap_producer(f, v, 4);
+        bool by_attn = f->mm_operand[v] && cls(f, f->mm_reader[v]) == IC__CL_ATTN;
+        bool operand = f->mm_operand[v] && (by_attn || !cheap_producer(f, v, 4));
         if (operand)
-            set_why(f, v, "'%s' is an operand of matmul '%s' (operands are read from memory)",
+            set_why(f, v, by_attn ? "'%s' is an operand of attention '%s' (operands are read from memory)"
+                                  : "'%s' is an operand of matmul '%s' (operands are read from memory)",
                     n->info.name, N(f, f->mm_reader[v])->info.name);
         if (ic__reduce_like(k) || is_output(f, v) || operand || expensive) {
             f->grp[v] = f->ng++;
@@ -475,7 +480,7 @@ static domain_sig signature(const fz *f, int grp)
     for (int v = 0; v < f->n && first < 0; v++)
         if (f->grp[v] == grp && ic__reduce_like(cls(f, v)))
             first = v;
-    if (first >= 0 && cls(f, first) == IC__CL_MM)
+    if (first >= 0 && (cls(f, first) == IC__CL_MM || cls(f, first) == IC__CL_ATTN))
         return d;
     const ic_node *n = NULL;
     if (first >= 0) {

@@ -1029,6 +1029,13 @@ static ic_status infer_sdpa(cx *x)
             return FAIL(x, IC_ESHAPE, "attn_mask %s does not broadcast to the scores %s", shp(x, m, b1),
                         ic_graph_shape_str(x->g, r + 2, sc, b2, sizeof b2));
     }
+    if (x->n->attrs.transpose_out) {
+        if (!x->n->attrs.fused || r < 1)
+            return FAIL(x, IC_EINVAL, "transpose_out needs a fused attention with a batch dim");
+        ic_dim h = out[r - 1];
+        out[r - 1] = out[r];
+        out[r] = h;
+    }
     x->n->info.dtype = x->n->compute = t;
     set_shape(x->n, r + 2, out);
     return IC_OK;

@@ -151,6 +151,9 @@ static void print_attrs(FILE *f, const ic_graph *g, const ic_node *n)
     case IC_OP_SDPA:
         if (a->is_causal) fputs(" is_causal", f);
         if (a->has_scale) fprintf(f, " scale=%.9g", a->scale);
+        if (a->fused) fputs(" fused", f);
+        if (a->round_scores) fputs(" round_scores", f);
+        if (a->transpose_out) fputs(" transpose_out", f);
         break;
     case IC_OP_GATHER: case IC_OP_INDEX_SELECT: case IC_OP_STACK:
         fprintf(f, " dim=%lld", (long long)a->dim);

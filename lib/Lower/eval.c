@@ -66,6 +66,11 @@ int ic__load_node(ic__gen *G, ic_value v, const ic__ix *const *idx)
     int64_t shape[IC_MAX_RANK];
     for (int i = 0; i < n->info.rank; i++)
         shape[i] = ic__dim(n, i);
+    if (G->probe) {
+        G->probe_buf = buf;
+        G->probe_ix = ic__ix_linear(&G->ix, n->info.rank, shape, idx);
+        return 0;
+    }
     int off = ic__kb_ix(&G->kb, ic__ix_linear(&G->ix, n->info.rank, shape, idx));
     int x = ic__kb_load(&G->kb, buf, G->p->bufs[buf].dtype, off);
     return ic__kb_cast(&G->kb, ic__regty(n->info.dtype), x);
@@ -684,6 +689,9 @@ static int compute(ic__gen *G, ic_value v, const ic__ix *const *idx)
     /* a matmul operand computed inline is one Fuse chose to inline (a cheap producer the
      * GEMM applies as it loads); one materialised by this kernel would be recomputed per
      * output column */
+    if (G->probe || ic__node_class(n) == IC__CL_ATTN)
+        return ic__gen_fail(G, "'%s' is not stored before the attention kernel that reads it, or "
+                            "is an attention that only its own kernel computes", n->info.name), -1;
     if (G->load_only && G->s->group[v] >= 0)
         return ic__gen_fail(G, "matmul operands are read from memory, '%s' would be recomputed "
                             "for every output column", n->info.name), -1;

@@ -10,13 +10,22 @@ static ic__expand_fn expander(ic_op op)
     return f ? f : ic__expand_nn(op);
 }
 
+/* The expander of node ni, NULL when it stays as it is: no composite, or an attention that
+ * one fused kernel computes (ic_attrs.fused). */
+static ic__expand_fn node_expander(const ic_node_info *ni)
+{
+    if (ni->op == IC_OP_INPUT || ni->op == IC_OP_PARAM || (ni->attrs && ni->attrs->fused))
+        return NULL;
+    return expander(ni->op);
+}
+
 bool ic_graph_has_composites(const ic_graph *g)
 {
     int n = ic_graph_num_nodes(g);
     for (int v = 0; v < n; v++) {
         ic_node_info ni;
         ic_graph_node(g, v, &ni);
-        if (ni.op != IC_OP_INPUT && ni.op != IC_OP_PARAM && expander(ni.op))
+        if (node_expander(&ni))
             return true;
         if (ic__exp_mm_operand_needs_contig(g, &ni, 0) || ic__exp_mm_operand_needs_contig(g, &ni, 1))
             return true;
@@ -99,7 +108,7 @@ static ic_status copy_matmul(ic__exp *E, ic_value *out)
 static ic_status copy_node(ic__exp *E, ic_value v, ic_value *out)
 {
     ic_graph_node(E->src, v, &E->n);
-    ic__expand_fn f = E->n.op == IC_OP_INPUT || E->n.op == IC_OP_PARAM ? NULL : expander(E->n.op);
+    ic__expand_fn f = node_expander(&E->n);
     if (!f && (ic__exp_mm_operand_needs_contig(E->src, &E->n, 0) || ic__exp_mm_operand_needs_contig(E->src, &E->n, 1)))
         return copy_matmul(E, out);
     if (!f)

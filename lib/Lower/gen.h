@@ -184,6 +184,10 @@ typedef struct ic__gen {
     bool *used;              /* computed (not loaded) in this kernel */
     ic__tab memo;            /* (stage, node, idx) -> instr */
     bool load_only;          /* evaluating matmul operands: no inline computation */
+    bool probe;              /* finding an attention operand's view: a load records its
+                              * buffer and flat index (probe_buf, probe_ix) instead */
+    int probe_buf;
+    const ic__ix *probe_ix;
     bool failed;
     char why[256];
 } ic__gen;
@@ -213,6 +217,12 @@ IC_HIDDEN bool ic__nat_row(ic__gen *G, int rank, const ic_dim *shape, const ic__
 IC_HIDDEN bool ic__idx_eq(int rank, const ic__ix *const *a, const ic__ix *const *b);
 /* First stage node v's value can be computed in (0 = needs no reduction of this kernel). */
 IC_HIDDEN int ic__avail(ic__gen *G, ic_value v);
+
+/* attention.c: the affine view attention operand v (right-aligned to the kernel's nb batch
+ * dims of sizes batch[], then rows of R and columns of C) takes of its buffer; false (after
+ * ic__gen_fail) when it is none. */
+IC_HIDDEN bool ic__attn_operand(ic__gen *G, ic_value v, int nb, const int64_t *batch, int64_t R,
+                                int64_t C, ic_attn_operand *o);
 
 /* kernel.c: generates kernel `group` of s storing items (node value -> buffer). keep:
  * append it to p; otherwise only check that it lowers (why says why not). */

@@ -332,8 +332,65 @@ static ic_status run_stages(icx *x)
     return IC_OK;
 }
 
+/* An attention kernel (ic_kernel.attn) in double, as its definition in lower.h reads. */
+static ic_status run_attention(icx *x)
+{
+    const ic_attention *a = x->k->attn;
+    int64_t nb = 1;
+    for (int i = 0; i < a->nb; i++)
+        nb *= a->batch[i];
+    double *p = ic__malloc(x->c, sizeof(double) * (size_t)(a->S + 1));
+    if (!p)
+        return ic__error(x->c, IC_ENOMEM, "out of memory");
+    const ic_attn_operand *ops[5];
+    ic_attention_operands(a, ops);
+    ic_dtype mt = a->mask.buf >= 0 ? x->p->bufs[a->mask.buf].dtype : IC_F32;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t base[5] = { 0 }, rest = bi;
+        for (int i = a->nb - 1; i >= 0; i--) {
+            for (int w = 0; w < 5; w++)
+                base[w] += (rest % a->batch[i]) * ops[w]->sb[i];
+            rest /= a->batch[i];
+        }
+        for (int w = 0; w < 5; w++)
+            base[w] += ops[w]->c0;
+        for (int64_t l = 0; l < a->L; l++) {
+            double mx = -INFINITY, den = 0;
+            for (int64_t s = 0; s < a->S; s++) {
+                double acc = 0;
+                for (int64_t e = 0; e < a->E; e++)
+                    acc += load(x->base[a->q.buf], x->p->bufs[a->q.buf].dtype, base[0] + a->q.sr * l + a->q.sc * e).f *
+                           load(x->base[a->k.buf], x->p->bufs[a->k.buf].dtype, base[1] + a->k.sr * s + a->k.sc * e).f;
+                ic_dtype rt = a->round ? x->p->bufs[a->q.buf].dtype : IC_F64;
+                acc = ic__round_fp(rt, ic__round_fp(rt, acc) * a->scale);
+                if (a->mask.buf >= 0) {
+                    ic__val m = load(x->base[a->mask.buf], mt, base[3] + a->mask.sr * l + a->mask.sc * s);
+                    acc = mt == IC_BOOL ? (m.i ? acc : -INFINITY) : ic__round_fp(rt, acc + m.f);
+                }
+                if (a->causal && s > l)
+                    acc = -INFINITY;
+                p[s] = acc;
+                mx = acc > mx ? acc : mx;
+            }
+            for (int64_t s = 0; s < a->S; s++)
+                den += p[s] = exp(p[s] - mx);
+            for (int64_t e = 0; e < a->E; e++) {
+                double acc = 0;
+                for (int64_t s = 0; s < a->S; s++)
+                    acc += p[s] / den * load(x->base[a->v.buf], x->p->bufs[a->v.buf].dtype, base[2] + a->v.sr * s + a->v.sc * e).f;
+                store(x->base[a->out.buf], x->p->bufs[a->out.buf].dtype, base[4] + a->out.sr * l + a->out.sc * e,
+                      (ic__val){ .f = acc });
+            }
+        }
+    }
+    ic__free(x->c, p);
+    return IC_OK;
+}
+
 static ic_status run_kernel(icx *x)
 {
+    if (x->k->attn)
+        return run_attention(x);
     return for_each_point(x, x->k->outer, x->k->nouter, x->var, run_stages);
 }
 

@@ -3,6 +3,7 @@
  * stored value (outer = one per outer iteration, row = one per inner iteration), the stages
  * (REDUCE stages in dependency order, then INNER for row stores, then BODY for outer
  * stores), and adjacent loop dims merged where no index needs a div/mod for it. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "gen.h"
@@ -444,11 +445,91 @@ static ic__gen *collapse(const ic_program *p, const ic__sched *s, int group, con
     return best;
 }
 
+/* The attention kernel (ic_kernel.attn) of fused sdpa node `anchor`, alone in its group: each
+ * operand's view of its buffer (ic__attn_operand), the output stored row-major. */
+static bool gen_attention(ic_program *p, const ic__sched *s, int group, ic_value anchor,
+                          const ic__store *items, int nitems, bool keep, char *why, size_t nwhy)
+{
+    const ic_node *n = ic__node(p->g, anchor);
+    for (int v = 0; v < ic_graph_num_nodes(p->g); v++)
+        if (s->group[v] == group && v != anchor && ic__node_class(ic__node(p->g, v)) != IC__CL_VIEW &&
+            ic__node_class(ic__node(p->g, v)) != IC__CL_LEAF)
+            return snprintf(why, nwhy, "attention '%s' is a kernel of its own", n->info.name), false;
+    if (nitems != 1 || items[0].v != anchor)
+        return snprintf(why, nwhy, "attention '%s' stores only its own value", n->info.name), false;
+    ic__gen *G = gen_new(p, s, group);
+    ic_attention *a = ic__arena_alloc(&p->arena, sizeof *a);
+    if (!G || !a) {
+        gen_free(G);
+        return snprintf(why, nwhy, "out of memory"), false;
+    }
+    memset(a, 0, sizeof *a);
+    int r = n->info.rank;
+    const ic_node *q = ic__node(p->g, n->in[0].node), *k = ic__node(p->g, n->in[1].node);
+    /* logical [batch.., L, E] dim i is stored dim pos[i] (transpose_out swaps -3 and -2) */
+    int pos[IC_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        pos[i] = !n->attrs.transpose_out ? i : i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
+    a->nb = r - 2;
+    for (int i = 0; i < a->nb; i++)
+        a->batch[i] = ic__dim(n, pos[i]);
+    a->L = ic__dim(n, pos[r - 2]);
+    a->E = ic__dim(q, q->info.rank - 1);
+    a->S = ic__dim(k, k->info.rank - 2);
+    a->scale = n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)a->E);
+    a->causal = n->attrs.is_causal;
+    a->round = n->attrs.round_scores;
+    a->mask.buf = -1;
+    bool has_mask = n->info.ninputs > 3 && n->in[3].node >= 0;
+    bool ok = ic__attn_operand(G, n->in[0].node, a->nb, a->batch, a->L, a->E, &a->q) &&
+              ic__attn_operand(G, n->in[1].node, a->nb, a->batch, a->S, a->E, &a->k) &&
+              ic__attn_operand(G, n->in[2].node, a->nb, a->batch, a->S, a->E, &a->v) &&
+              (!has_mask || ic__attn_operand(G, n->in[3].node, a->nb, a->batch, a->L, a->S, &a->mask));
+    if (!ok)
+        snprintf(why, nwhy, "%s", G->why);
+    gen_free(G);
+    if (!ok || !keep)
+        return ok;
+    a->out.buf = items[0].buf;
+    int64_t stride[IC_MAX_RANK], st = 1; /* row-major strides of the stored shape */
+    for (int i = r - 1; i >= 0; i--) {
+        stride[i] = st;
+        st *= ic__dim(n, i);
+    }
+    for (int i = 0; i < a->nb; i++)
+        a->out.sb[i] = stride[pos[i]];
+    a->out.sr = stride[pos[r - 2]];
+    a->out.sc = stride[r - 1];
+    ic_kernel kn;
+    memset(&kn, 0, sizeof kn);
+    kn.attn = a;
+    kn.nouter = a->nb + 2;
+    memcpy(kn.outer, a->batch, sizeof(int64_t) * (size_t)a->nb);
+    kn.outer[a->nb] = a->L;
+    kn.outer[a->nb + 1] = a->E;
+    kn.ninner = 1;
+    kn.inner[0] = a->S;
+    kn.nodes = ic__arena_alloc(&p->arena, sizeof(char *));
+    if (!kn.nodes)
+        return snprintf(why, nwhy, "out of memory"), false;
+    kn.nodes[kn.nnodes++] = n->info.name;
+    char name[256];
+    ic__kernel_name(name, sizeof name, s->prefix ? s->prefix : "cpu_", p->g, kn.nnodes, kn.nodes, p->nkernels);
+    kn.name = ic__arena_strdup(&p->arena, name);
+    kn.why = ic__arena_strdup(&p->arena, s->why && s->why[group] ? s->why[group] : "");
+    if (!kn.name || !kn.why || !append_kernel(p, &kn))
+        return snprintf(why, nwhy, "out of memory"), false;
+    return true;
+}
+
 bool ic__gen_kernel(ic_program *p, const ic__sched *s, int group, const ic__store *items,
                     int nitems, bool keep, char *why, size_t nwhy)
 {
     if (nitems == 0)
         return true;
+    ic_value anchor = find_anchor(p, s, group);
+    if (anchor >= 0 && ic__node_class(ic__node(p->g, anchor)) == IC__CL_ATTN)
+        return gen_attention(p, s, group, anchor, items, nitems, keep, why, nwhy);
     domain d;
     collapse_cfg cc;
     memset(&cc, 0, sizeof cc);

@@ -37,12 +37,14 @@ typedef enum {
     IC__CL_RED,    /* sum mean amax amin prod argmax */
     IC__CL_NORM,   /* softmax log_softmax layer_norm rms_norm (reductions + a row pass) */
     IC__CL_MM,     /* matmul linear bmm: a reduction over K of loaded operands */
+    IC__CL_ATTN,   /* scaled_dot_product_attention with ic_attrs.fused: one attention kernel
+                    * of its own (ic_kernel.attn), operands read from memory */
 } ic__class;
 
 IC_HIDDEN ic__class ic__node_class(const ic_node *n);
 static inline bool ic__reduce_like(ic__class k)
 {
-    return k == IC__CL_RED || k == IC__CL_NORM || k == IC__CL_MM;
+    return k == IC__CL_RED || k == IC__CL_NORM || k == IC__CL_MM || k == IC__CL_ATTN;
 }
 
 /* The schedule: kernels ("groups") run in order 0..ngroups-1. A computing node with
@@ -81,6 +83,14 @@ IC_HIDDEN bool ic__sched_try(ic_ctx *c, const ic_graph *g, const ic__sched *s, i
  * ("cpu_fused_add_mul_3", "cpu_softmax_0", "cpu_copy_2"). */
 IC_HIDDEN void ic__kernel_name(char *buf, size_t n, const char *prefix, const ic_graph *g,
                                int nnodes, const char *const *nodes, int index);
+/* The GPU's attention rewrite (attention.c) of a specialised graph: every
+ * scaled_dot_product_attention that the fused attention kernel computes is marked
+ * ic_attrs.fused (not expanded), and the pattern exported graphs spell it as,
+ *     matmul(q, kT) -> mul or div by a constant -> [add mask] -> softmax(-1) -> matmul(., v),
+ * with no other reader of the intermediates, becomes such an sdpa. *out is NULL when nothing
+ * changes; it borrows g's param data (destroy it first). */
+IC_HIDDEN ic_status ic__graph_fuse_attention(ic_ctx *c, const ic_graph *g, ic_graph **out);
+
 /* Assigns arena offsets to TEMP buffers (liveness-based reuse) and sets arena_bytes. */
 IC_HIDDEN void ic__program_plan(ic_program *p);
 

@@ -27,7 +27,7 @@ void ic__kernel_name(char *buf, size_t n, const char *prefix, const ic_graph *g,
         if (k == IC__CL_LEAF || k == IC__CL_VIEW)
             continue;
         ncomp++;
-        const char *op = ic_op_name(nd->info.op);
+        const char *op = k == IC__CL_ATTN ? "attention" : ic_op_name(nd->info.op);
         bool seen = false;
         for (int j = 0; j < nops; j++)
             seen |= strcmp(ops[j], op) == 0;

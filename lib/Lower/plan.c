@@ -19,6 +19,16 @@ static void lifetimes(const ic_program *p, life *L)
         L[b] = (life){ b, INT_MAX, -1, 0, 0 };
     for (int k = 0; k < p->nkernels; k++) {
         const ic_kernel *kn = &p->kernels[k];
+        if (kn->attn) {
+            const ic_attn_operand *ops[5];
+            ic_attention_operands(kn->attn, ops);
+            for (int w = 0; w < 5; w++)
+                if (ops[w]->buf >= 0 && ops[w]->buf < p->nbufs) {
+                    life *l = &L[ops[w]->buf];
+                    l->first = k < l->first ? k : l->first;
+                    l->last = k > l->last ? k : l->last;
+                }
+        }
         for (int s = 0; s < kn->nstages; s++)
             for (int i = 0; i < kn->stages[s].ninstr; i++) {
                 const ic_linstr *in = &kn->stages[s].instr[i];

@@ -83,6 +83,29 @@ static void print_instr(FILE *f, const ic_program *p, int i, const ic_linstr *in
     }
 }
 
+/* attention: sizes, scale, then each operand as buffer[c0 + strides . (batch.., row, col)] */
+static void print_attention(FILE *f, const ic_program *p, const ic_attention *a)
+{
+    static const char *const names[5] = { "q", "k", "v", "mask", "out" };
+    fprintf(f, "  attention: batch ");
+    print_dims(f, a->nb, a->batch);
+    fprintf(f, " L %lld S %lld E %lld scale %.9g%s%s\n", (long long)a->L, (long long)a->S,
+            (long long)a->E, a->scale, a->causal ? " causal" : "", a->round ? " round" : "");
+    const ic_attn_operand *ops[5];
+    ic_attention_operands(a, ops);
+    for (int w = 0; w < 5; w++) {
+        const ic_attn_operand *o = ops[w];
+        if (o->buf < 0)
+            continue;
+        fprintf(f, "    %-4s = %s[%lld + (", names[w], p->bufs[o->buf].name ? p->bufs[o->buf].name : "?",
+                (long long)o->c0);
+        for (int i = 0; i < a->nb; i++)
+            fprintf(f, "%lld, ", (long long)o->sb[i]);
+        fprintf(f, "%lld, %lld) . (batch, %s)] %s\n", (long long)o->sr, (long long)o->sc,
+                w == 3 ? "l, s" : w == 1 || w == 2 ? "s, e" : "l, e", ic_dtype_name(p->bufs[o->buf].dtype));
+    }
+}
+
 static void print_kernel(FILE *f, const ic_program *p, int k)
 {
     const ic_kernel *kn = &p->kernels[k];
@@ -94,6 +117,8 @@ static void print_kernel(FILE *f, const ic_program *p, int k)
     for (int i = 0; i < kn->nnodes; i++)
         fprintf(f, " %s", kn->nodes[i]);
     fprintf(f, "\n  why: %s\n", kn->why && *kn->why ? kn->why : "-");
+    if (kn->attn)
+        print_attention(f, p, kn->attn);
     for (int s = 0; s < kn->nstages; s++) {
         fprintf(f, "  stage %d %s:\n", s, stage_name(kn->stages[s].kind));
         for (int i = 0; i < kn->stages[s].ninstr; i++)

@@ -9,7 +9,7 @@ ic__class ic__node_class(const ic_node *n)
     case IC_KIND_VIEW: return IC__CL_VIEW;
     case IC_KIND_REDUCE: return IC__CL_RED;
     case IC_KIND_NORM: return IC__CL_NORM;
-    case IC_KIND_CONTRACT: return IC__CL_MM;
+    case IC_KIND_CONTRACT: return n->info.op == IC_OP_SDPA && n->attrs.fused ? IC__CL_ATTN : IC__CL_MM;
     default: return IC__CL_PW;
     }
 }

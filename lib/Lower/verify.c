@@ -163,9 +163,62 @@ static const char *check_stages(vcx *x, int *ii)
     return NULL;
 }
 
+/* Every element an attention operand addresses lies in its buffer; operand o is w (0..4:
+ * q k v mask out) of a, its rows and columns of sizes R and C. */
+static const char *check_attn_operand(const ic_attention *a, const ic_attn_operand *o, int w, int nbufs,
+                                      const ic_buffer *bufs)
+{
+    if (o->buf < 0)
+        return w == 3 ? NULL : "attention operand without a buffer";
+    if (o->buf >= nbufs)
+        return "attention operand: no such buffer";
+    const ic_buffer *b = &bufs[o->buf];
+    if (w == 4 && (b->kind == IC_BUF_ARG || b->kind == IC_BUF_PARAM))
+        return "attention stores into an argument or param";
+    if (w != 3 && b->dtype != IC_F16 && b->dtype != IC_BF16 && b->dtype != IC_F32)
+        return "attention q, k, v and out must be f16, bf16 or f32";
+    int64_t R = w == 0 || w == 3 || w == 4 ? a->L : a->S, C = w == 3 ? a->S : a->E;
+    int64_t lo = o->c0, hi = o->c0, sz[IC_MAX_RANK + 2], st[IC_MAX_RANK + 2];
+    int n = 0;
+    for (int i = 0; i < a->nb; i++)
+        sz[n] = a->batch[i], st[n++] = o->sb[i];
+    sz[n] = R, st[n++] = o->sr;
+    sz[n] = C, st[n++] = o->sc;
+    for (int i = 0; i < n; i++) {
+        if (sz[i] == 0)
+            return NULL; /* no element */
+        int64_t ext = st[i] * (sz[i] - 1);
+        if (ext < 0)
+            lo += ext;
+        else
+            hi += ext;
+    }
+    return lo < 0 || hi >= b->numel ? "attention operand addresses elements outside its buffer" : NULL;
+}
+
+static ic_status verify_attention(ic_ctx *c, const char *who, const ic_kernel *k, int nbufs,
+                                  const ic_buffer *bufs)
+{
+    const ic_attention *a = k->attn;
+    const char *e = NULL;
+    if (k->nstages != 0)
+        e = "an attention kernel has no stages";
+    else if (a->nb < 0 || a->nb > IC_MAX_RANK || a->L < 0 || a->S < 0 || a->E < 0)
+        e = "bad attention sizes";
+    const ic_attn_operand *ops[5];
+    ic_attention_operands(a, ops);
+    for (int w = 0; w < 5 && !e; w++)
+        e = check_attn_operand(a, ops[w], w, nbufs, bufs);
+    if (!e)
+        return IC_OK;
+    return ic__error(c, IC_EINVAL, "%s: kernel '%s': %s", who, k->name ? k->name : "?", e);
+}
+
 ic_status ic_kernel_verify(ic_ctx *c, const char *who, const ic_kernel *k, int nbufs,
                            const ic_buffer *bufs)
 {
+    if (k->attn)
+        return verify_attention(c, who, k, nbufs, bufs);
     vcx x = { k, nbufs, bufs, NULL, 0, 0 };
     int i = -1;
     const char *e = check_stages(&x, &i);
@@ -195,6 +248,22 @@ static bool stored_earlier(const ic_kernel *kn, int s, int buf)
 static ic_status check_order(const ic_program *p, int k, int *first_store, int *last_use)
 {
     const ic_kernel *kn = &p->kernels[k];
+    if (kn->attn) { /* reads q k v mask, then stores out */
+        const ic_attn_operand *ops[5];
+        ic_attention_operands(kn->attn, ops);
+        for (int w = 0; w < 5; w++) {
+            int b = ops[w]->buf;
+            if (b < 0)
+                continue;
+            if (w < 4 && p->bufs[b].kind == IC_BUF_TEMP && first_store[b] >= k)
+                return ic__error(p->c, IC_EINVAL, "program '%s' kernel %d '%s': temp read before an "
+                                 "earlier kernel wrote it (internal error)", ic_graph_name(p->g), k, kn->name);
+            if (w == 4 && first_store[b] == INT_MAX)
+                first_store[b] = k;
+            last_use[b] = k;
+        }
+        return IC_OK;
+    }
     for (int s = 0; s < kn->nstages; s++)
         for (int i = 0; i < kn->stages[s].ninstr; i++) {
             const ic_linstr *in = &kn->stages[s].instr[i];

@@ -425,7 +425,11 @@ static LLVMValueRef smem_u32(ic__pg *G, LLVMValueRef p)
 
 static void cp_async(gctx *X, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes)
 {
-    ic__pg *G = X->G;
+    ic__pgemm_cp_async(X->G, dst, src, bytes, srcbytes);
+}
+
+void ic__pgemm_cp_async(ic__pg *G, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes)
+{
     if (G->emu) {
         LLVMTypeRef pt[4] = { LLVMTypeOf(dst), LLVMTypeOf(src), G->t_i32, G->t_i32 };
         LLVMValueRef a[4] = { dst, src, I32(G, bytes), srcbytes };
@@ -438,24 +442,26 @@ static void cp_async(gctx *X, LLVMValueRef dst, LLVMValueRef src, int bytes, LLV
                "r,l,r,~{memory}", a, 3, true);
 }
 
-static void cp_commit(gctx *X)
+static void cp_commit(gctx *X) { ic__pgemm_cp_commit(X->G); }
+static void cp_wait(gctx *X, int n) { ic__pgemm_cp_wait(X->G, n); }
+
+void ic__pgemm_cp_commit(ic__pg *G)
 {
-    if (!X->G->emu)
-        inline_asm(X->G, X->G->t_void, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
+    if (!G->emu)
+        inline_asm(G, G->t_void, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
 }
 
-static void cp_wait(gctx *X, int n)
+void ic__pgemm_cp_wait(ic__pg *G, int n)
 {
-    if (X->G->emu)
+    if (G->emu)
         return;
     char t[64];
     snprintf(t, sizeof t, "cp.async.wait_group %d;", n);
-    inline_asm(X->G, X->G->t_void, t, "~{memory}", NULL, 0, true);
+    inline_asm(G, G->t_void, t, "~{memory}", NULL, 0, true);
 }
 
-static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
+void ic__pgemm_ldmatrix4(ic__pg *G, LLVMValueRef p, bool trans, LLVMValueRef out[4])
 {
-    ic__pg *G = X->G;
     if (G->emu) {
         LLVMValueRef buf = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 4));
         LLVMTypeRef pt[3] = { LLVMTypeOf(p), G->t_i32, LLVMTypeOf(buf) };
@@ -474,11 +480,13 @@ static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
         out[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
 }
 
-/* c[0..3] += A(16x16, a[0..3]) * B(16x8, b[0..1]); TF32: A(16x8) * B(8x8), the same
- * accumulator layout */
-static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
+static void ldmatrix4(gctx *X, LLVMValueRef p, bool trans, LLVMValueRef out[4])
 {
-    ic__pg *G = X->G;
+    ic__pgemm_ldmatrix4(X->G, p, trans, out);
+}
+
+void ic__pgemm_mma(ic__pg *G, int kind, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
+{
     if (G->emu) {
         LLVMValueRef ab = ic__pg_alloca(G, LLVMArrayType2(G->t_i32, 6));
         LLVMValueRef cb = ic__pg_alloca(G, LLVMArrayType2(G->t_f32, 4));
@@ -486,7 +494,7 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
         ic__pg_store_n(G, G->t_i32, ab, abv, 6);
         ic__pg_store_n(G, G->t_f32, cb, c, 4);
         LLVMTypeRef pt[3] = { G->t_i32, LLVMTypeOf(ab), LLVMTypeOf(cb) };
-        LLVMValueRef args[3] = { I32(G, X->g->tf32 ? 2 : X->g->bf16), ab, cb }; /* emu_mma's kind */
+        LLVMValueRef args[3] = { I32(G, kind), ab, cb };
         ic__pg_ext(G, "ic__emu_mma", G->t_void, pt, 3, args);
         ic__pg_load_n(G, G->t_f32, cb, c, 4);
         return;
@@ -494,14 +502,21 @@ static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]
     LLVMTypeRef f4[4] = { G->t_f32, G->t_f32, G->t_f32, G->t_f32 };
     LLVMTypeRef st = LLVMStructTypeInContext(G->ctx, f4, 4, 0);
     LLVMValueRef args[10] = { a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3] };
-    LLVMValueRef r = inline_asm(G, st, X->g->tf32
+    LLVMValueRef r = inline_asm(G, st, kind == 2
         ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
-        : X->g->bf16
+        : kind == 1
         ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
         : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
         "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, true);
     for (int i = 0; i < 4; i++)
         c[i] = LLVMBuildExtractValue(G->b, r, (unsigned)i, "");
+}
+
+/* c[0..3] += A(16x16, a[0..3]) * B(16x8, b[0..1]); TF32: A(16x8) * B(8x8), the same
+ * accumulator layout */
+static void mma(gctx *X, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
+{
+    ic__pgemm_mma(X->G, X->g->tf32 ? 2 : X->g->bf16, a, b, c);
 }
 
 /* Byte offset in a stage of element (row, col) of operand x's shared tile. */
@@ -1046,13 +1061,13 @@ static void split_k_combine(gctx *X, LLVMValueRef tile, LLVMValueRef split)
 
 /* ---- shared memory ---- */
 
-static LLVMValueRef dynamic_smem(ic__pg *G, const ic__pgemm *g)
+static LLVMValueRef dynamic_smem(ic__pg *G, int bytes)
 {
     if (G->emu) { /* blocks run one at a time: a plain array of the module, aligned as
                    * wgmma's 128B-swizzled stages need */
         char name[300];
         snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(G->fn));
-        LLVMTypeRef at = LLVMArrayType2(G->t_i8, (uint64_t)g->smem + 16);
+        LLVMTypeRef at = LLVMArrayType2(G->t_i8, (uint64_t)bytes);
         LLVMValueRef gv = LLVMAddGlobal(G->mod, at, name);
         LLVMSetLinkage(gv, LLVMInternalLinkage);
         LLVMSetInitializer(gv, LLVMConstNull(at));
@@ -1128,7 +1143,7 @@ LLVMValueRef ic__pgemm_asm(ic__pg *G, LLVMTypeRef ret, const char *text, const c
 
 LLVMValueRef ic__pgemm_smem_ptr(gctx *X, LLVMValueRef byte) { return smem_ptr(X, byte); }
 LLVMValueRef ic__pgemm_smem_u32(ic__pg *G, LLVMValueRef p) { return smem_u32(G, p); }
-LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, const ic__pgemm *g) { return dynamic_smem(G, g); }
+LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, int bytes) { return dynamic_smem(G, bytes); }
 
 void ic__pgemm_epilogue_at(gctx *X, LLVMValueRef m, LLVMValueRef n, int nl, LLVMValueRef *v)
 {
@@ -1150,7 +1165,7 @@ void ic__pgen_gemm(ic__pg *G)
     memset(&X, 0, sizeof X);
     X.G = G;
     X.g = g;
-    X.smem = dynamic_smem(G, g);
+    X.smem = dynamic_smem(G, g->smem + 16);
     X.tid = G->tid;
     /* two blocks an SM: the register budget that leaves (ptxas caps the kernel at 128 a
      * thread for 256 threads) keeps a block's loads in flight while the other computes */

@@ -332,6 +332,8 @@ static LLVMValueRef shfl(ic__pg *G, LLVMValueRef v, int off)
     return t == G->t_f64 ? LLVMBuildBitCast(b, w, G->t_f64, "") : w;
 }
 
+LLVMValueRef ic__pg_shfl(ic__pg *G, LLVMValueRef v, int off) { return shfl(G, v, off); }
+
 typedef struct { LLVMValueRef v, i; } pair;
 
 static pair combine(ic__pg *G, const ic_linstr *in, ic_dtype vt, pair a, pair c)
@@ -900,6 +902,8 @@ ic_status ic__pgen_kernel(ic__pg *G, const ic_kernel *k, const ic__pplan *pl, co
         gen_pointwise(G);
     else if (pl->mode == IC_PTX_GEMM)
         ic__pgen_gemm(G);
+    else if (pl->mode == IC_PTX_ATTENTION)
+        ic__pgen_attention(G);
     else
         gen_groups(G);
     LLVMBuildRetVoid(G->b);

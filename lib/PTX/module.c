@@ -282,7 +282,7 @@ static ic_status gen_kernel(ic__pg *G, ic_ptx_module *m, int i, const ic_kernel 
         pk->smem_bytes = pl.smem;
         pk->rows_per_block = pl.R;
         pk->in_registers = pl.cache;
-        pk->dyn_smem_bytes = pl.gemm ? ic__pgemm_smem_bytes(&pl) : 0;
+        pk->dyn_smem_bytes = pl.gemm ? ic__pgemm_smem_bytes(&pl) : ic__pattn_smem_bytes(&pl);
     }
     ic__pplan_free(c, &pl);
     return s;

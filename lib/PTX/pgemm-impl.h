@@ -93,7 +93,17 @@ IC_HIDDEN LLVMValueRef ic__pgemm_asm(ic__pg *G, LLVMTypeRef ret, const char *tex
                                      LLVMValueRef *args, int n, bool side);
 IC_HIDDEN LLVMValueRef ic__pgemm_smem_ptr(ic__gctx *X, LLVMValueRef byte);
 IC_HIDDEN LLVMValueRef ic__pgemm_smem_u32(ic__pg *G, LLVMValueRef p);
-IC_HIDDEN LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, const ic__pgemm *g);
+/* The kernel's dynamic shared memory of `bytes` (a module array in the emulator). */
+IC_HIDDEN LLVMValueRef ic__pgemm_dynamic_smem(ic__pg *G, int bytes);
+/* cp.async of `bytes` (16 or 4) from global src to shared dst, of which srcbytes (i32) are
+ * read and the rest zero-filled; commit_group; wait_group n (the emulator copies at once). */
+IC_HIDDEN void ic__pgemm_cp_async(ic__pg *G, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef srcbytes);
+IC_HIDDEN void ic__pgemm_cp_commit(ic__pg *G);
+IC_HIDDEN void ic__pgemm_cp_wait(ic__pg *G, int n);
+/* ldmatrix.x4 (.trans) of the shared pointer p into out[0..3]. */
+IC_HIDDEN void ic__pgemm_ldmatrix4(ic__pg *G, LLVMValueRef p, bool trans, LLVMValueRef out[4]);
+/* c[0..3] += A * B as mma.sync m16n8k16 (kind 0: f16, 1: bf16) or m16n8k8 (2: tf32). */
+IC_HIDDEN void ic__pgemm_mma(ic__pg *G, int kind, LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]);
 /* The block's tile origin (X->m0, n0), batch offsets (bbase) and k range (kbeg, kend) for
  * block index bid; returns the tile index. */
 IC_HIDDEN LLVMValueRef ic__pgemm_block_setup(ic__gctx *X, LLVMValueRef *split);

@@ -4,7 +4,7 @@
  * registers is not re-read), the choice of POINTWISE / ROW / COLUMN and the launch geometry. */
 #include <string.h>
 #include "analysis-impl.h"
-#include "ptx-impl.h"
+#include "pgemm-impl.h"
 
 static bool is_16(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
@@ -573,6 +573,10 @@ ic_status ic__pplan_make_cv(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_b
         return bad_params(c, k, "wgmma must be -1, 0 or 1");
     if (in.block && (in.block % 32 || in.block > 1024 || in.block < 32))
         return bad_params(c, k, "block must be a multiple of 32, at most 1024");
+    if (k->attn)
+        return ic__pattn_plan(c, k, bufs, &in, pl);
+    if (in.mode == IC_PTX_ATTENTION)
+        return bad_params(c, k, "mode ATTENTION for a kernel that is no attention kernel");
     int nsms = o && o->num_sms > 0 ? o->num_sms : 132;
     pl->P = outer_points(k);
     pl->N = inner_points(k);

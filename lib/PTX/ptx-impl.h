@@ -178,6 +178,8 @@ IC_HIDDEN LLVMValueRef ic__pg_ext(ic__pg *G, const char *name, LLVMTypeRef ret, 
 IC_HIDDEN LLVMBasicBlockRef ic__pg_if(ic__pg *G, LLVMValueRef cond, const char *what);
 IC_HIDDEN void ic__pg_endif(ic__pg *G, LLVMBasicBlockRef cont);
 IC_HIDDEN LLVMValueRef ic__pg_barrier(ic__pg *G);   /* bar.sync 0 */
+/* v from the lane whose id is this lane's xor off (shfl.sync.bfly over the whole warp). */
+IC_HIDDEN LLVMValueRef ic__pg_shfl(ic__pg *G, LLVMValueRef v, int off);
 /* Sets loop variables first..first+n-1 from flat index x (i64, 0 <= x < total). */
 IC_HIDDEN void ic__pg_decompose(ic__pg *G, LLVMValueRef x, int n, const int64_t *sizes, int first,
                                 int64_t total);
@@ -201,6 +203,13 @@ IC_HIDDEN void ic__pg_fence(ic__pg *G);             /* membar.gl */
 /* Split reductions: a block that is not is_last returns (block other); the last one goes on
  * in block last, after a fence, to read what the others wrote to the workspace. */
 IC_HIDDEN void ic__pg_last_block(ic__pg *G, LLVMValueRef is_last, const char *last, const char *other);
+
+/* attn.c: fused attention kernels (ic_kernel.attn): the plan (pl->mode IC_PTX_ATTENTION, geometry,
+ * used buffers; dynamic shared memory to launch with) and the kernel body. */
+IC_HIDDEN ic_status ic__pattn_plan(ic_ctx *c, const ic_kernel *k, const ic_buffer *bufs,
+                                   const ic_ptx_params *in, ic__pplan *pl);
+IC_HIDDEN int ic__pattn_smem_bytes(const ic__pplan *pl);
+IC_HIDDEN void ic__pgen_attention(ic__pg *G);
 
 /* instr.c */
 IC_HIDDEN LLVMTypeRef ic__pg_type(ic__pg *G, ic_dtype t);       /* in registers */

@@ -606,7 +606,7 @@ void ic__pgen_wgmma(ic__pg *G)
     W.X.G = G;
     W.X.g = g;
     W.X.tid = G->tid;
-    W.X.smem = ic__pgemm_dynamic_smem(G, g);
+    W.X.smem = ic__pgemm_dynamic_smem(G, g->smem + 16);
     LLVMValueRef accs[128];
     W.X.acc = accs;
     for (int i = 0; i < g->nacc; i++) {

@@ -64,7 +64,7 @@ static ic_status make_signatures(ic_ctx *c, ic__variant *v)
 static int same_code(const ic_kernel *a, const ic_kernel *b, const ic_codegen_params *pa,
                      const ic_codegen_params *pb, const ic_program *p, int *fwd, int *bwd, int *pairs)
 {
-    if (a->nouter != b->nouter || a->ninner != b->ninner || a->nstages != b->nstages ||
+    if (a->attn || b->attn || a->nouter != b->nouter || a->ninner != b->ninner || a->nstages != b->nstages ||
         memcmp(a->outer, b->outer, sizeof a->outer) || memcmp(a->inner, b->inner, sizeof a->inner) ||
         memcmp(pa, pb, sizeof *pa))
         return -1;
@@ -205,6 +205,10 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
     if (s)
         return s;
     v->nkernels = ic_program_num_kernels(v->b.prog);
+    for (int k = 0; k < v->nkernels; k++) /* the CPU keeps attention expanded (no fused_attention) */
+        if (ic_program_kernel(v->b.prog, k)->attn)
+            return ic__error(c, IC_EUNSUPPORTED, "compile: kernel '%s': attention kernels run on the GPU only",
+                             ic_program_kernel(v->b.prog, k)->name);
     if (!(v->params = kernel_params(c, v->b.prog, v->target, P->bopts)) ||
         !(v->build = ic__calloc(c, 1, sizeof *v->build)))
         return ic__error(c, IC_ENOMEM, "compile: out of memory");

@@ -180,6 +180,7 @@ const ic__backend ic__backend_cuda = {
     .name = "cuda",
     .prefix = "gpu_",
     .stash_norm_rows = false, /* rows stay in registers; an extra global write costs bandwidth */
+    .fused_attention = true,  /* lib/PTX/attn.c */
     .variant_size = sizeof(ic__cvar),
     .codegen = cuda_codegen,
     .load = cuda_load,

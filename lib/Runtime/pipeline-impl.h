@@ -22,6 +22,7 @@ typedef struct ic__vbase {
     int64_t *vals;            /* [nsyms] the symbol values it is specialised for */
     ic_graph *spec;           /* owned when the graph has symbols, else NULL */
     ic_graph *convbn;         /* freezing: batch_norms folded into convolutions (owned) */
+    ic_graph *attn;           /* fused attention rewrite (backend.fused_attention; owned), else NULL */
     ic_graph *expanded;       /* composite ops as existing ops (owned), else NULL */
     ic_graph *folded;         /* freezing: constant subgraphs folded (owned), else NULL */
     const ic_graph *g;        /* the graph compiled (folded, spec or the original) */
@@ -40,6 +41,8 @@ typedef struct ic__backend {
     const char *name;         /* "cpu", "cuda" (ic_pipe_stage_info.backend) */
     const char *prefix;       /* fused kernel names: "cpu_", "gpu_" */
     bool stash_norm_rows;     /* ic_fuse_options.stash_norm_rows */
+    bool fused_attention;     /* it has an attention kernel (ic_kernel.attn): with fusion on,
+                               * attention is rewritten to it before expansion */
     size_t variant_size;      /* its variant struct, ic__vbase first */
     /* v->prog -> code, emitting the backend's stages (ic__pipe_emit); stops early when
      * P->stop_after is one of them */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include "fold-impl.h"
+#include "lower-impl.h"
 #include "ic/fuse.h"
 #include "pipeline-impl.h"
 
@@ -43,7 +44,8 @@ void ic__variant_free(const ic__pipe *P, ic__vbase *v)
         ic_program_destroy(v->prog);
     ic__free(c, v->checks);
     ic_graph_destroy(v->folded); /* borrows from expanded and spec: first */
-    ic_graph_destroy(v->expanded);
+    ic_graph_destroy(v->expanded); /* borrows from attn: first */
+    ic_graph_destroy(v->attn);
     ic_graph_destroy(v->convbn);
     ic_graph_destroy(v->spec);
     ic__free(c, v->vals);
@@ -145,6 +147,12 @@ static ic_status specialise_and_freeze(ic__pipe *P, const int64_t *vals, ic__vba
         if ((s = ic__graph_fold_conv_bn(P->c, v->g, &v->convbn)))
             return s;
         v->g = v->convbn ? v->convbn : v->g;
+    }
+    /* before expansion, which leaves the fused sdpa nodes alone */
+    if (P->be->fused_attention && P->fusion) {
+        if ((s = ic__graph_fuse_attention(P->c, v->g, &v->attn)))
+            return s;
+        v->g = v->attn ? v->attn : v->g;
     }
     /* before freezing, so that it folds what composites compute from weights (batch_norm) */
     if ((s = ic_graph_expand(P->c, v->g, &v->expanded)))

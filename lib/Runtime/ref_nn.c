@@ -165,6 +165,27 @@ static ic_status ref_group_norm(const ic_graph *g, const ic_node *n, const ic_te
 
 /* ---- scaled_dot_product_attention ---- */
 
+/* v rounded to float dtype t. */
+static double round_to(ic_dtype t, double v)
+{
+    return t == IC_F16 ? ic_f16_to_f32(ic_f32_to_f16((float)v))
+         : t == IC_BF16 ? ic_bf16_to_f32(ic_f32_to_bf16((float)v))
+         : t == IC_F32 ? (double)(float)v : v;
+}
+
+/* Offset in out of (batch.., l, 0): a fused sdpa with transpose_out stores [.., L, H, E]. */
+static int64_t out_offset(const ic_node *n, const ic_tensor *out, const int64_t *co)
+{
+    int r = out->rank;
+    if (!n->attrs.transpose_out)
+        return bcast_offset(out, r, co);
+    int64_t t[IC_MAX_RANK];
+    memcpy(t, co, sizeof(int64_t) * (size_t)r);
+    t[r - 3] = co[r - 2];
+    t[r - 2] = co[r - 3];
+    return bcast_offset(out, r, t);
+}
+
 /* softmax((q sqrt(scale)) (k sqrt(scale))^T + mask) v for each batch index and query row,
  * PyTorch 2.x's math path (E = 0 gives the mean of v; a negative scale NaN):
  * a bool mask's false and is_causal's upper triangle (col > row) are -inf, so a row with
@@ -175,16 +196,19 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
     const ic_tensor *m = n->info.ninputs > 3 ? ins[3] : NULL;
     int r = out->rank;
     int64_t L = q->shape[q->rank - 2], E = q->shape[q->rank - 1], S = k->shape[k->rank - 2];
-    int64_t Ev = v->shape[v->rank - 1], nb = 1;
+    int64_t Ev = v->shape[v->rank - 1], nb = 1, ls[IC_MAX_RANK]; /* ls: the logical shape */
+    memcpy(ls, out->shape, sizeof(int64_t) * (size_t)r);
+    if (n->attrs.transpose_out)
+        ls[r - 3] = out->shape[r - 2], ls[r - 2] = out->shape[r - 3];
     for (int d = 0; d < r - 2; d++)
-        nb *= out->shape[d];
+        nb *= ls[d];
     double root = sqrt(n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)E));
     double *p = ic__malloc(g->c, sizeof(double) * (size_t)(S ? S : 1));
     if (!p)
         return FAIL(g, n, IC_ENOMEM, "out of memory");
     int64_t co[IC_MAX_RANK];
     for (int64_t bi = 0; bi < nb; bi++) {
-        unravel(bi, r - 2, out->shape, co);
+        unravel(bi, r - 2, ls, co);
         for (int64_t l = 0; l < L; l++) {
             co[r - 2] = l, co[r - 1] = 0;
             int64_t qo = bcast_offset(q, r, co);
@@ -193,15 +217,22 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
                 co[r - 2] = s, co[r - 1] = 0;
                 int64_t ko = bcast_offset(k, r, co);
                 double acc = 0;
-                for (int64_t e = 0; e < E; e++)
-                    acc += getd(q, qo + e) * root * (getd(k, ko + e) * root);
+                if (n->attrs.round_scores) { /* the chain it replaces: rounded q . k, then scaled */
+                    for (int64_t e = 0; e < E; e++)
+                        acc += getd(q, qo + e) * getd(k, ko + e);
+                    acc = round_to(q->dtype, round_to(q->dtype, acc) * (n->attrs.has_scale ? n->attrs.scale : 1 / sqrt((double)E)));
+                } else {
+                    for (int64_t e = 0; e < E; e++)
+                        acc += getd(q, qo + e) * root * (getd(k, ko + e) * root);
+                }
                 co[r - 2] = l, co[r - 1] = s;
                 if (n->attrs.is_causal && s > l)
                     acc = -INFINITY;
                 else if (m && m->dtype == IC_BOOL)
                     acc = ic__ref_geti(m, bcast_offset(m, r, co)) ? acc : -INFINITY;
                 else if (m)
-                    acc += getd(m, bcast_offset(m, r, co));
+                    acc = n->attrs.round_scores ? round_to(q->dtype, acc + getd(m, bcast_offset(m, r, co)))
+                                                : acc + getd(m, bcast_offset(m, r, co));
                 p[s] = acc;
                 mx = acc > mx ? acc : mx;
             }
@@ -210,7 +241,7 @@ static ic_status ref_sdpa(const ic_graph *g, const ic_node *n, const ic_tensor *
                 den += p[s];
             }
             co[r - 2] = l, co[r - 1] = 0;
-            int64_t oo = bcast_offset(out, r, co);
+            int64_t oo = out_offset(n, out, co);
             for (int64_t e = 0; e < Ev; e++) {
                 double acc = 0;
                 for (int64_t s = 0; s < S; s++) {
