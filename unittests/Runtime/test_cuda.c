@@ -266,7 +266,7 @@ Test(cuda, profile_prints_every_kernel_at_destroy)
     cr_assert_eq(ic_tensor_alloc(c, &x), IC_OK);
     for (int64_t i = 0; i < 64 * 64; i++)
         ic_tensor_set(&x, i, sin((double)i) * 0.1);
-    cr_assert_eq(ic_ref_run(c, g, NULL, 0, &x, 1, &want), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_ref_run(c, g, NULL, 1, &x, 1, &want), IC_OK, "%s", ic_last_error(c));
     for (int r = 0; r < 3; r++) {
         memset(&got, 0, sizeof got);
         cr_assert_eq(ic_cuda_run(cc, 1, &x, 1, &got), IC_OK, "%s", ic_last_error(c));
