@@ -50,6 +50,7 @@ typedef struct {
     bool *mm_operand;    /* per node: read by a matmul or an attention as an operand */
     ic_value *mm_reader; /* per node: the first matmul reading it as an operand, or the last
                           * attention (which never inlines its operands) */
+    ic_value *win_reader; /* per node: the conv window copy gathering it (window_source), or -1 */
 } fz;
 
 static const ic_node *N(const fz *f, ic_value v) { return ic__node(f->g, v); }
@@ -148,6 +149,21 @@ static bool cheap_producer(const fz *f, ic_value v, int depth)
     return cls(f, b) == IC__CL_LEAF || (f->grp[b] < 0 && cheap_producer(f, b, depth - 1));
 }
 
+/* The pointwise value the window copy b (a conv's im2col: a pad materialised as a matmul
+ * operand) gathers, through views and the zero pad; -1 if none. Inline there, it would be
+ * recomputed for every tap of the window (9x for 3x3), and the copy would no longer be the
+ * pure gather the GPU's implicit GEMM reads instead of it (lib/PTX/iconv.c); materialised,
+ * it becomes its producer's epilogue (a conv's bias, batch norm and relu after its GEMM). */
+static ic_value window_source(const fz *f, ic_value b)
+{
+    if (!f->mm_operand[b] || N(f, b)->info.op != IC_OP_PAD)
+        return -1;
+    ic_value p = N(f, b)->in[0].node;
+    while (p >= 0 && (cls(f, p) == IC__CL_VIEW || N(f, p)->info.op == IC_OP_PAD))
+        p = N(f, p)->in[0].node;
+    return p >= 0 && cls(f, p) == IC__CL_PW ? p : -1;
+}
+
 static void realize(fz *f, int64_t *uses)
 {
     for (int v = 0; v < f->n; v++) {
@@ -163,6 +179,11 @@ static void realize(fz *f, int64_t *uses)
                     f->mm_reader[b] = v;
                 }
             }
+    }
+    for (int b = 0; b < f->n; b++) { /* mm_reader of a window's source: the window copy */
+        ic_value p = f->live[b] ? window_source(f, b) : -1;
+        if (p >= 0 && !f->mm_operand[p])
+            f->win_reader[p] = b;
     }
     for (int v = 0; v < f->n; v++) {
         const ic_node *n = N(f, v);
@@ -186,7 +207,11 @@ static void realize(fz *f, int64_t *uses)
             set_why(f, v, by_attn ? "'%s' is an operand of attention '%s' (operands are read from memory)"
                                   : "'%s' is an operand of matmul '%s' (operands are read from memory)",
                     n->info.name, N(f, f->mm_reader[v])->info.name);
-        if (ic__reduce_like(k) || is_output(f, v) || operand || expensive) {
+        bool windowed = f->win_reader[v] >= 0 && !operand && !cheap_producer(f, v, 4);
+        if (windowed)
+            set_why(f, v, "'%s' is gathered by the window copy '%s' (computed there, it would be "
+                    "repeated for each tap)", n->info.name, N(f, f->win_reader[v])->info.name);
+        if (ic__reduce_like(k) || is_output(f, v) || operand || expensive || windowed) {
             f->grp[v] = f->ng++;
             f->costly[v] = expensive;
             if (expensive)
@@ -665,6 +690,7 @@ static void fz_free(fz *f)
     ic__free(f->c, f->costly);
     ic__free(f->c, f->mm_operand);
     ic__free(f->c, f->mm_reader);
+    ic__free(f->c, f->win_reader);
 }
 
 static ic_status fuse(fz *f, ic_program **out)
@@ -678,13 +704,14 @@ static ic_status fuse(fz *f, ic_program **out)
     f->costly = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
     f->mm_operand = ic__calloc(f->c, (size_t)f->n + 1, sizeof(bool));
     f->mm_reader = ic__calloc(f->c, (size_t)f->n + 1, sizeof(ic_value));
+    f->win_reader = ic__malloc(f->c, sizeof(ic_value) * ((size_t)f->n + 1));
     if (!uses || !f->live || !f->grp || !f->ogrp || !f->why || !f->cost || !f->costly || !f->mm_operand ||
-        !f->mm_reader) {
+        !f->mm_reader || !f->win_reader) {
         ic__free(f->c, uses);
         return ic__error(f->c, IC_ENOMEM, "out of memory");
     }
     for (int v = 0; v < f->n; v++)
-        f->grp[v] = -1;
+        f->grp[v] = f->win_reader[v] = -1;
     realize(f, uses);
     ic__free(f->c, uses);
     f->dep = ic__calloc(f->c, (size_t)f->ng * (size_t)f->ng + 1, sizeof(bool));

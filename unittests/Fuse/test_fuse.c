@@ -870,3 +870,44 @@ Test(fuse, allocation_failures_are_errors)
     ic_graph_destroy(g);
     ic_ctx_destroy(c0);
 }
+
+/* conv -> scale, shift, relu -> conv: the pointwise chain the second conv's window copy
+ * gathers is materialised, so it runs once as the first conv's GEMM epilogue (not once per
+ * tap inside the copy) and the copy is a pure gather (the GPU's implicit GEMM skips it). */
+Test(fuse, values_gathered_by_conv_windows_are_epilogues)
+{
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "convs");
+    ic_value x = ict_input(g, "x", IC_F32, "2,4,7,6"), w = ict_input(g, "w", IC_F32, "5,4,3,3");
+    ic_value s = ict_input(g, "s", IC_F32, "5,1,1"), w2 = ict_input(g, "w2", IC_F32, "3,5,3,3");
+    ic_attrs a;
+    ic_attrs_init(&a, IC_OP_CONV);
+    a.npadding = 2, a.padding[0] = a.padding[1] = 1;
+    ic_value c1;
+    cr_assert_eq(ic_graph_add_node(g, "c1", IC_OP_CONV, 2, (ic_operand[]){ ic_val(x), ic_val(w) }, &a, &c1), IC_OK,
+                 "%s", ic_last_error(c));
+    ic_value r = lt_un(g, "r", IC_OP_RELU, lt_bin(g, "sc", IC_OP_MUL, ic_val(c1), ic_val(s)));
+    ic_value c2;
+    cr_assert_eq(ic_graph_add_node(g, "c2", IC_OP_CONV, 2, (ic_operand[]){ ic_val(r), ic_val(w2) }, &a, &c2), IC_OK,
+                 "%s", ic_last_error(c));
+    lt_out(g, c2);
+    ic_graph *e = NULL;
+    cr_assert_eq(ic_graph_expand(c, g, &e), IC_OK, "%s", ic_last_error(c));
+    ic_program *f = fused(c, e, 21);
+    const ic_kernel *k = kernel_with(f, "r"), *win = NULL;
+    bool has_mm = false;
+    for (int i = 0; k && i < k->nnodes; i++)
+        has_mm |= !strncmp(k->nodes[i], "c1.mm", 5);
+    for (int i = 0; i < ic_program_num_kernels(f); i++)
+        for (int j = 0; j < ic_program_kernel(f, i)->nnodes; j++)
+            if (!strncmp(ic_program_kernel(f, i)->nodes[j], "c2.im2col", 9))
+                win = ic_program_kernel(f, i);
+    dump_if(!has_mm || !win, f);
+    cr_assert(has_mm, "relu is not the first conv's epilogue");
+    cr_assert(strstr(k->why, "gathered by the window copy 'c2.im2col"), "why: %s", k->why);
+    cr_assert(win && !lt_kernel_has_node(win, "sc") && !lt_kernel_has_node(win, "r"), "the copy computes");
+    ic_program_destroy(f);
+    ic_graph_destroy(e);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
