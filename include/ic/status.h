@@ -70,6 +70,7 @@ typedef struct ic_switches {
     const char *cuda_driver;  /* IC_CUDA_DRIVER: the driver ic_cuda_open loads (NULL =
                                * libcuda.so.1) */
     const char *ptxas;        /* IC_PTXAS: the ptxas ic-dump --stage sass runs (NULL = look) */
+    bool no_iconv;            /* IC_ICONV=0: GPU convs keep their im2col copies (lib/PTX/iconv.c) */
 } ic_switches;
 
 /* All off (what an empty environment gives). */

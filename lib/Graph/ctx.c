@@ -75,6 +75,8 @@ static void switches_from_env(ic_switches *s)
     s->compile_threads = th && atoi(th) > 0 ? atoi(th) : 0;
     s->cuda_driver = env_or_null("IC_CUDA_DRIVER");
     s->ptxas = env_or_null("IC_PTXAS");
+    const char *iconv = env_or_null("IC_ICONV");
+    s->no_iconv = iconv && !strcmp(iconv, "0");
 }
 
 static void switches_free(ic_ctx *c, ic_switches *s)

@@ -225,8 +225,7 @@ static ic_status iconv_pairs(ic_ctx *c, int nk, const ic_kernel *ks, int nbufs, 
 {
     *out = NULL;
     *n = 0;
-    const char *env = getenv("IC_ICONV"); /* 0: keep the im2col copies (A/B timings) */
-    if (nk < 2 || (env && !strcmp(env, "0")))
+    if (nk < 2 || c->sw.no_iconv) /* IC_ICONV=0: keep the im2col copies (A/B timings) */
         return IC_OK;
     ic__iconv *cv = ic__calloc(c, (size_t)nk, sizeof *cv);
     if (!cv)

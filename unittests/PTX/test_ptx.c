@@ -383,6 +383,12 @@ Test(ptx, iconv_skips_the_im2col_copy)
     /* ResNet's downsampling 1x1 stride 2: a strided gather, no taps */
     conv_module(c, "bf16", "[32,256,56,56]", "[512,256,1,1]", "{'stride':[2,2]}", true);
     conv_module(c, "f32", "[2,64,56,56]", "[64,64,3,3]", p1, false);
+    /* IC_ICONV=0 (read into the context's switches) keeps the copy */
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.no_iconv = true;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    conv_module(c, "bf16", "[32,64,56,56]", "[64,64,3,3]", p1, false);
     ic_ctx_destroy(c);
 }
 
