@@ -31,9 +31,8 @@ typedef ic_status (*ic__expand_fn)(ic__exp *E, const ic_operand *in, ic_value *o
 IC_HIDDEN ic__expand_fn ic__expand_spatial(ic_op op);
 IC_HIDDEN ic__expand_fn ic__expand_nn(ic_op op);
 
-/* expand_contig.c: v is a view chain no strides describe (a reshape merging dims a permute
- * separated), and operand i of matmul/linear/bmm node ni is one: it gets a copy first. */
-IC_HIDDEN bool ic__exp_needs_contig(const ic_graph *g, ic_value v);
+/* expand_contig.c: operand i of matmul/linear/bmm node ni is a view chain no strides describe
+ * (a reshape merging dims a permute separated): it gets a copy first. */
 IC_HIDDEN bool ic__exp_mm_operand_needs_contig(const ic_graph *g, const ic_node_info *ni, int i);
 
 /* Adds a helper node "<node>.<what>" (what NULL: the node's own name; use it for the last

@@ -54,6 +54,12 @@ static bool reshape_strides(int on, const int64_t *os, const int64_t *ost, int n
     return vd == -1;
 }
 
+static bool is_view(ic_op op)
+{
+    return op == IC_OP_RESHAPE || op == IC_OP_PERMUTE || op == IC_OP_TRANSPOSE || op == IC_OP_SQUEEZE ||
+           op == IC_OP_UNSQUEEZE;
+}
+
 /* The strides of v over its base buffer (row-major for a computed value); false when no
  * strides describe it or a view is one this walk does not follow (then nothing changes). */
 static bool strides_of(const ic_graph *g, ic_value v, int depth, int64_t *st)
@@ -63,8 +69,7 @@ static bool strides_of(const ic_graph *g, ic_value v, int depth, int64_t *st)
     int r;
     int64_t sh[RMAX], ist[RMAX], ish[RMAX];
     node_shape(g, v, &r, sh);
-    bool view = ni.op == IC_OP_RESHAPE || ni.op == IC_OP_PERMUTE || ni.op == IC_OP_TRANSPOSE ||
-                ni.op == IC_OP_SQUEEZE || ni.op == IC_OP_UNSQUEEZE;
+    bool view = is_view(ni.op);
     if (!view || depth > 16 || ni.ninputs < 1 || ni.inputs[0].node < 0) {
         int64_t s = 1;
         for (int d = r - 1; d >= 0; d--) {
@@ -94,13 +99,7 @@ static bool strides_of(const ic_graph *g, ic_value v, int depth, int64_t *st)
     return reshape_strides(ir, ish, ist, r, sh, st); /* reshape, squeeze, unsqueeze */
 }
 
-static bool is_view(ic_op op)
-{
-    return op == IC_OP_RESHAPE || op == IC_OP_PERMUTE || op == IC_OP_TRANSPOSE || op == IC_OP_SQUEEZE ||
-           op == IC_OP_UNSQUEEZE;
-}
-
-bool ic__exp_needs_contig(const ic_graph *g, ic_value v)
+static bool needs_contig(const ic_graph *g, ic_value v)
 {
     ic_node_info ni;
     ic_graph_node(g, v, &ni);
@@ -113,5 +112,5 @@ bool ic__exp_mm_operand_needs_contig(const ic_graph *g, const ic_node_info *ni, 
 {
     if (ni->op != IC_OP_MATMUL && ni->op != IC_OP_LINEAR && ni->op != IC_OP_BMM)
         return false;
-    return i < ni->ninputs && i < 2 && ni->inputs[i].node >= 0 && ic__exp_needs_contig(g, ni->inputs[i].node);
+    return i < ni->ninputs && i < 2 && ni->inputs[i].node >= 0 && needs_contig(g, ni->inputs[i].node);
 }

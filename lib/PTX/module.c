@@ -104,14 +104,12 @@ ic_ptx_module *ic__ptx_module_new(ic_ctx *c, int nk)
         m->kernels = ic__calloc(c, (size_t)nk + 1, sizeof *m->kernels);
         m->kptx = ic__calloc(c, (size_t)nk + 1, sizeof *m->kptx);
         m->kir = ic__calloc(c, (size_t)nk + 1, sizeof *m->kir);
-        m->code = ic__calloc(c, (size_t)nk + 1, sizeof *m->code);
     }
-    if (!m || !m->kernels || !m->kptx || !m->kir || !m->code) {
+    if (!m || !m->kernels || !m->kptx || !m->kir) {
         if (m) {
             ic__free(c, m->kernels);
             ic__free(c, m->kptx);
             ic__free(c, m->kir);
-            ic__free(c, m->code);
         }
         ic__free(c, m);
         return NULL;
@@ -134,7 +132,6 @@ void ic_ptx_module_destroy(ic_ptx_module *m)
     ic__free(c, m->kernels);
     ic__free(c, m->kptx);
     ic__free(c, m->kir);
-    ic__free(c, m->code);
     ic__free(c, m->ptx);
     ic__free(c, m->ir);
     ic__free(c, m);
@@ -145,7 +142,7 @@ const char *ic_ptx_module_llvm_ir(const ic_ptx_module *m) { return m ? m->ir : N
 
 const char *ic_ptx_module_kernel_text(const ic_ptx_module *m, int i)
 {
-    return m && m->kptx && i >= 0 && i < m->nkernels ? m->kptx[m->code[i]] : NULL;
+    return m && m->kptx && i >= 0 && i < m->nkernels ? m->kptx[m->kernels[i].code] : NULL;
 }
 int ic_ptx_module_num_kernels(const ic_ptx_module *m) { return m ? m->nkernels : 0; }
 double ic_ptx_module_emit_ms(const ic_ptx_module *m) { return m ? m->emit_ms : 0; }
@@ -212,7 +209,7 @@ static ic_status name_kernels(ic_ctx *c, ic_ptx_module *m, int nk, const ic_kern
         if (!(m->kernels[i].name = unique_name(c, m->kernels, i, ks[i].name, names ? names[i] : NULL, i)))
             return ic__error(c, IC_ENOMEM, "ptx: out of memory");
         m->kernels[i].entry = m->kernels[i].name;
-        m->kernels[i].code = m->code[i] = i;
+        m->kernels[i].code = i;
         m->nkernels = i + 1;
     }
     return IC_OK;
@@ -376,7 +373,7 @@ typedef struct {
     LLVMTargetMachineRef *tms; /* [nk] */
     char **key;               /* [nk] its IR text with its name replaced (the code's identity) */
     uint64_t *hash;           /* [nk] of key */
-    int *todo;                /* [ntodo] the kernels emit_job makes PTX for */
+    int *distinct;            /* [ndistinct] the kernels whose code is their own: emit_job's */
     ic__iconv *cvs;           /* [ncv] implicit-GEMM convs (iconv_pairs) */
     int ncv;
     double (*cpu)[3];         /* [thread] CPU ms: IR, optimise, PTX */
@@ -461,7 +458,7 @@ static ic_status gen_job(void *arg, int i, int thread)
 static ic_status emit_job(void *arg, int t, int thread)
 {
     emit_jobs *J = arg;
-    int i = J->todo[t];
+    int i = J->distinct[t];
     ic_ptx_module *m = J->m;
     ic__pg *G = &J->gs[i];
     if (G->arch_specific) { /* wgmma: same data layout, target sm_90a */
@@ -472,23 +469,23 @@ static ic_status emit_job(void *arg, int t, int thread)
                              J->o && J->o->keep_ir ? &m->kir[i] : NULL, &J->cpu[thread][1]);
 }
 
-/* Between the rounds: each kernel's code (m->code) is that of the first kernel with the same
- * key, whose entry it launches; the others go to round 2 (J->todo). Returns their count. */
+/* Between the rounds: each kernel's code (kernels[i].code) is that of the first kernel with
+ * the same key, whose entry it launches; the others go to round 2 (J->distinct). Returns their
+ * count. */
 static int find_same_code(emit_jobs *J, int nk)
 {
-    ic_ptx_module *m = J->m;
+    ic_ptx_kernel *ks = J->m->kernels;
     int n = 0;
     for (int i = 0; i < nk; i++) {
-        m->code[i] = i;
+        ks[i].code = i;
         for (int j = 0; j < i; j++)
-            if (m->code[j] == j && J->hash[j] == J->hash[i] && !strcmp(J->key[j], J->key[i])) {
-                m->code[i] = j;
+            if (ks[j].code == j && J->hash[j] == J->hash[i] && !strcmp(J->key[j], J->key[i])) {
+                ks[i].code = j;
                 break;
             }
-        m->kernels[i].entry = m->kernels[m->code[i]].name;
-        m->kernels[i].code = m->code[i];
-        if (m->code[i] == i)
-            J->todo[n++] = i;
+        ks[i].entry = ks[ks[i].code].name;
+        if (ks[i].code == i)
+            J->distinct[n++] = i;
     }
     return n;
 }
@@ -510,7 +507,7 @@ static void free_jobs(emit_jobs *J, int nk)
     ic__free(J->c, J->tms);
     ic__free(J->c, J->key);
     ic__free(J->c, J->hash);
-    ic__free(J->c, J->todo);
+    ic__free(J->c, J->distinct);
     ic__free(J->c, J->cpu);
     ic__free(J->c, J->cvs);
 }
@@ -522,10 +519,10 @@ static char *join_texts(ic_ctx *c, const ic_ptx_module *m, char **texts, const c
 {
     size_t n = 1;
     for (int i = 0; i < m->nkernels; i++)
-        n += (m->code[i] == i ? strlen(texts[i]) : 0) + 2 * strlen(m->kernels[i].name) + 96;
+        n += (m->kernels[i].code == i ? strlen(texts[i]) : 0) + 2 * strlen(m->kernels[i].name) + 96;
     char *out = ic__malloc(c, n), *q = out;
     for (int i = 0; out && i < m->nkernels; i++) {
-        int k = m->code[i];
+        int k = m->kernels[i].code;
         if (k != i) {
             q += snprintf(q, n - (size_t)(q - out), "%s ---- kernel %d '%s': the code of kernel %d '%s' ----\n", cmt,
                           i, m->kernels[i].name, k, m->kernels[k].name);
@@ -567,8 +564,8 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
     J.tms = ic__calloc(c, (size_t)nk + 1, sizeof *J.tms);
     J.key = ic__calloc(c, (size_t)nk + 1, sizeof *J.key);
     J.hash = ic__calloc(c, (size_t)nk + 1, sizeof *J.hash);
-    J.todo = ic__calloc(c, (size_t)nk + 1, sizeof *J.todo);
-    ic_status s = !m || !J.cpu || !J.gs || !J.tms || !J.key || !J.hash || !J.todo
+    J.distinct = ic__calloc(c, (size_t)nk + 1, sizeof *J.distinct);
+    ic_status s = !m || !J.cpu || !J.gs || !J.tms || !J.key || !J.hash || !J.distinct
                       ? ic__error(c, IC_ENOMEM, "ptx: out of memory")
                       : name_kernels(c, m, nk, ks, names);
     if (!s)

@@ -20,10 +20,9 @@ struct ic_ptx_module {
     ic_ctx *c;
     char *ptx;                /* owned: every kernel's module (kptx), joined */
     char *ir;                 /* owned, may be NULL: kir joined */
-    char **kptx;              /* [nkernels] owned: each kernel's own PTX module */
+    char **kptx;              /* [nkernels] owned: each kernel's own PTX module (NULL where
+                               * kernels[i].code names an earlier kernel with the same code) */
     char **kir;               /* [nkernels] owned, NULL unless keep_ir: its optimised IR */
-    int *code;                /* [nkernels] the kernel whose module holds each one's code (kptx
-                               * and kir are NULL for the others) */
     int nkernels;
     ic_ptx_kernel *kernels;   /* names owned (ic__strdup) */
     double emit_ms;
