@@ -28,6 +28,7 @@
 #define IC_PTX_H
 
 #include "ic/lower.h"
+#include "ic/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -265,6 +266,11 @@ typedef struct ic_cuda_options {
     bool freezing;                /* fold constant subgraphs of params into params */
     int max_variants;             /* symbolic graphs: variants kept (0 = 16, -1 = no limit),
                                    * least recently used dropped first */
+    int autotune;                 /* IC_TUNE_* flags (runtime.h): kernels the autotuner
+                                   * searches; 0 = none */
+    double autotune_budget_s;     /* tuning time limit per graph, seconds (0 = 60) */
+    int cache;                    /* persistent cache (tuning records, PTX, cubins): 0 = as the
+                                   * context says, 1 = on, -1 = off */
 } ic_cuda_options;
 
 /* All zero: default mode, fusion, heuristic params, debug as the context says. */
@@ -313,6 +319,8 @@ IC_API const ic_ptx_kernel *ic_cuda_compiled_kernel(const ic_cuda_compiled *cc, 
 /* Milliseconds from graph to loaded module: lower+fuse, PTX emission, cuModuleLoadDataEx. */
 IC_API void ic_cuda_compiled_times(const ic_cuda_compiled *cc, double *lower_ms, double *ptx_ms,
                                    double *load_ms);
+/* What the autotuner and the cache did, summed over every variant compiled so far. */
+IC_API void ic_cuda_compiled_autotune_stats(const ic_cuda_compiled *cc, ic_autotune_stats *out);
 /* The PTX text of that variant (borrowed). */
 IC_API const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc);
 

@@ -36,10 +36,36 @@ IC_API ic_status ic_ref_run(ic_ctx *c, const ic_graph *g, const int64_t *vals, i
  *     ic_compiled_destroy(cc);                       // before g
  */
 
+/* What the autotuner searches (ic_compile_options.autotune, ic_cuda_options.autotune). */
+enum {
+    IC_TUNE_GEMM = 1,        /* matmul-like kernels: tiles, blocks, packing, threads, stages */
+    IC_TUNE_CONV = 2,        /* convolutions (implicit GEMMs on the GPU) */
+    IC_TUNE_POINTWISE = 4,   /* pointwise kernels: vector width, unroll, prefetch, block size */
+    IC_TUNE_REDUCTION = 8,   /* reductions: strips, threads per row, rows per block, split */
+    IC_TUNE_ATTENTION = 16,  /* fused attention tiles (GPU) */
+    IC_TUNE_COORDESC = 32,   /* refine the winner one parameter at a time (coordinate descent) */
+    IC_TUNE_MAX = 63,        /* all of the above: what the max-autotune modes search */
+    IC_TUNE_EXHAUSTIVE = 64, /* no pruning, no early stop, no budget (benchmarks of the tuner) */
+};
+
+/* What the autotuner and the persistent cache did for a compiled graph (all its variants). */
+typedef struct ic_autotune_stats {
+    int kernels;              /* distinct kernels the autotuner looked at */
+    int tuned;                /* of them, benchmarked in this process */
+    int record_hits;          /* of them, answered by a tuning record of the cache */
+    int candidates;           /* candidates compiled and timed */
+    int replaced;             /* kernels whose default lost to a candidate */
+    double bench_s;           /* seconds spent timing candidates */
+    double compile_s;         /* seconds spent compiling candidates */
+    int code_hits, code_misses; /* compiled-code lookups in the persistent cache */
+} ic_autotune_stats;
+
 typedef struct ic_compile_options {
     int fusion;               /* 1 (default): fuse; 0: every op its own kernel ("unfused") */
     int threads;              /* OpenMP team size per kernel; 0 = the runtime's default */
-    const char *mode;         /* "default" (reserved for autotuning modes) */
+    const char *mode;         /* as torch.compile: "default", "reduce-overhead" (no CUDA graphs on
+                               * the CPU: as default), "max-autotune-no-cudagraphs",
+                               * "max-autotune" (both: autotune = IC_TUNE_MAX when it is 0) */
     int debug;                /* 1: each compile writes a debug folder, -1: none, 0 (default):
                                * as the context's IC_COMPILE_DEBUG switch says */
     const char *debug_dir;    /* parent of the debug folders; NULL = "./ic_debug" */
@@ -54,6 +80,10 @@ typedef struct ic_compile_options {
     int max_variants;         /* symbolic graphs: specialisations kept in memory (0 = 16, -1 =
                                * no limit); past it the least recently used idle one is
                                * dropped, and compiled again if its sizes come back */
+    int autotune;             /* IC_TUNE_* flags: which kernels the autotuner searches (0: none) */
+    double autotune_budget_s; /* tuning time limit per graph, seconds (0 = 60) */
+    int cache;                /* the persistent cache (tuning records, object code): 0 = as the
+                               * context says (on unless IC_CACHE=0), 1 = on, -1 = off */
 } ic_compile_options;
 
 typedef struct ic_compiled ic_compiled;
@@ -86,6 +116,8 @@ IC_API int ic_compiled_num_kernels(const ic_compiled *cc);
 IC_API const char *ic_compiled_kernel_name(const ic_compiled *cc, int i);
 IC_API double ic_compiled_compile_ms(const ic_compiled *cc);  /* wall time of that compile */
 IC_API int ic_compiled_num_variants(const ic_compiled *cc);
+/* What the autotuner and the cache did, summed over every variant compiled so far. */
+IC_API void ic_compiled_autotune_stats(const ic_compiled *cc, ic_autotune_stats *out);
 /* Shape of output i of the last variant run or compiled (rank, sizes); -1 if none. */
 IC_API int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape);
 

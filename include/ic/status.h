@@ -39,6 +39,9 @@ typedef enum {
     IC_EMISMATCH = -10,   /* results differ from the reference */
 } ic_status;
 
+/* The library's version, "0.1.0" (CMake's project version). */
+IC_API const char *ic_version(void);
+
 /* Static text for a status ("invalid argument", ...). Never NULL. */
 IC_API const char *ic_status_str(ic_status s);
 
@@ -71,6 +74,10 @@ typedef struct ic_switches {
                                * libcuda.so.1) */
     const char *ptxas;        /* IC_PTXAS: the ptxas ic-dump --stage sass runs (NULL = look) */
     bool no_iconv;            /* IC_ICONV=0: GPU convs keep their im2col copies (lib/PTX/iconv.c) */
+    const char *cache_dir;    /* IC_CACHE_DIR: the persistent cache (NULL = $XDG_CACHE_HOME/ic-llvm,
+                               * else ~/.cache/ic-llvm) */
+    bool no_cache;            /* IC_CACHE=0: no persistent cache (no records or code read or written) */
+    bool autotune_log;        /* IC_AUTOTUNE_LOG: an AUTOTUNE table per tuned kernel on stderr */
 } ic_switches;
 
 /* All off (what an empty environment gives). */

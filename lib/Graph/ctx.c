@@ -4,6 +4,8 @@
 #include <string.h>
 #include "graph-impl.h"
 
+const char *ic_version(void) { return IC_VERSION_STRING; }
+
 const char *ic_status_str(ic_status s)
 {
     switch (s) {
@@ -77,6 +79,10 @@ static void switches_from_env(ic_switches *s)
     s->ptxas = env_or_null("IC_PTXAS");
     const char *iconv = env_or_null("IC_ICONV");
     s->no_iconv = iconv && !strcmp(iconv, "0");
+    s->cache_dir = env_or_null("IC_CACHE_DIR");
+    const char *cache = env_or_null("IC_CACHE");
+    s->no_cache = cache && !strcmp(cache, "0");
+    s->autotune_log = env_on("IC_AUTOTUNE_LOG");
 }
 
 static void switches_free(ic_ctx *c, ic_switches *s)
@@ -84,6 +90,7 @@ static void switches_free(ic_ctx *c, ic_switches *s)
     ic__free(c, (void *)s->dump);
     ic__free(c, (void *)s->cuda_driver);
     ic__free(c, (void *)s->ptxas);
+    ic__free(c, (void *)s->cache_dir);
 }
 
 /* A copy of string s owned by c in *dst (NULL for NULL or ""); false on OOM. */
@@ -100,6 +107,7 @@ static bool switches_copy(ic_ctx *c, ic_switches *dst, const ic_switches *src)
     bool ok = dup_opt(c, src->dump, &n.dump);
     ok = dup_opt(c, src->cuda_driver, &n.cuda_driver) && ok;
     ok = dup_opt(c, src->ptxas, &n.ptxas) && ok;
+    ok = dup_opt(c, src->cache_dir, &n.cache_dir) && ok;
     if (!ok) {
         switches_free(c, &n);
         return false;

@@ -229,6 +229,11 @@ int ic_compiled_num_variants(const ic_compiled *cc)
     return cc ? cc->vc.n : 0;
 }
 
+void ic_compiled_autotune_stats(const ic_compiled *cc, ic_autotune_stats *out)
+{
+    *out = cc->tune;
+}
+
 int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape)
 {
     const ic__variant *v = last_variant(cc);

@@ -53,6 +53,7 @@ struct ic_compiled {
     int64_t *bound;        /* ic_compiled_bind values, -1 = unbound */
     ic__vcache vc;         /* ic__variant's */
     bool profile;          /* IC_PROFILE: time every kernel of every run (summary at destroy) */
+    ic_autotune_stats tune; /* the autotuner's and the cache's work, all variants (cc->lock) */
 };
 
 /* slots.c */

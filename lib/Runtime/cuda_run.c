@@ -36,6 +36,7 @@ struct ic_cuda_compiled {
     void *staging;            /* host packing of strided arguments */
     size_t staging_bytes;
     bool profile;             /* IC_PROFILE: events around every kernel, no CUDA graph */
+    ic_autotune_stats tune;   /* the autotuner's and the cache's work, all variants */
 };
 
 void ic_cuda_options_init(ic_cuda_options *o)
@@ -476,6 +477,11 @@ void ic_cuda_compiled_times(const ic_cuda_compiled *cc, double *lower_ms, double
     if (lower_ms) *lower_ms = v ? v->b.lower_ms : 0;
     if (ptx_ms) *ptx_ms = v ? v->b.codegen_ms : 0;
     if (load_ms) *load_ms = v ? v->b.load_ms : 0;
+}
+
+void ic_cuda_compiled_autotune_stats(const ic_cuda_compiled *cc, ic_autotune_stats *out)
+{
+    *out = cc->tune;
 }
 
 const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc)
