@@ -200,6 +200,8 @@ IC_API const ic_kernel *ic_program_kernel(const ic_program *p, int i);
 
 /* Stable text, one kernel a block (ic-dump --stage loops / fused). */
 IC_API void ic_program_print(FILE *f, const ic_program *p);
+/* Kernel k's block of that text. */
+IC_API void ic_kernel_print(FILE *f, const ic_program *p, int k);
 /* Checks operand order, types and buffer use; run after each stage in debug builds. */
 IC_API ic_status ic_program_verify(const ic_program *p);
 /* The same checks for one kernel over a buffer table (what each backend calls before its

@@ -106,7 +106,7 @@ static void print_attention(FILE *f, const ic_program *p, const ic_attention *a)
     }
 }
 
-static void print_kernel(FILE *f, const ic_program *p, int k)
+void ic_kernel_print(FILE *f, const ic_program *p, int k)
 {
     const ic_kernel *kn = &p->kernels[k];
     fprintf(f, "kernel %d %s: outer ", k, kn->name);
@@ -141,5 +141,5 @@ void ic_program_print(FILE *f, const ic_program *p)
         fputc('\n', f);
     }
     for (int k = 0; k < p->nkernels; k++)
-        print_kernel(f, p, k);
+        ic_kernel_print(f, p, k);
 }

@@ -43,6 +43,7 @@ static void make_cache(ic_compiled *cc)
     ic__pipe_init(&P, cc->c, &ic__backend_cpu, &cc->o, cc->g);
     P.fusion = P.fusion && cc->o.fusion;
     P.freezing = cc->o.freezing;
+    P.tune = &cc->tune;
     ic__pipe_set_debug(&P, cc->o.debug, cc->o.debug_dir);
     ic__vcache_init(&cc->vc, &P, cc->o.max_variants);
 }

@@ -234,6 +234,7 @@ ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *
     ic__pipe_init(&P, c, &ic__backend_cuda, &cc->bopts, g);
     P.fusion = P.fusion && !cc->o.no_fusion;
     P.freezing = cc->o.freezing;
+    P.tune = &cc->tune;
     ic__pipe_set_debug(&P, cc->o.debug, cc->o.debug_dir);
     ic__vcache_init(&cc->vc, &P, cc->o.max_variants);
     ic__vbase *v = NULL;

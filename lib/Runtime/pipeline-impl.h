@@ -80,6 +80,8 @@ struct ic__pipe {
     const char *debug_dir;    /* its parent; NULL = "ic_debug" */
     int stop_after;           /* an ic_pipe_stage whose text goes to out, or -1: compile and load */
     FILE *out;
+    ic_autotune_stats *tune;  /* where the autotuner and the cache count their work (NULL: a
+                               * dump, nowhere); the compiled object's, updated under its lock */
     ic__dbg dbg;              /* set by ic__pipeline */
 };
 
