@@ -143,6 +143,31 @@ IC_HIDDEN ic_status ic__cuda_load_code(ic_cuda *d, int n, const char *const *ptx
 /* Whether the driver has the linker entry points (cubins can be made and cached). */
 IC_HIDDEN bool ic__cuda_has_linker(const ic_cuda *d);
 
+/* Compiled GPU code in the persistent cache (gpu_cache.c): per kernel of a program, its key
+ * and what its entry held. */
+typedef struct ic__gcode {
+    int nk;
+    char **key;               /* [nk] malloc'd */
+    ic_ptx_kernel *kern;      /* [nk] stored launch data (name, entry, args owned) where hit */
+    char **ptx;               /* [nk] stored PTX of the kernel's code module where hit */
+    ic__cubin *cubin;         /* [nk] that module's cubin (used where code == i); after the load
+                               * every code module's, made = true where made anew */
+    bool *hit;                /* [nk] an entry was found, parsed and fits */
+} ic__gcode;
+
+/* Looks every kernel of p up (PTX options po and requested params as ic_ptx_emit will get
+ * them); *out owned by the caller (ic__gcode_free). Errors: out of memory only. */
+IC_HIDDEN ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const ic_cuda *d,
+                                     const ic_ptx_options *po, const ic_ptx_params *params, ic__gcode **out);
+IC_HIDDEN int ic__gcode_hits(const ic__gcode *g);
+/* When every kernel hit: *pm made from the entries (no emission needed); else *pm = NULL. */
+IC_HIDDEN ic_status ic__gcode_module(ic_ctx *c, ic__gcode *g, ic_ptx_module **pm);
+/* After an emission: hits whose launch data or PTX differ from pm's are dropped. */
+IC_HIDDEN void ic__gcode_match(ic_ctx *c, ic__gcode *g, const ic_ptx_module *pm);
+/* After the load: writes the entries of kernels that missed or whose code's cubin was made. */
+IC_HIDDEN void ic__gcode_store(ic_ctx *c, const ic__gcode *g, const ic_ptx_module *pm);
+IC_HIDDEN void ic__gcode_free(ic_ctx *c, ic__gcode *g);
+
 /* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */
 IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);
 /* The function of entry `name` in any of m's modules (looked up once, then cached). */

@@ -8,12 +8,14 @@
 #include <time.h>
 #include "ic/runtime.h"
 #include "cuda-impl.h"
+#include "cache-impl.h"
 #include "pipeline-impl.h"
 
 typedef struct ic__cvar {
     ic__vbase b;              /* graph, loop IR, LRU state */
     ic_ptx_module *pm;
     ic_cuda_module *cm;
+    ic__gcode *gc;            /* the persistent cache's entries, from codegen until stored */
     int nbufs;
     uint64_t *dev;            /* [nbufs] device address of each buffer */
     void **kargs;             /* [nbufs] one launch's parameters: &dev[b] for its args */
@@ -69,6 +71,7 @@ static void cuda_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
         ic_cuda_free(d, v->arena);
     }
     ic__cprof_free(d, &v->prof);
+    ic__gcode_free(c, v->gc);
     ic_cuda_module_unload(v->cm);
     ic_ptx_module_destroy(v->pm);
     ic__free(c, v->dev);
@@ -120,6 +123,29 @@ static void ptx_options(const ic__cuda_bopts *bo, bool keep_ir, ic_ptx_options *
     po->keep_ir = keep_ir;
 }
 
+/* v->pm for po and params: made from the persistent cache's entries when every kernel has
+ * one (no emission, and cuda_load loads their cubins: no JIT), else emitted, keeping the
+ * cached cubins of kernels whose PTX came out as stored. Only when compiling for a device
+ * (a cubin is for one device and driver) with the cache on, and not when the NVPTX IR is
+ * wanted (entries hold no IR). */
+static ic_status cached_or_emit(ic__pipe *P, ic__cvar *v, const ic_ptx_options *po, const ic_ptx_params *params)
+{
+    const ic__cuda_bopts *bo = P->bopts;
+    ic_status s = IC_OK;
+    if (bo->d && P->tune && ic__cache_on(P->c, bo->o ? bo->o->cache : 0))
+        s = ic__gcode_lookup(P->c, v->b.prog, P->freezing, bo->d, po, params, &v->gc);
+    if (!s && v->gc && !po->keep_ir)
+        s = ic__gcode_module(P->c, v->gc, &v->pm);
+    if (!s && !v->pm && !(s = ic_ptx_emit(P->c, v->b.prog, po, params, &v->pm)))
+        ic__gcode_match(P->c, v->gc, v->pm);
+    if (!s && v->gc) {
+        int hits = ic__gcode_hits(v->gc);
+        P->tune->code_hits += hits;
+        P->tune->code_misses += v->gc->nk - hits;
+    }
+    return s;
+}
+
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
 static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
 {
@@ -132,13 +158,39 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
                          bo->o->nparams, nk, ic_graph_name(P->g));
     ic_ptx_options po;
     ptx_options(bo, ic__pipe_wants(P, IC_PIPE_LLVM_OPT), &po);
-    ic_status s = ic_ptx_emit(P->c, v->b.prog, &po, params, &v->pm);
+    ic_status s = cached_or_emit(P, v, &po, params);
     if (s)
         return s;
     if (po.keep_ir)
         ic__pipe_emit_text(P, IC_PIPE_LLVM_OPT, ic_ptx_module_llvm_ir(v->pm));
     ic__pipe_emit_text(P, IC_PIPE_PTX, ic_ptx_module_text(v->pm));
     return IC_OK;
+}
+
+/* The modules of the kernels that have their own code (texts[m]) loaded, with the persistent
+ * cache's cubins where it has them; the cubins made meanwhile are stored with the kernels'
+ * entries. part[i]: kernel i's module. */
+static ic_status load_modules(ic__pipe *P, ic__cvar *v, int n, const char **texts, const int *part)
+{
+    ic_cuda *d = ((const ic__cuda_bopts *)P->bopts)->d;
+    ic__gcode *g = v->gc;
+    int nk = ic_ptx_module_num_kernels(v->pm);
+    ic__cubin *mc = g ? ic__calloc(P->c, (size_t)n, sizeof *mc) : NULL;
+    if (g && !mc)
+        return ic__error(P->c, IC_ENOMEM, "cuda: out of memory");
+    for (int i = 0; mc && i < nk; i++)
+        if (ic_ptx_module_kernel(v->pm, i)->code == i)
+            mc[part[i]] = g->cubin[i], g->cubin[i] = (ic__cubin){ 0 };
+    ic_status s = ic__cuda_load_code(d, n, texts, mc, &v->cm);
+    for (int i = 0; mc && i < nk; i++) /* the cubins go back to their kernels, to be stored */
+        if (ic_ptx_module_kernel(v->pm, i)->code == i)
+            g->cubin[i] = mc[part[i]];
+    ic__free(P->c, mc);
+    if (!s)
+        ic__gcode_store(P->c, g, v->pm);
+    ic__gcode_free(P->c, g);
+    v->gc = NULL;
+    return s;
 }
 
 /* The kernels' modules loaded, in parallel: one per kernel that has its own code (a kernel
@@ -167,7 +219,7 @@ static ic_status cuda_load(ic__pipe *P, ic__vbase *b)
         else
             part[i] = part[code];
     }
-    ic_status s = ic_cuda_module_load_many(d, n, texts, &v->cm);
+    ic_status s = load_modules(P, v, n, texts, part);
     for (int i = 0; i < nk && !s; i++) {
         CUfunction f;
         s = ic__cuda_function_in(v->cm, part[i], ic_ptx_module_kernel(v->pm, i)->entry, &f);
