@@ -132,16 +132,20 @@ static ic_status cached_or_emit(ic__pipe *P, ic__cvar *v, const ic_ptx_options *
 {
     const ic__cuda_bopts *bo = P->bopts;
     ic_status s = IC_OK;
+    double t0 = ic__now_ms();
     if (bo->d && P->tune && ic__cache_on(P->c, bo->o ? bo->o->cache : 0))
         s = ic__gcode_lookup(P->c, v->b.prog, P->freezing, bo->d, po, params, &v->gc);
     if (!s && v->gc && !po->keep_ir)
         s = ic__gcode_module(P->c, v->gc, &v->pm);
+    double t1 = ic__now_ms();
     if (!s && !v->pm && !(s = ic_ptx_emit(P->c, v->b.prog, po, params, &v->pm)))
         ic__gcode_match(P->c, v->gc, v->pm);
     if (!s && v->gc) {
         int hits = ic__gcode_hits(v->gc);
         P->tune->code_hits += hits;
         P->tune->code_misses += v->gc->nk - hits;
+        ic__logf(P->c, 1, "ic: cache: GPU code of %d of %d kernels found in %.2f ms%s", hits, v->gc->nk, t1 - t0,
+                 hits == v->gc->nk && !po->keep_ir ? " (no PTX emitted)" : "");
     }
     return s;
 }
