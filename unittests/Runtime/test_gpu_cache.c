@@ -425,3 +425,36 @@ Test(gpu_cache, a_conv_pair_comes_back_the_same)
     free(json);
     ict_rmtree(f.dir);
 }
+
+/* ic_ptx_module_from_parts: the texts read as an emission's; parts that do not fit together
+ * are refused with the kernel named. */
+Test(gpu_cache, a_module_from_parts_checks_them)
+{
+    ic_ctx *c = ict_ctx();
+    int args0[2] = { 0, 1 }, args1[2] = { 1, 2 };
+    ic_ptx_kernel ks[2] = {
+        { .name = "gpu_a_0", .entry = "gpu_a_0", .code = 0, .grid = 4, .block = 128, .nargs = 2, .args = args0 },
+        { .name = "gpu_a_1", .entry = "gpu_a_0", .code = 0, .grid = 8, .block = 128, .nargs = 2, .args = args1 },
+    };
+    const char *ptx[2] = { ".entry gpu_a_0(\n", NULL };
+    ic_ptx_module *m = NULL;
+    cr_assert_eq(ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert_str_eq(ic_ptx_module_text(m), "// ---- kernel 0 'gpu_a_0' ----\n.entry gpu_a_0(\n"
+                                            "// ---- kernel 1 'gpu_a_1': the code of kernel 0 'gpu_a_0' ----\n");
+    cr_assert_str_eq(ic_ptx_module_kernel_text(m, 1), ptx[0]);
+    cr_assert_str_eq(ic_ptx_module_kernel(m, 1)->entry, "gpu_a_0");
+    cr_assert_eq(ic_ptx_module_kernel(m, 1)->args[1], 2);
+    cr_assert_null(ic_ptx_module_llvm_ir(m));
+    ic_ptx_module_destroy(m);
+    ks[1].entry = "gpu_b";
+    ict_assert_error(c, ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_EINVAL, "kernel 1 'gpu_a_1'",
+                     "not that of an earlier kernel");
+    cr_assert_null(m);
+    ks[1].entry = "gpu_a_1", ks[1].code = 1;
+    ict_assert_error(c, ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_EINVAL, "kernel 1 'gpu_a_1'", "no PTX");
+    ks[1].name = "gpu_a_0", ks[1].entry = "gpu_a_0", ks[1].code = 0;
+    ict_assert_error(c, ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_EINVAL, "name is taken");
+    ks[1].name = "gpu_a_1", ks[1].block = 2048;
+    ict_assert_error(c, ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_EINVAL, "a bad launch");
+    ic_ctx_destroy(c);
+}
