@@ -89,7 +89,8 @@ static ic_ctx *context(fixture *f, bool no_cache)
 static int logged(const fixture *f, const char *word)
 {
     size_t n = 0;
-    char *text = ict_read_file(f->log, &n), *line = text;
+    char *raw = ict_read_file(f->log, &n), *text = raw ? strndup(raw, n) : NULL, *line = text;
+    free(raw);
     int count = 0;
     size_t wl = strlen(word);
     while (line && *line) {
@@ -126,6 +127,9 @@ typedef struct {
     ic_autotune_stats st;
 } result;
 
+static char *kept[64]; /* the results' PTX texts, freed by teardown */
+static int nkept;
+
 static void keep(result *r, const ic_cuda_compiled *cc)
 {
     r->nk = ic_cuda_compiled_num_kernels(cc);
@@ -138,8 +142,17 @@ static void keep(result *r, const ic_cuda_compiled *cc)
         cr_assert(k->nargs <= 64);
         memcpy(r->args[i], k->args, sizeof(int) * (size_t)k->nargs);
     }
-    r->ptx = strdup(ic_cuda_compiled_ptx(cc));
+    cr_assert_lt(nkept, 64);
+    r->ptx = kept[nkept++] = strdup(ic_cuda_compiled_ptx(cc));
     ic_cuda_compiled_autotune_stats(cc, &r->st);
+}
+
+/* The end of a test: the texts kept, the test's folder. */
+static void teardown(fixture *f)
+{
+    while (nkept > 0)
+        free(kept[--nkept]);
+    ict_rmtree(f->dir);
 }
 
 /* Compiles graph json in a fresh context (device 0 of the stand-in) under o; runs it once. */
@@ -254,7 +267,7 @@ Test(gpu_cache, a_warm_start_hits_every_kernel_and_compiles_nothing)
     ic_graph_destroy(g);
     ic_cuda_close(d);
     ic_ctx_destroy(c);
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 Test(gpu_cache, a_code_changing_option_misses)
@@ -287,7 +300,7 @@ Test(gpu_cache, a_code_changing_option_misses)
     compile_once(&f, graph_json, NULL, false, &again);
     cr_assert_eq(again.st.code_hits, again.nk, "the default's entries are still there");
     cr_assert_eq(f.emits, 0);
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 /* Damages every entry file in the cache folder with `how`: 0 a flipped byte, 1 truncation. */
@@ -337,7 +350,7 @@ static void corrupt_entry_case(int how)
     compile_once(&f, graph_json, NULL, false, &healed);
     cr_assert_eq(healed.st.code_hits, healed.nk, "the rewritten entry hits");
     cr_assert_eq(f.emits, 0);
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 Test(gpu_cache, a_corrupt_entry_is_ignored_and_rewritten) { corrupt_entry_case(0); }
@@ -363,7 +376,7 @@ Test(gpu_cache, the_cache_off_writes_nothing)
     o.cache = 1; /* an option cannot turn on what IC_CACHE=0 turned off */
     compile_once(&f, graph_json, &o, true, &r);
     cr_assert_eq(ict_count_files(f.cache), -1, "no cache folder");
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 Test(gpu_cache, another_device_or_driver_never_uses_a_cubin)
@@ -385,7 +398,7 @@ Test(gpu_cache, another_device_or_driver_never_uses_a_cubin)
     clear_log(&f);
     compile_once(&f, graph_json, NULL, false, &r);
     cr_assert_eq(r.st.code_hits, r.nk, "the first device's entries are still there");
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 Test(gpu_cache, without_the_linker_the_ptx_is_cached)
@@ -402,7 +415,7 @@ Test(gpu_cache, without_the_linker_the_ptx_is_cached)
     cr_assert_eq(f.emits, 0, "no emission: the PTX came from the cache");
     cr_assert_eq(logged(&f, "module_load"), distinct(&warm), "and the driver JITs it");
     assert_same_kernels(&cold, &warm);
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 /* An implicit-GEMM conv (lib/PTX/iconv.c: its im2col copy is not launched, the GEMM gathers):
@@ -414,7 +427,8 @@ Test(gpu_cache, a_conv_pair_comes_back_the_same)
     char path[1200];
     snprintf(path, sizeof path, "%s/benchmarks/graphs/conv3x3_14_bf16.json", src_dir());
     size_t n = 0;
-    char *json = ict_read_file(path, &n);
+    char *raw = ict_read_file(path, &n), *json = raw ? strndup(raw, n) : NULL;
+    free(raw);
     cr_assert(json, "%s", path);
     result cold, warm;
     cold_then_warm(&f, json, &cold, &warm);
@@ -423,7 +437,7 @@ Test(gpu_cache, a_conv_pair_comes_back_the_same)
         skipped += cold.k[i].grid == 0;
     cr_assert_geq(skipped, 1, "the im2col copy is not launched (the conv pair was found)");
     free(json);
-    ict_rmtree(f.dir);
+    teardown(&f);
 }
 
 /* ic_ptx_module_from_parts: the texts read as an emission's; parts that do not fit together
