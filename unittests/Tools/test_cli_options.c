@@ -358,3 +358,29 @@ Test(cli_options, help_names_the_new_flags)
     result_free(&r);
     ict_rmtree(f.dir);
 }
+
+/* ---- the documents follow the registry ---- */
+
+Test(cli_options, docs_list_every_option_and_variable)
+{
+    char *doc = read_text(src("docs/options.md")), *readme = read_text(src("README.md"));
+    cr_assert(doc && readme, "docs/options.md and README.md are readable");
+    for (int i = 0; i < ic_option_count(); i++) {
+        const ic_option_info *o = ic_option_get(i);
+        char row[128];
+        snprintf(row, sizeof row, "\n| `%s` | %s |", o->name,
+                 (const char *[]){ "bool", "int", "float", "enum", "flags", "string" }[o->type]);
+        cr_assert(strstr(doc, row), "docs/options.md has no row '%s'", row + 1);
+        if (o->env) {
+            snprintf(row, sizeof row, "\n| `%s` |", o->env);
+            cr_assert(strstr(readme, row), "README's environment table has no row for %s", o->env);
+        }
+    }
+    for (int i = 0; i < ic_template_count(); i++) {
+        char row[128];
+        snprintf(row, sizeof row, "\n| `%s` | %s |", ic_template_get(i)->name, ic_template_get(i)->mode);
+        cr_assert(strstr(doc, row), "docs/options.md has no template row '%s'", row + 1);
+    }
+    free(doc);
+    free(readme);
+}
