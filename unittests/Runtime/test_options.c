@@ -502,3 +502,43 @@ Test(options, ic_compile_accepts_the_modes)
     ic_ctx_destroy(c);
     ict_rmtree(dir);
 }
+
+/* ---- the GPU options reach the code: wgmma=off keeps bf16 GEMMs off the warpgroup MMAs ---- */
+
+static char *cuda_ptx(ic_ctx *c, const ic_graph *g, const ic_cuda_options *o)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    cr_assert_eq(ic_cuda_compile_dump(c, g, o, NULL, "ptx", f), IC_OK, "%s", ic_last_error(c));
+    fclose(f);
+    return text;
+}
+
+Test(options, wgmma_option_reaches_the_ptx)
+{
+    const char *dir = ict_tmpdir();
+    setenv("IC_CACHE_DIR", dir, 1);
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = ict_graph(c, "mm");
+    ic_value a = ict_input(g, "a", IC_BF16, "2048,1024"), b = ict_input(g, "b", IC_BF16, "1024,2048"), y;
+    cr_assert_eq(ic_graph_binary(g, "y", IC_OP_MATMUL, ic_val(a), ic_val(b), &y), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    ic_config *cfg = new_config(c);
+    ic_cuda_options o;
+    ic_cuda_options_init(&o);
+    ic_config_apply_cuda(cfg, &o);
+    char *on = cuda_ptx(c, g, &o);
+    cr_assert(strstr(on, "wgmma.mma_async"), "the default uses wgmma on sm_90");
+    cr_assert_eq(ic_config_set(cfg, "wgmma", "off"), IC_OK);
+    ic_config_apply_cuda(cfg, &o);
+    cr_assert_eq(o.wgmma, -1);
+    char *off = cuda_ptx(c, g, &o);
+    cr_assert(!strstr(off, "wgmma.mma_async") && strstr(off, "mma.sync"), "wgmma=off: mma.sync only");
+    free(on);
+    free(off);
+    ic_config_destroy(cfg);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+    ict_rmtree(dir);
+}

@@ -442,6 +442,39 @@ Test(cli_device, fake_driver_max_autotune_modes_run_as_asked)
     ict_rmtree(f.dir);
 }
 
+/* Templates and options on a GPU: cudagraphs captures, GPU options reach --json's "options",
+ * a CPU-only option gets a note. */
+Test(cli_device, fake_driver_template_and_options)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char so[4200], log[4200], args[8192];
+    build_fake_driver(f.dir, so, sizeof so);
+    const char *env = fake_env(f.dir, so, log, sizeof log);
+    snprintf(args, sizeof args, "'%s' --device cuda --template cudagraphs --option wgmma=off "
+             "--option allow_tf32=true --option vector_width=4 --no-compare --json " FAST, f.graph);
+    run_result r = run_tool_env(f.dir, env, "ic-run", args);
+    assert_fake_ok(&r, "--template cudagraphs --option ...");
+    cr_assert_str_eq(r.err, "ic-run: note: option vector_width has no effect on --device cuda (it "
+                            "applies to --device cpu)\n", "stderr");
+    json_t *j = parse_json(r.out);
+    cr_assert_str_eq(json_string_value(field(j, "mode", JSON_STRING, "top")), "reduce-overhead", "mode");
+    cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), "reduce-overhead", "used");
+    cr_assert_str_eq(json_string_value(field(j, "template", JSON_STRING, "top")), "cudagraphs", "template");
+    json_t *opts = field(j, "options", JSON_OBJECT, "top");
+    cr_assert_str_eq(json_string_value(field(opts, "wgmma", JSON_STRING, "options")), "off");
+    cr_assert(json_is_true(field(opts, "allow_tf32", JSON_TRUE, "options")));
+    cr_assert(json_is_true(field(opts, "iconv", JSON_TRUE, "options")));
+    cr_assert_null(json_object_get(opts, "vector_width"), "GPU options only");
+    cr_assert(json_is_object(field(j, "autotune", JSON_OBJECT, "top")));
+    json_decref(j);
+    char *l = read_log(log);
+    cr_assert_eq(count_lines_starting(l, "begin_capture"), 1, "one capture:\n%s", l);
+    free(l);
+    result_free(&r);
+    ict_rmtree(f.dir);
+}
+
 Test(cli_device, fake_driver_other_ordinal_is_refused)
 {
     fixture f;
