@@ -184,7 +184,10 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
             o->list_options = true;
         } else if (strcmp(a, "--list-mode-options") == 0) {
             o->list_modes = true;
-            if (i + 1 < argc && argv[i + 1][0] != '-')
+            /* an optional MODE: the next word, unless it is an option or the graph */
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            size_t len = next ? strlen(next) : 0;
+            if (next && next[0] != '-' && !(len > 5 && strcmp(next + len - 5, ".json") == 0))
                 o->list_mode = argv[++i];
         } else if (strncmp(a, "--list-mode-options=", 20) == 0) {
             o->list_modes = true;

@@ -190,12 +190,25 @@ const ic__backend ic__backend_cuda = {
     .variant_free = cuda_variant_free,
 };
 
-/* Copies o into cc (params owned by cc) and checks it. */
+/* Copies o into cc (params and debug_dir owned by cc, first, so that a failed check leaves
+ * nothing of the caller's for ic_cuda_compiled_destroy to free) and checks it. */
 static ic_status take_options(ic_cuda_compiled *cc, const ic_cuda_options *o)
 {
     ic_ctx *c = cc->c;
     if (o)
         cc->o = *o;
+    const char *dir = cc->o.debug_dir;
+    cc->o.debug_dir = NULL;
+    const ic_ptx_params *params = cc->o.params;
+    cc->o.params = NULL;
+    if (dir && !(cc->o.debug_dir = ic__strdup(c, dir)))
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    if (params && cc->o.nparams > 0) {
+        if (!(cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params)))
+            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        memcpy(cc->params, params, sizeof *cc->params * (size_t)cc->o.nparams);
+    }
+    cc->o.params = cc->params;
     const ic_mode_info *m = ic_mode_get((int)cc->o.mode);
     if (!m)
         return ic__error(c, IC_EINVAL, "cuda: unknown mode %d (ic_cuda_mode: 0 to %d, as %s)",
@@ -210,16 +223,6 @@ static ic_status take_options(ic_cuda_compiled *cc, const ic_cuda_options *o)
     if (cc->o.max_variants < -1)
         return ic__error(c, IC_EINVAL, "cuda: max_variants %d (0: 16, -1: no limit, or a count)",
                          cc->o.max_variants);
-    const char *dir = cc->o.debug_dir;
-    cc->o.debug_dir = NULL;
-    if (dir && !(cc->o.debug_dir = ic__strdup(c, dir)))
-        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-    if (cc->o.params && cc->o.nparams > 0) {
-        if (!(cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params)))
-            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-        memcpy(cc->params, cc->o.params, sizeof *cc->params * (size_t)cc->o.nparams);
-    }
-    cc->o.params = cc->params;
     return IC_OK;
 }
 

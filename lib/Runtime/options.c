@@ -415,6 +415,22 @@ const char *ic_autotune_text(int flags, char *buf, size_t n)
     return buf;
 }
 
+/* The shortest %g text that reads back as f (2.5, not 2.5000000000000000). */
+static size_t float_text(double f, char *buf, size_t n)
+{
+    char t[40];
+    if (f == floor(f) && fabs(f) < 1e15)
+        return (size_t)snprintf(buf, n, "%.0f", f);
+    for (int p = 1; p < 17; p++) {
+        snprintf(t, sizeof t, "%.*g", p, f);
+        if (strtod(t, NULL) == f)
+            break;
+    }
+    if (strtod(t, NULL) != f)
+        snprintf(t, sizeof t, "%.17g", f);
+    return (size_t)snprintf(buf, n, "%s", t);
+}
+
 size_t ic__opt_format(int id, const ic__optval *v, char *buf, size_t n)
 {
     const ic__optrow *r = &rows[id];
@@ -423,7 +439,7 @@ size_t ic__opt_format(int id, const ic__optval *v, char *buf, size_t n)
     switch (r->type) {
     case IC_OPTION_BOOL: return (size_t)snprintf(buf, n, "%s", v->i ? "true" : "false");
     case IC_OPTION_INT: return (size_t)snprintf(buf, n, "%lld", (long long)v->i);
-    case IC_OPTION_FLOAT: return (size_t)snprintf(buf, n, "%.17g", v->f);
+    case IC_OPTION_FLOAT: return float_text(v->f, buf, n);
     case IC_OPTION_ENUM:
         for (const ic__word *w = r->words; w->word; w++)
             if (w->value == v->i)

@@ -224,6 +224,10 @@ Test(options, bad_values_name_the_option_value_and_accepted_ones)
     assert_value(c, cfg, "autotune", "max");
     cr_assert_eq(ic_config_set(cfg, "autotune_budget", "2.5"), IC_OK);
     assert_value(c, cfg, "autotune_budget", "2.5");
+    cr_assert_eq(ic_config_set(cfg, "autotune_budget", "0.1"), IC_OK);
+    assert_value(c, cfg, "autotune_budget", "0.1");
+    cr_assert_eq(ic_config_set(cfg, "autotune_budget", "1e3"), IC_OK);
+    assert_value(c, cfg, "autotune_budget", "1000");
     cr_assert_eq(ic_config_set(cfg, "cache_dir", "/tmp/x"), IC_OK);
     assert_value(c, cfg, "cache_dir", "/tmp/x");
     ic_config_destroy(cfg);

@@ -148,6 +148,10 @@ Test(cli_options, list_mode_options)
         cr_assert_str_eq(r.out, one[i][1], "--list-mode-options %s", one[i][0]);
         result_free(&r);
     }
+    r = run_args(&f, "--list-mode-options '%s'", f.graph);
+    assert_ok(r, "--list-mode-options GRAPH.json: the graph is not a mode");
+    cr_assert(strstr(r.out, "max-autotune-no-cudagraphs  {autotune=max}"), "%s", r.out);
+    result_free(&r);
     r = run_args(&f, "--list-mode-options=max-autotune");
     assert_ok(r, "--list-mode-options=");
     cr_assert_str_eq(r.out, one[0][1]);
