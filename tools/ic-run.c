@@ -1065,7 +1065,8 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
     ic_switches sw;
     ic_ctx_switches(c, &sw);
     if (sw.no_fusion && strcmp(o->backend, "compiled") == 0 && !o->json)
-        printf("note: IC_NO_FUSION is set: the compiled backend builds one kernel per op too\n");
+        printf("note: %s: the compiled backend builds one kernel per op too\n",
+               ic_config_is_set(o->cfg, "fusion") ? "option fusion is false" : "IC_NO_FUSION is set");
     rc = run_backends(c, o, &st, e);
     if (rc == 1)
         goto done;
@@ -1127,6 +1128,12 @@ static bool build_config(ic_ctx *c, run_opts *o, cli_err *e)
         if (ic_config_set(o->cfg, name, eq + 1) != IC_OK)
             return cli_fail_ctx(e, c, what);
     }
+    /* the options that live in the context (iconv, cache_dir, autotune_log, ...) */
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    ic_config_apply_switches(o->cfg, &sw);
+    if (ic_ctx_set_switches(c, &sw) != IC_OK)
+        return cli_fail_ctx(e, c, NULL);
     return true;
 }
 
@@ -1203,8 +1210,11 @@ int main(int argc, char **argv)
         cli_report("ic-run", "cannot create a context (out of memory)");
         return 1;
     }
-    cli_log_init(c, "ic-run");
-    int rc = build_config(c, &o, &e) ? run(c, &o, &e) : 1;
+    int rc = 1;
+    if (build_config(c, &o, &e)) {
+        cli_log_init(c, "ic-run"); /* after the switches: option log_level counts */
+        rc = run(c, &o, &e);
+    }
     if (rc == 1)
         cli_report("ic-run", e.msg);
     ic_config_destroy(o.cfg);

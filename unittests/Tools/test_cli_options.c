@@ -388,3 +388,20 @@ Test(cli_options, docs_list_every_option_and_variable)
     free(doc);
     free(readme);
 }
+
+/* Options that live in the context reach it: dump prints a stage, log_level the debug log. */
+Test(cli_options, switch_options_reach_the_context)
+{
+    fixture f;
+    fixture_init(&f);
+    run_result r = run_args(&f, "'%s' --option dump=fused " FAST, f.graph);
+    assert_ok(r, "--option dump=fused");
+    cr_assert(strstr(r.err, "== after fused =="), "IC_DUMP's banner on stderr:\n%s", r.err);
+    result_free(&r);
+    r = run_args(&f, "'%s' --option fusion=false " FAST, f.graph);
+    assert_ok(r, "--option fusion=false");
+    cr_assert(strstr(r.out, "note: option fusion is false: the compiled backend builds one kernel per op"),
+              "%s", r.out);
+    result_free(&r);
+    ict_rmtree(f.dir);
+}
