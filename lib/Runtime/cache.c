@@ -257,7 +257,9 @@ int ic__cache_write_file(const char *dir, const char *ns, const char *name, cons
 {
     char path[PATH_LEN + 64], tmp[PATH_LEN + 128];
     int w = snprintf(path, sizeof path, "%s/%s/%s", dir, ns, name);
-    if (!ic__cache_ns_ok(ns) || w < 0 || (size_t)w >= sizeof path)
+    if (!ic__cache_ns_ok(ns))
+        return EINVAL;
+    if (w < 0 || (size_t)w >= sizeof path)
         return ENAMETOOLONG;
     int fd = ic__cache_temp_open(path, tmp, sizeof tmp);
     if (fd < 0 && errno == ENOENT) {   /* first write into this folder: make it, once */

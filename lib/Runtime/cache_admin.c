@@ -395,9 +395,8 @@ static ic_status export_one(ic_ctx *c, const cache_file *f, void *user)
     return IC_OK;
 }
 
-/* Writes the export into the open temporary file f: the walk's status (its own message);
- * a failed write shows in ferror(f). */
-static ic_status export_into(ic_ctx *c, FILE *f, ic_cache_counts *k)
+/* Writes the export into the open temporary file f; a failed write shows in ferror(f). */
+static ic_status export_into(ic_ctx *c, FILE *f, const char *path, ic_cache_counts *k)
 {
     uint64_t count = 0;
     fwrite(export_magic, 1, sizeof export_magic, f);
@@ -405,8 +404,8 @@ static ic_status export_into(ic_ctx *c, FILE *f, ic_cache_counts *k)
     export_state x = { f, k };
     ic_status s = walk(c, NULL, export_one, &x);
     count = (uint64_t)k->entries;
-    if (!s && fseek(f, sizeof export_magic, SEEK_SET) == 0)
-        fwrite(&count, 8, 1, f);
+    if (!s && (fseek(f, sizeof export_magic, SEEK_SET) != 0 || fwrite(&count, 8, 1, f) != 1))
+        s = ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(errno));
     return s;
 }
 
@@ -424,7 +423,7 @@ ic_status ic_cache_export(ic_ctx *c, const char *path, ic_cache_counts *out)
         }
         return ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(err));
     }
-    ic_status s = export_into(c, f, &k);
+    ic_status s = export_into(c, f, path, &k);
     err = ferror(f) ? (errno ? errno : EIO) : 0;
     if (fclose(f) != 0 && !err)
         err = errno;
