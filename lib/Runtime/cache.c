@@ -46,7 +46,8 @@ static void version_text(char *buf, size_t n)
 {
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
-    snprintf(buf, n, "ic %s llvm %u.%u.%u format %d", ic_version(), maj, min, pat, CACHE_FORMAT);
+    snprintf(buf, n, "ic %s build %s llvm %u.%u.%u format %d", ic_version(), ic_build_id(), maj, min, pat,
+             CACHE_FORMAT);
 }
 
 /* <dir>/<ns>/<hash>: false when the folder cannot be named. */
