@@ -70,13 +70,14 @@ void ic__cache_set_hash_bits(int bits)
     hash_bits = bits < 0 ? 0 : bits > 64 ? 64 : bits;
 }
 
-/* Everything a value depends on besides the caller's key: versions of ic, LLVM, the format. */
+/* Everything a value depends on besides the caller's key: the versions of ic (and its build,
+ * a hash of its sources), LLVM and the entry format. */
 static size_t version_text(char *buf, size_t n)
 {
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
-    int w = snprintf(buf, n, "ic %s llvm %u.%u.%u format %d%s%s", ic_version(), maj, min, pat,
-                     CACHE_FORMAT, version_salt[0] ? " salt " : "", version_salt);
+    int w = snprintf(buf, n, "ic %s build %s llvm %u.%u.%u format %d%s%s", ic_version(), ic_build_id(), maj,
+                     min, pat, CACHE_FORMAT, version_salt[0] ? " salt " : "", version_salt);
     return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
 }
 
