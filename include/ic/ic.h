@@ -10,4 +10,5 @@
 #include "ic/llvmgen.h"
 #include "ic/ptx.h"
 #include "ic/runtime.h"
+#include "ic/cache.h"
 #endif
