@@ -11,4 +11,5 @@
 #include "ic/ptx.h"
 #include "ic/runtime.h"
 #include "ic/options.h"
+#include "ic/cache.h"
 #endif
