@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "testutil.h"
 #include "ic/ptx.h"
+#include "cuda-impl.h" /* ic__cuda_load_code */
 
 static const char *src_dir(void)
 {
@@ -471,4 +472,30 @@ Test(gpu_cache, a_module_from_parts_checks_them)
     ks[1].name = "gpu_a_1", ks[1].block = 2048;
     ict_assert_error(c, ic_ptx_module_from_parts(c, 2, ks, ptx, &m), IC_EINVAL, "a bad launch");
     ic_ctx_destroy(c);
+}
+
+/* A cubin the driver refuses (another device's, damaged) is dropped and made again from the
+ * PTX; the new one is handed back to be stored. */
+Test(gpu_cache, a_refused_cubin_is_made_again)
+{
+    fixture f;
+    setup(&f, "");
+    ic_ctx *c = context(&f, false);
+    ic_cuda *d = NULL;
+    cr_assert_eq(ic_cuda_open(c, 0, &d), IC_OK, "%s", ic_last_error(c));
+    const char *ptx = ".visible .entry gpu_k(\n)\n{\n ret;\n}\n";
+    char *bad = malloc(64);
+    snprintf(bad, 64, "FAKECUBIN another device\n%s", ".visible .entry gpu_k(");
+    ic__cubin cb = { bad, strlen(bad) + 1, false };
+    ic_cuda_module *m = NULL;
+    cr_assert_eq(ic__cuda_load_code(d, 1, &ptx, &cb, &m), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(f.refused, 1);
+    cr_assert_eq(logged(&f, "link"), 1);
+    cr_assert(cb.made && cb.data && !strncmp(cb.data, "FAKECUBIN ic fake device\n", 25), "a new cubin");
+    cr_assert_eq(ic_cuda_module_launch(m, "gpu_k", 1, 32, NULL), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_module_unload(m);
+    free(cb.data);
+    ic_cuda_close(d);
+    ic_ctx_destroy(c);
+    teardown(&f);
 }
