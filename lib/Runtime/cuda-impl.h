@@ -124,9 +124,9 @@ struct ic_cuda_module {
     int *dyn_smem;            /* [nfn] dynamic shared memory limit set on each function */
 };
 
-/* One kernel module's machine code, for ic__cuda_load_code: data (size bytes, ic__malloc'd, owned
- * by the caller) is loaded when set; otherwise the PTX is compiled and, with the driver's
- * linker, the cubin made is left here (made = true) for the caller to keep. */
+/* One kernel module's machine code, for ic__cuda_load_code: data (size bytes, ic__malloc'd,
+ * owned by the caller) is loaded when set; otherwise the PTX is compiled and, with the
+ * driver's linker, the cubin made is left here (made = true) for the caller to keep. */
 typedef struct ic__cubin {
     void *data;
     size_t size;

@@ -298,8 +298,8 @@ ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const 
     g->ptx = ic__calloc(c, (size_t)nk + 1, sizeof *g->ptx);
     g->cubin = ic__calloc(c, (size_t)nk + 1, sizeof *g->cubin);
     g->hit = ic__calloc(c, (size_t)nk + 1, sizeof *g->hit);
-    ic_status s = !g->key || !g->kern || !g->ptx || !g->cubin || !g->hit ? ic__error(c, IC_ENOMEM, "cuda: out of memory")
-                                                                          : make_keys(c, g, p, freezing, d, po, params);
+    bool oom = !g->key || !g->kern || !g->ptx || !g->cubin || !g->hit;
+    ic_status s = oom ? ic__error(c, IC_ENOMEM, "cuda: out of memory") : make_keys(c, g, p, freezing, d, po, params);
     for (int i = 0; i < nk && !s; i++) {
         void *data;
         size_t n;
