@@ -304,53 +304,88 @@ Test(gpu_cache, a_code_changing_option_misses)
     teardown(&f);
 }
 
-/* Damages every entry file in the cache folder with `how`: 0 a flipped byte, 1 truncation. */
-static void damage_one(const fixture *f, int how, char *which, size_t n)
+/* The path of the cache's gpu-code entry number `which` (in readdir order) into path; false
+ * when there are fewer. */
+static bool entry_path(const fixture *f, int which, char *path, size_t n)
 {
     char p[1200];
     snprintf(p, sizeof p, "%s/gpu-code", f->cache);
     DIR *dir = opendir(p);
     cr_assert(dir);
     struct dirent *e;
-    while ((e = readdir(dir)) && e->d_name[0] == '.')
+    int i = 0;
+    while ((e = readdir(dir)) && (e->d_name[0] == '.' || i++ < which))
         ;
-    cr_assert(e);
-    cr_assert_lt((size_t)snprintf(which, n, "%s/%s", p, e->d_name), n);
+    if (e)
+        cr_assert_lt((size_t)snprintf(path, n, "%s/%s", p, e->d_name), n);
     closedir(dir);
+    return e != NULL;
+}
+
+/* Damages the entry at path with `how` (0 a flipped byte, 1 truncation); the kernel it was
+ * for (its key's "name <kernel>" line) goes into kname. */
+static void damage(const char *path, int how, char *kname, size_t kn)
+{
     size_t sz = 0;
-    char *b = ict_read_file(which, &sz);
+    char *b = ict_read_file(path, &sz);
     cr_assert(b && sz > 64);
+    const char *at = memmem(b, sz, "\nname ", 6);
+    cr_assert(at, "the key names its kernel");
+    size_t l = strcspn(at + 6, "\n");
+    cr_assert_lt(l, kn);
+    memcpy(kname, at + 6, l);
+    kname[l] = 0;
     if (how == 0)
         b[sz / 2] ^= 0x55;
-    ict_write_file(which, b, how == 0 ? sz : sz / 3);
+    ict_write_file(path, b, how == 0 ? sz : sz / 3);
     free(b);
 }
 
+/* Kernels that miss when kernel `name`'s entry is gone: it, and the kernels of its code. */
+static int misses_without(const result *r, const char *name)
+{
+    int k = 0, n = 0;
+    while (k < r->nk && strcmp(r->names[k], name))
+        k++;
+    cr_assert_lt(k, r->nk, "kernel '%s' is one of the graph's", name);
+    for (int i = 0; i < r->nk; i++)
+        n += i == k || (r->k[k].code == k && r->k[i].code == k);
+    return n;
+}
+
+/* Each entry in turn damaged: a miss (with the kernels of its code), PTX emitted again, the
+ * other modules' cubins reused, the same kernels, the entry rewritten and hit next time. */
 static void corrupt_entry_case(int how)
 {
     fixture f;
     setup(&f, "");
     result cold, hurt, healed;
     compile_once(&f, graph_json, NULL, false, &cold);
-    char which[1600];
-    damage_one(&f, how, which, sizeof which);
-    size_t before = 0;
-    free(ict_read_file(which, &before));
-    clear_log(&f);
-    compile_once(&f, graph_json, NULL, false, &hurt);
-    cr_assert_eq(hurt.st.code_misses, 1, "the damaged entry is a miss");
-    cr_assert_eq(hurt.st.code_hits, hurt.nk - 1);
-    cr_assert_eq(f.emits, 1, "PTX emitted again");
-    cr_assert_leq(logged(&f, "link"), 1, "only that kernel's module compiled, the others' cubins reused");
-    cr_assert_eq(f.refused, 0);
-    assert_same_kernels(&cold, &hurt);
-    size_t after = 0;
-    free(ict_read_file(which, &after));
-    cr_assert(how == 0 ? after == before : after > before, "the entry was rewritten");
-    clear_log(&f);
-    compile_once(&f, graph_json, NULL, false, &healed);
-    cr_assert_eq(healed.st.code_hits, healed.nk, "the rewritten entry hits");
-    cr_assert_eq(f.emits, 0);
+    char path[1600], kname[256];
+    bool shared = false;
+    for (int e = 0; entry_path(&f, e, path, sizeof path); e++) {
+        damage(path, how, kname, sizeof kname);
+        size_t before = 0;
+        free(ict_read_file(path, &before));
+        clear_log(&f);
+        compile_once(&f, graph_json, NULL, false, &hurt);
+        int want = misses_without(&cold, kname);
+        shared |= want > 1;
+        cr_assert_eq(hurt.st.code_misses, want, "the damaged entry of '%s' is a miss (with its code's sharers)", kname);
+        cr_assert_eq(hurt.st.code_hits, hurt.nk - want);
+        cr_assert_eq(f.emits, 1, "PTX emitted again");
+        cr_assert_leq(logged(&f, "link"), 1, "only that kernel's module compiled, the others' cubins reused");
+        cr_assert_eq(f.refused, 0);
+        assert_same_kernels(&cold, &hurt);
+        size_t after = 0;
+        free(ict_read_file(path, &after));
+        cr_assert(how == 0 ? after == before : after > before, "the entry of '%s' was rewritten", kname);
+        clear_log(&f);
+        compile_once(&f, graph_json, NULL, false, &healed);
+        cr_assert_eq(healed.st.code_hits, healed.nk, "the rewritten entry of '%s' hits", kname);
+        cr_assert_eq(f.emits, 0);
+    }
+    cr_assert(shared, "one damaged entry was of a kernel whose code another kernel runs");
     teardown(&f);
 }
 
