@@ -271,10 +271,15 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
         P->tune->code_hits += B->hits, P->tune->code_misses += B->misses;
     if (s || (s = emit_modules(P, B)))
         return s;
-    snprintf(v->stats, sizeof v->stats, "codegen %.1f on %d thread%s [cpu ms: llvmgen %.1f, optimise %.1f, "
-             "object code %.1f; code cache: %d hit%s, %d miss%s]", ic__now_ms() - t0, B->nthreads,
-             B->nthreads > 1 ? "s" : "", B->cpu_gen, B->cpu_opt, B->cpu_obj, B->hits, B->hits == 1 ? "" : "s",
-             B->misses, B->misses == 1 ? "" : "es");
+    int w = snprintf(v->stats, sizeof v->stats, "codegen %.1f", ic__now_ms() - t0);
+    if (B->nthreads > 0)
+        w += snprintf(v->stats + w, sizeof v->stats - (size_t)w, " on %d thread%s [cpu ms: llvmgen %.1f, optimise "
+                      "%.1f, object code %.1f]", B->nthreads, B->nthreads > 1 ? "s" : "", B->cpu_gen, B->cpu_opt,
+                      B->cpu_obj);
+    if (B->hits + B->misses > 0)
+        snprintf(v->stats + w, sizeof v->stats - (size_t)w, " (code %s: %d hit%s, %d miss%s)",
+                 B->store ? "from the saved model or cache" : "cache", B->hits, B->hits == 1 ? "" : "s", B->misses,
+                 B->misses == 1 ? "" : "es");
     return IC_OK;
 }
 

@@ -172,13 +172,15 @@ typedef struct ic__build {
     size_t *nblob;              /* [njobs] bytes */
     bool *blob_owned;           /* [njobs] false: blob points into the store */
     int hits, misses;           /* lookups answered and not (store or cache) */
+    int *todo, ntodo;           /* [njobs] the jobs to compile (the misses) */
     ic_codegen_target **target; /* [thread] each compile thread's own target */
     double (*cpu)[3];           /* [thread] CPU ms of each step */
     double cpu_gen, cpu_opt, cpu_obj; /* CPU ms of each step, all threads */
-    int nthreads;               /* threads that ran (after ic__build_run) */
+    int nthreads;               /* threads that compiled (after ic__build_run; 0: none did) */
 } ic__build;
 
-/* ic__build_free(B) afterwards, also on failure. */
+/* ic__build_free(B) afterwards, also on failure. ic__build_run looks every job up first (in
+ * the calling thread), then compiles the misses on the threads. */
 IC_HIDDEN ic_status ic__build_init(ic_ctx *c, const ic_program *prog, const int *code,
                                    const ic_codegen_params *params, ic__build *B);
 IC_HIDDEN ic_status ic__build_run(ic__build *B);

@@ -101,39 +101,49 @@ static ic_status compile_job(ic__build *B, int j, int thread)
     return s;
 }
 
-/* Job j: its object found by key (object code wanted, no IR or assembly text), else
- * compiled. Lookups are counted in B (atomically: jobs run on several threads). */
-static ic_status build_job(void *arg, int j, int thread)
+static ic_status compile_todo(void *arg, int i, int thread)
 {
     ic__build *B = arg;
-    if (!B->want_obj)
-        return compile_job(B, j, thread);
-    ic_status s = job_key(B, j);
-    if (s)
-        return s;
-    bool look = (B->store || B->use_cache) && !B->want_ir && !B->want_as;
-    if (look && find_object(B, j)) {
-        __atomic_add_fetch(&B->hits, 1, __ATOMIC_RELAXED);
-        return IC_OK;
-    }
-    if (look)
-        __atomic_add_fetch(&B->misses, 1, __ATOMIC_RELAXED);
-    if (B->store_only)
-        return ic__error(B->c, IC_EFORMAT, "kernel '%s' has no object code in the saved model for this "
-                         "graph and these options (was the graph or its weights changed since it was saved?)",
-                         ic_program_kernel(B->prog, B->kernel[j])->name);
-    return compile_job(B, j, thread);
+    return compile_job(B, B->todo[i], thread);
 }
 
-/* Runs the jobs on the compile threads (ic__run_jobs), the calling one included. */
+/* The jobs' objects from the store or the cache (object code wanted, no IR or assembly text):
+ * in the calling thread, as a lookup costs a fraction of a thread's start; the others go to
+ * B->todo. */
+static ic_status look_up(ic__build *B)
+{
+    bool look = B->want_obj && (B->store || B->use_cache) && !B->want_ir && !B->want_as;
+    for (int j = 0; j < B->njobs; j++) {
+        ic_status s = B->want_obj ? job_key(B, j) : IC_OK;
+        if (s)
+            return s;
+        if (look && find_object(B, j)) {
+            B->hits++;
+            continue;
+        }
+        B->misses += look;
+        if (B->store_only)
+            return ic__error(B->c, IC_EFORMAT, "kernel '%s' has no object code in the saved model for this "
+                             "graph and these options (were the graph or its weights changed since?)",
+                             ic_program_kernel(B->prog, B->kernel[j])->name);
+        B->todo[B->ntodo++] = j;
+    }
+    return IC_OK;
+}
+
+/* Looks the jobs up, then compiles the rest on the compile threads (ic__run_jobs), the calling
+ * one included. */
 ic_status ic__build_run(ic__build *B)
 {
-    int n = ic__compile_threads(B->c, B->njobs);
+    ic_status s = look_up(B);
+    if (s || B->ntodo == 0)
+        return s;
+    int n = ic__compile_threads(B->c, B->ntodo);
     B->target = ic__calloc(B->c, (size_t)n, sizeof *B->target);
     B->cpu = ic__calloc(B->c, (size_t)n, sizeof *B->cpu);
     if (!B->target || !B->cpu)
         return ic__error(B->c, IC_ENOMEM, "compile: out of memory");
-    ic_status s = ic__run_jobs(B->c, B->njobs, build_job, B, &B->nthreads);
+    s = ic__run_jobs(B->c, B->ntodo, compile_todo, B, &B->nthreads);
     for (int t = 0; t < n; t++) {
         B->cpu_gen += B->cpu[t][0], B->cpu_opt += B->cpu[t][1], B->cpu_obj += B->cpu[t][2];
         ic_codegen_target_destroy(B->target[t]);
@@ -163,6 +173,7 @@ void ic__build_free(ic__build *B)
     ic__free(B->c, B->blob);
     ic__free(B->c, B->nblob);
     ic__free(B->c, B->blob_owned);
+    ic__free(B->c, B->todo);
     ic__free(B->c, B->sym);
     ic__free(B->c, B->ir);
     ic__free(B->c, B->as);
@@ -214,8 +225,9 @@ static bool alloc_jobs(ic_ctx *c, ic__build *B)
     B->blob = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->blob);
     B->nblob = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->nblob);
     B->blob_owned = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->blob_owned);
+    B->todo = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->todo);
     return B->bufs && B->kernel && B->obj && B->sym && B->ir && B->as && B->job_of && B->key && B->blob &&
-           B->nblob && B->blob_owned;
+           B->nblob && B->blob_owned && B->todo;
 }
 
 ic_status ic__build_init(ic_ctx *c, const ic_program *prog, const int *code, const ic_codegen_params *params,
