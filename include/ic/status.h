@@ -41,6 +41,9 @@ typedef enum {
 
 /* The library's version, "0.1.0" (CMake's project version). */
 IC_API const char *ic_version(void);
+/* A hash of the library's sources at build time (16 hex digits): two builds of different code
+ * never share persistent cache entries, whatever their version says. */
+IC_API const char *ic_build_id(void);
 
 /* Static text for a status ("invalid argument", ...). Never NULL. */
 IC_API const char *ic_status_str(ic_status s);

@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph-impl.h"
+#include "ic_build_id.h"
 
 const char *ic_version(void) { return IC_VERSION_STRING; }
+
+const char *ic_build_id(void) { return IC_BUILD_ID; }
 
 const char *ic_status_str(ic_status s)
 {
