@@ -9,8 +9,8 @@
  *     u64 nsections; per section: char name[24] (NUL-padded), u64 offset, u64 bytes, u64 hash
  *     u64 hash of everything above
  *   sections:
- *     meta      text, one "key value" line each: ic, llvm, device, triple, cpu, features,
- *               graph, mode, option <name> <int>
+ *     meta      text, one "key value" line each: ic, build (ic_build_id), llvm, device, triple,
+ *               cpu, features, graph, mode, option <name> <int>
  *     graph     the graph's JSON text (params whose data the file holds have no "file")
  *     weights   u32 count; per param: u32 n + name, u64 offset in wdata, u64 bytes
  *     wdata     the weights, each at a 64-byte offset (read in place from the mapping)
@@ -261,8 +261,8 @@ static ic_status fill_meta(writer *W, FILE *f, const void *arg)
         if (strcmp(saved_variant(cc, i)->target_text, v0->target_text) != 0)
             return ic__error(W->c, IC_EINVAL, "%s: the compiled variants were made for different CPUs", W->path);
     const ic_compile_options *o = &cc->o;
-    fprintf(f, "ic %s\nllvm %s\ndevice cpu\ntriple %s\ncpu %s\nfeatures %s\ngraph %s\nmode %s\n", ic_version(),
-            llvm, triple, cpu, feat, ic_graph_name(cc->g), o->mode ? o->mode : "default");
+    fprintf(f, "ic %s\nbuild %s\nllvm %s\ndevice cpu\ntriple %s\ncpu %s\nfeatures %s\ngraph %s\nmode %s\n",
+            ic_version(), ic_build_id(), llvm, triple, cpu, feat, ic_graph_name(cc->g), o->mode ? o->mode : "default");
     fprintf(f, "option fusion %d\noption threads %d\noption vector_width %d\noption serial_threshold %lld\n"
             "option stream_bytes %lld\noption prefetch_bytes %d\noption freezing %d\noption max_variants %d\n"
             "option autotune %d\noption cache %d\n", o->fusion, o->threads, o->vector_width,
@@ -709,6 +709,9 @@ static ic_status check_meta(ic__artifact *A)
     if (strcmp(v, ic_version()) != 0)
         return art_error(A, IC_EUNSUPPORTED, "saved by ic %s; this is ic %s (save it again with this version)",
                          v, ic_version());
+    if (!meta_get(A, "build", v, sizeof v) || strcmp(v, ic_build_id()) != 0)
+        return art_error(A, IC_EUNSUPPORTED, "saved by another build of ic %s (build %s; this is build %s): save "
+                         "it again with this one", ic_version(), v, ic_build_id());
     if (!meta_get(A, "llvm", v, sizeof v) || strcmp(v, llvm) != 0)
         return art_error(A, IC_EUNSUPPORTED, "saved with LLVM %s; this ic uses LLVM %s", v, llvm);
     char *host_triple = LLVMGetDefaultTargetTriple(), *host_feat = LLVMGetHostCPUFeatures();
