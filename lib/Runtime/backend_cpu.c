@@ -283,7 +283,7 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
     return IC_OK;
 }
 
-/* The JIT links the objects; every kernel's function is looked up. */
+/* The JIT links the objects; every kernel's function is looked up (at once). */
 static ic_status link_objects(ic_ctx *c, ic__variant *v)
 {
     ic__build *B = v->build;
@@ -294,11 +294,14 @@ static ic_status link_objects(ic_ctx *c, ic__variant *v)
         s = ic__jit_add_object(v->jit, B->obj[j]);
         B->obj[j] = NULL;
     }
+    void **job_fn = ic__calloc(c, (size_t)B->njobs + 1, sizeof *job_fn);
+    if (!s && !job_fn)
+        s = ic__error(c, IC_ENOMEM, "compile: out of memory");
+    if (!s)
+        s = ic__jit_lookup_all(v->jit, B->njobs, (const char *const *)B->sym, job_fn);
     for (int k = 0; k < v->nkernels && !s; k++)
-        if (v->code[k] == k)
-            s = ic__jit_lookup(v->jit, B->sym[B->job_of[k]], (void **)&v->fns[k]);
-    for (int k = 0; k < v->nkernels && !s; k++)
-        v->fns[k] = v->fns[v->code[k]];
+        v->fns[k] = (ic__kernel_fn)job_fn[B->job_of[v->code[k]]];
+    ic__free(c, job_fn);
     return s;
 }
 

@@ -15,6 +15,8 @@ IC_HIDDEN ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__ji
 /* Hands m's module to the JIT (m keeps its kernel symbols). */
 IC_HIDDEN ic_status ic__jit_add(ic__jit *jit, ic_llvm_module *m);
 IC_HIDDEN ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn);
+/* fns[i] = the address of syms[i], all in one lookup (one linking pass over their objects). */
+IC_HIDDEN ic_status ic__jit_lookup_all(ic__jit *jit, int n, const char *const *syms, void **fns);
 
 /* Machine code of one module made outside the JIT, so that several threads can compile the
  * modules of one graph at once (each module has its own LLVM context); the JIT then only

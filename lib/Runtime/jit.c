@@ -2,6 +2,7 @@
  * (libomp's __kmpc_*, libm) are visible to the generated code. Object code is made ahead of
  * the JIT (on several threads) and travels as bytes (ic__jit_object_pack): the persistent
  * cache and saved compiled models hold it that way. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -351,6 +352,67 @@ ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn)
         return ic__llvm_error(jit->c, e, what);
     }
     *fn = (void *)(uintptr_t)addr;
+    return IC_OK;
+}
+
+/* One lookup of many symbols: the session links every object they need in one pass (a lookup
+ * per kernel costs about 0.1 ms each). The callback may run on another thread: wait for it. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    LLVMErrorRef err;
+    int n;
+    const char *const *syms;
+    void **fns;
+} lookup_wait;
+
+static void lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs r, size_t n, void *arg)
+{
+    lookup_wait *L = arg;
+    for (size_t i = 0; !e && i < n; i++) {
+        const char *name = LLVMOrcSymbolStringPoolEntryStr(r[i].Name);
+        for (int k = 0; k < L->n; k++)
+            if (strcmp(name, L->syms[k]) == 0)
+                L->fns[k] = (void *)(uintptr_t)r[i].Sym.Address;
+    }
+    pthread_mutex_lock(&L->lock);
+    L->err = e;
+    L->done = true;
+    pthread_cond_signal(&L->cond);
+    pthread_mutex_unlock(&L->lock);
+}
+
+ic_status ic__jit_lookup_all(ic__jit *jit, int n, const char *const *syms, void **fns)
+{
+    LLVMOrcCLookupSetElement *set = ic__calloc(jit->c, (size_t)n + 1, sizeof *set);
+    if (!set)
+        return ic__error(jit->c, IC_ENOMEM, "jit: out of memory");
+    for (int i = 0; i < n; i++) {
+        set[i].Name = LLVMOrcLLJITMangleAndIntern(jit->j, syms[i]);
+        set[i].LookupFlags = LLVMOrcSymbolLookupFlagsRequiredSymbol;
+        fns[i] = NULL;
+    }
+    lookup_wait L = { .n = n, .syms = syms, .fns = fns };
+    pthread_mutex_init(&L.lock, NULL);
+    pthread_cond_init(&L.cond, NULL);
+    LLVMOrcCJITDylibSearchOrderElement order = { LLVMOrcLLJITGetMainJITDylib(jit->j),
+                                                 LLVMOrcJITDylibLookupFlagsMatchExportedSymbolsOnly };
+    /* the lookup takes the names' references */
+    LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(jit->j), LLVMOrcLookupKindStatic, &order, 1,
+                                  set, (size_t)n, lookup_done, &L);
+    pthread_mutex_lock(&L.lock);
+    while (!L.done)
+        pthread_cond_wait(&L.cond, &L.lock);
+    pthread_mutex_unlock(&L.lock);
+    pthread_mutex_destroy(&L.lock);
+    pthread_cond_destroy(&L.cond);
+    ic__free(jit->c, set);
+    if (L.err)
+        return ic__llvm_error(jit->c, L.err, "jit: looking up the kernels");
+    for (int i = 0; i < n; i++)
+        if (!fns[i])
+            return ic__error(jit->c, IC_ELLVM, "jit: kernel '%s' was not found", syms[i]);
     return IC_OK;
 }
 
