@@ -19,6 +19,13 @@ static double thread_cpu_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Whether job j's kernel packs weights into its code (a frozen GEMM). */
+static bool packs_weights(const ic__build *B, int j)
+{
+    int k = B->kernel[j];
+    return B->params[k].gemm.prepack == 1 && ic_kernel_is_gemm(ic_program_kernel(B->prog, k), B->bufs);
+}
+
 /* The key of job j's kernel: its loop IR and buffers (key.c), the weights it packs into its
  * code (frozen GEMMs only: hashing every weight would cost more than it saves), the target and
  * every codegen parameter. */
@@ -28,7 +35,7 @@ static ic_status job_key(ic__build *B, int j)
     const ic_codegen_params *p = &B->params[k];
     char params[1024], *extra = NULL;
     ic__cg_params_format(p, params, sizeof params);
-    bool frozen = p->gemm.prepack == 1 && ic_kernel_is_gemm(ic_program_kernel(B->prog, k), B->bufs);
+    bool frozen = packs_weights(B, j);
     if (asprintf(&extra, "%s\nparams %s", B->target_text ? B->target_text : "", params) < 0)
         extra = NULL;
     B->key[j] = extra ? ic__kernel_key(B->prog, k, frozen, extra) : NULL;
@@ -107,16 +114,39 @@ static ic_status compile_todo(void *arg, int i, int thread)
     return compile_job(B, B->todo[i], thread);
 }
 
+static ic_status key_job(void *arg, int j, int thread)
+{
+    return job_key(arg, j);
+}
+
+/* Every job's key: on the compile threads when some hash frozen weights (megabytes each), else
+ * here. */
+static ic_status make_keys(ic__build *B)
+{
+    bool heavy = false;
+    for (int j = 0; j < B->njobs && !heavy; j++)
+        heavy = packs_weights(B, j);
+    int nthreads;
+    if (heavy)
+        return ic__run_jobs(B->c, B->njobs, key_job, B, &nthreads);
+    for (int j = 0; j < B->njobs; j++) {
+        ic_status s = job_key(B, j);
+        if (s)
+            return s;
+    }
+    return IC_OK;
+}
+
 /* The jobs' objects from the store or the cache (object code wanted, no IR or assembly text):
  * in the calling thread, as a lookup costs a fraction of a thread's start; the others go to
  * B->todo. */
 static ic_status look_up(ic__build *B)
 {
     bool look = B->want_obj && (B->store || B->use_cache) && !B->want_ir && !B->want_as;
+    ic_status s = B->want_obj ? make_keys(B) : IC_OK;
+    if (s)
+        return s;
     for (int j = 0; j < B->njobs; j++) {
-        ic_status s = B->want_obj ? job_key(B, j) : IC_OK;
-        if (s)
-            return s;
         if (look && find_object(B, j)) {
             B->hits++;
             continue;
