@@ -200,6 +200,35 @@ Test(artifact, every_variant_is_saved)
     ict_rmtree(dir);
 }
 
+Test(artifact, frozen_weights_round_trip)
+{
+    /* freezing packs the weights into the GEMM's code: the loaded model finds that code by the
+     * hash of the weights it holds */
+    const char *dir = ict_tmpdir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s", ict_path(dir, "frozen.icm"));
+    ic_ctx *c = cache_ctx(dir, false);
+    ic_graph *g = make_graph(c, "16");
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.freezing = 1;
+    ic_compiled *cc = NULL;
+    cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    float want[16 * N], got[16 * N];
+    run_rows(c, cc, 16, want);
+    cr_assert_eq(ic_compiled_save(cc, path, true), IC_OK, "%s", ic_last_error(c));
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+    ic_ctx *c2 = cache_ctx(dir, true);
+    cc = load_model(c2, path);
+    run_rows(c2, cc, 16, got);
+    cr_assert(memcmp(want, got, sizeof want) == 0);
+    ic_compiled_destroy(cc);
+    ic_ctx_destroy(c2);
+    ict_rmtree(dir);
+}
+
 /* ---- refusals and damage ---- */
 
 /* A copy of src at dst with the first occurrence of `from` replaced by `to` (same length). */
