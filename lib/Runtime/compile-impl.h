@@ -11,7 +11,8 @@ typedef void (*ic__kernel_fn)(void *const *bufs);
 
 /* One LLJIT instance; destroying it frees the code of every module added to it. */
 typedef struct ic__jit ic__jit;
-IC_HIDDEN ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__jit **out);
+/* The JIT takes t's target machine (t keeps none: use it for nothing but destroying it). */
+IC_HIDDEN ic_status ic__jit_create(ic_ctx *c, ic_codegen_target *t, ic__jit **out);
 /* Hands m's module to the JIT (m keeps its kernel symbols). */
 IC_HIDDEN ic_status ic__jit_add(ic__jit *jit, ic_llvm_module *m);
 IC_HIDDEN ic_status ic__jit_lookup(ic__jit *jit, const char *sym, void **fn);

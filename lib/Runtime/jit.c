@@ -24,7 +24,7 @@ struct ic__jit {
     int nmaps;
 };
 
-ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__jit **out)
+ic_status ic__jit_create(ic_ctx *c, ic_codegen_target *t, ic__jit **out)
 {
     *out = NULL;
     ic__llvm_init();
@@ -32,7 +32,10 @@ ic_status ic__jit_create(ic_ctx *c, const ic_codegen_target *t, ic__jit **out)
     if (!jit)
         return ic__error(c, IC_ENOMEM, "jit: out of memory");
     jit->c = c;
-    LLVMTargetMachineRef tm = ic__codegen_target_machine(t);
+    /* the builder only copies the machine's settings: t's own serves (making one costs as
+     * much as a tenth of a warm start) */
+    LLVMTargetMachineRef tm = t->tm ? t->tm : ic__codegen_target_machine(t);
+    t->tm = NULL;
     if (!tm) {
         ic__free(c, jit);
         return ic__error(c, IC_ELLVM, "jit: cannot create a target machine for %s",
