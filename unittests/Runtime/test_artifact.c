@@ -229,6 +229,27 @@ Test(artifact, frozen_weights_round_trip)
     ict_rmtree(dir);
 }
 
+Test(artifact, a_dump_of_llvm_text_compiles_the_kernels_again)
+{
+    const char *dir = ict_tmpdir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s", ict_path(dir, "m.icm"));
+    float want[16 * N], got[16 * N];
+    save_model(path, true, want);
+    ic_ctx *c = cache_ctx(dir, true);
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.dump = "llvm-opt"; /* IC_DUMP: the text is made, so the code is generated as usual */
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    ic_compiled *cc = NULL;
+    cr_assert_eq(ic_compiled_load(c, path, &cc), IC_OK, "load with a dump: %s", ic_last_error(c));
+    run_rows(c, cc, 16, got);
+    cr_assert(memcmp(want, got, sizeof want) == 0);
+    ic_compiled_destroy(cc);
+    ic_ctx_destroy(c);
+    ict_rmtree(dir);
+}
+
 /* ---- refusals and damage ---- */
 
 /* A copy of src at dst with the first occurrence of `from` replaced by `to` (same length). */
