@@ -32,13 +32,16 @@
 #include <unistd.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
+#include "artifact-impl.h"
 #include "cache-impl.h"
 #include "cpu-impl.h"
 #include "key-impl.h"
 #include "llvmgen-impl.h"
 
 static const char art_magic[8] = { 'I', 'C', 'M', 'O', 'D', 'E', 'L', '1' };
-enum { ALIGN = 64, NAME_LEN = 24, MAX_SECTIONS = 16, SEC_ENTRY = NAME_LEN + 24 };
+enum { ALIGN = IC__ART_ALIGN, NAME_LEN = IC__ART_NAME_LEN, MAX_SECTIONS = IC__ART_MAX_SECTIONS,
+       SEC_ENTRY = NAME_LEN + 24 };
+#define BAD IC__ART_BAD
 
 /* ---- a hash of section bytes: 4 independent lanes, so that large weights check fast ---- */
 
@@ -132,49 +135,32 @@ static bool missing_features(const char *want, const char *have, char *buf, size
  * Saving
  * ==================================================================================== */
 
-/* One section being written: its pieces, each placed at a 64-byte offset. */
-typedef struct {
-    char name[NAME_LEN];
-    int n, cap;
-    struct piece { const void *p; size_t n; } *pc; /* [n] borrowed (or owned below) */
-    char *owned;     /* a text/table section's bytes (open_memstream) */
-    size_t nowned;
-    uint64_t offset, bytes, hash;
-} wsec;
-
-typedef struct {
-    ic_ctx *c;
-    const char *path;
-    wsec sec[MAX_SECTIONS];
-    int nsec;
-    ic_status s;
-} writer;
 
 static size_t pad64(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
-static wsec *new_section(writer *W, const char *name)
+static ic__art_wsec *new_section(ic__art_writer *W, const char *name)
 {
-    wsec *x = &W->sec[W->nsec++];
+    ic__art_wsec *x = &W->sec[W->nsec++];
     memset(x, 0, sizeof *x);
     snprintf(x->name, sizeof x->name, "%s", name);
     return x;
 }
 
-static bool add_piece(writer *W, wsec *x, const void *p, size_t n)
+bool ic__art_add_piece(ic__art_writer *W, ic__art_wsec *x, const void *p, size_t n)
 {
     if (x->n == x->cap) {
         int cap = x->cap ? 2 * x->cap : 16;
-        struct piece *pc = ic__realloc(W->c, x->pc, sizeof *pc * (size_t)cap);
+        struct ic__art_piece *pc = ic__realloc(W->c, x->pc, sizeof *pc * (size_t)cap);
         if (!pc)
             return false;
         x->pc = pc, x->cap = cap;
     }
-    x->pc[x->n++] = (struct piece){ p, n };
+    x->pc[x->n++] = (struct ic__art_piece){ p, n };
     return true;
 }
 
 /* Offsets of the pieces in their section (x->bytes: its size). */
-static uint64_t piece_offset(const wsec *x, int i)
+uint64_t ic__art_piece_offset(const ic__art_wsec *x, int i)
 {
     uint64_t off = 0;
     for (int k = 0; k < i; k++)
@@ -182,7 +168,7 @@ static uint64_t piece_offset(const wsec *x, int i)
     return off;
 }
 
-static void section_close(wsec *x)
+static void section_close(ic__art_wsec *x)
 {
     static const unsigned char zeros[ALIGN];
     hasher H;
@@ -196,7 +182,7 @@ static void section_close(wsec *x)
     x->hash = hash_end(&H);
 }
 
-static void writer_free(writer *W)
+void ic__art_writer_free(ic__art_writer *W)
 {
     for (int i = 0; i < W->nsec; i++) {
         ic__free(W->c, W->sec[i].pc);
@@ -204,27 +190,18 @@ static void writer_free(writer *W)
     }
 }
 
-static void put32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
-static void put64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
-static void putstr(FILE *f, const char *s)
-{
-    put32(f, (uint32_t)strlen(s));
-    fputs(s, f);
-}
 
-/* A section made of one memstream's bytes: f is written by fill, then closed into it. */
-typedef ic_status (*fill_fn)(writer *W, FILE *f, const void *arg);
 
-static ic_status text_section(writer *W, const char *name, fill_fn fill, const void *arg)
+ic_status ic__art_text_section(ic__art_writer *W, const char *name, ic__art_fill_fn fill, const void *arg)
 {
-    wsec *x = new_section(W, name);
+    ic__art_wsec *x = new_section(W, name);
     FILE *f = open_memstream(&x->owned, &x->nowned);
     if (!f)
         return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
     ic_status s = fill(W, f, arg);
     if (fclose(f) != 0 && !s)
         s = ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
-    if (!s && !add_piece(W, x, x->owned, x->nowned))
+    if (!s && !ic__art_add_piece(W, x, x->owned, x->nowned))
         s = ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
     return s;
 }
@@ -248,12 +225,11 @@ static const ic__variant *saved_variant(const ic_compiled *cc, int i)
     return NULL;
 }
 
-static ic_status fill_meta(writer *W, FILE *f, const void *arg)
+static ic_status fill_meta(ic__art_writer *W, FILE *f, const void *arg)
 {
     const ic_compiled *cc = arg;
     const ic__variant *v0 = saved_variant(cc, 0);
-    char llvm[64], triple[256] = "", cpu[256] = "", feat[8192] = "";
-    llvm_version(llvm, sizeof llvm);
+    char triple[256] = "", cpu[256] = "", feat[8192] = "";
     /* target text: "target <triple> cpu <cpu> features <list>" */
     if (sscanf(v0->target_text, "target %255s cpu %255s features %8191s", triple, cpu, feat) < 2)
         return ic__error(W->c, IC_EINVAL, "%s: cannot read the code's target '%s'", W->path, v0->target_text);
@@ -261,8 +237,9 @@ static ic_status fill_meta(writer *W, FILE *f, const void *arg)
         if (strcmp(saved_variant(cc, i)->target_text, v0->target_text) != 0)
             return ic__error(W->c, IC_EINVAL, "%s: the compiled variants were made for different CPUs", W->path);
     const ic_compile_options *o = &cc->o;
-    fprintf(f, "ic %s\nbuild %s\nllvm %s\ndevice cpu\ntriple %s\ncpu %s\nfeatures %s\ngraph %s\nmode %s\n",
-            ic_version(), ic_build_id(), llvm, triple, cpu, feat, ic_graph_name(cc->g), o->mode ? o->mode : "default");
+    ic__art_meta_versions(f);
+    fprintf(f, "device cpu\ntriple %s\ncpu %s\nfeatures %s\ngraph %s\nmode %s\n", triple, cpu, feat,
+            ic_graph_name(cc->g), o->mode ? o->mode : "default");
     fprintf(f, "option fusion %d\noption threads %d\noption vector_width %d\noption serial_threshold %lld\n"
             "option stream_bytes %lld\noption prefetch_bytes %d\noption freezing %d\noption max_variants %d\n"
             "option autotune %d\noption cache %d\n", o->fusion, o->threads, o->vector_width,
@@ -271,15 +248,22 @@ static ic_status fill_meta(writer *W, FILE *f, const void *arg)
     return IC_OK;
 }
 
+void ic__art_meta_versions(FILE *f)
+{
+    char llvm[64];
+    llvm_version(llvm, sizeof llvm);
+    fprintf(f, "ic %s\nbuild %s\nllvm %s\n", ic_version(), ic_build_id(), llvm);
+}
+
 typedef struct {
     const ic_graph *g;
     bool with_weights;
-    wsec *data;       /* wdata */
+    ic__art_wsec *data;       /* wdata */
 } weights_arg;
 
 /* A param's data goes into the file unless it comes from a file the graph names and the
  * weights stay out: then the JSON keeps the file (an absolute path). */
-static ic_status fill_graph(writer *W, FILE *f, const void *arg)
+static ic_status fill_graph(ic__art_writer *W, FILE *f, const void *arg)
 {
     const weights_arg *a = arg;
     char *text = NULL;
@@ -305,7 +289,7 @@ static size_t param_bytes(const ic_node_info *ni)
     return n;
 }
 
-static ic_status fill_weights(writer *W, FILE *f, const void *arg)
+static ic_status fill_weights(ic__art_writer *W, FILE *f, const void *arg)
 {
     const weights_arg *a = arg;
     uint32_t n = 0;
@@ -314,38 +298,38 @@ static ic_status fill_weights(writer *W, FILE *f, const void *arg)
         ic_graph_node(a->g, v, &ni);
         n += stores_weights(&ni, a->with_weights);
     }
-    put32(f, n);
+    ic__art_put32(f, n);
     for (int v = 0; v < ic_graph_num_nodes(a->g); v++) {
         ic_node_info ni;
         ic_graph_node(a->g, v, &ni);
         if (!stores_weights(&ni, a->with_weights))
             continue;
         size_t bytes = param_bytes(&ni);
-        putstr(f, ni.name);
-        put64(f, piece_offset(a->data, a->data->n));
-        put64(f, bytes);
-        if (!add_piece(W, a->data, ni.data, bytes))
+        ic__art_putstr(f, ni.name);
+        ic__art_put64(f, ic__art_piece_offset(a->data, a->data->n));
+        ic__art_put64(f, bytes);
+        if (!ic__art_add_piece(W, a->data, ni.data, bytes))
             return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
     }
     return IC_OK;
 }
 
-static ic_status fill_variants(writer *W, FILE *f, const void *arg)
+static ic_status fill_variants(ic__art_writer *W, FILE *f, const void *arg)
 {
     const ic_compiled *cc = arg;
     int nsyms = ic_graph_num_symbols(cc->g);
-    put32(f, (uint32_t)nsaved(cc));
+    ic__art_put32(f, (uint32_t)nsaved(cc));
     for (int i = 0; i < nsaved(cc); i++) {
         const ic__variant *v = saved_variant(cc, i);
-        put32(f, (uint32_t)nsyms);
+        ic__art_put32(f, (uint32_t)nsyms);
         for (int s = 0; s < nsyms; s++)
-            put64(f, (uint64_t)v->b.vals[s]);
-        putstr(f, v->target_text);
-        put32(f, (uint32_t)v->nkernels);
+            ic__art_put64(f, (uint64_t)v->b.vals[s]);
+        ic__art_putstr(f, v->target_text);
+        ic__art_put32(f, (uint32_t)v->nkernels);
         for (int k = 0; k < v->nkernels; k++) {
             char p[1024];
             ic__cg_params_format(&v->params[k], p, sizeof p);
-            putstr(f, p);
+            ic__art_putstr(f, p);
         }
     }
     return IC_OK;
@@ -365,16 +349,16 @@ static bool seen_key(const ic_compiled *cc, int i, int j, const char *key)
 
 typedef struct {
     const ic_compiled *cc;
-    wsec *data;
+    ic__art_wsec *data;
 } objects_arg;
 
-static ic_status fill_objects(writer *W, FILE *f, const void *arg)
+static ic_status fill_objects(ic__art_writer *W, FILE *f, const void *arg)
 {
     const objects_arg *a = arg;
     uint32_t n = 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
-            put32(f, n);
+            ic__art_put32(f, n);
         for (int i = 0; i < nsaved(a->cc); i++) {
             const ic__build *B = saved_variant(a->cc, i)->build;
             for (int j = 0; j < B->njobs; j++) {
@@ -386,10 +370,10 @@ static ic_status fill_objects(writer *W, FILE *f, const void *arg)
                     n++;
                     continue;
                 }
-                putstr(f, B->key[j]);
-                put64(f, piece_offset(a->data, a->data->n));
-                put64(f, B->nblob[j]);
-                if (!add_piece(W, a->data, B->blob[j], B->nblob[j]))
+                ic__art_putstr(f, B->key[j]);
+                ic__art_put64(f, ic__art_piece_offset(a->data, a->data->n));
+                ic__art_put64(f, B->nblob[j]);
+                if (!ic__art_add_piece(W, a->data, B->blob[j], B->nblob[j]))
                     return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
             }
         }
@@ -398,34 +382,42 @@ static ic_status fill_objects(writer *W, FILE *f, const void *arg)
 }
 
 /* A data section whose pieces a table section listed (data: filled by the table's fill). */
-static void add_data_section(writer *W, wsec *data, const char *name)
+void ic__art_add_data_section(ic__art_writer *W, ic__art_wsec *data, const char *name)
 {
     snprintf(data->name, sizeof data->name, "%s", name);
     W->sec[W->nsec++] = *data;
     memset(data, 0, sizeof *data);
 }
 
-/* Every section, in file order: each table before the data section it lists. */
-static ic_status build_sections(writer *W, const ic_compiled *cc, bool with_weights)
+ic_status ic__art_graph_sections(ic__art_writer *W, const ic_graph *g, bool with_weights)
 {
-    wsec wdata = { .n = 0 }, odata = { .n = 0 };
-    weights_arg wa = { cc->g, with_weights, &wdata };
+    ic__art_wsec wdata = { .n = 0 };
+    weights_arg wa = { g, with_weights, &wdata };
+    ic_status s;
+    if (!(s = ic__art_text_section(W, "graph", fill_graph, &wa)) &&
+        !(s = ic__art_text_section(W, "weights", fill_weights, &wa)))
+        ic__art_add_data_section(W, &wdata, "wdata");
+    ic__free(W->c, wdata.pc);
+    return s;
+}
+
+/* Every section, in file order: each table before the data section it lists. */
+static ic_status build_sections(ic__art_writer *W, const ic_compiled *cc, bool with_weights)
+{
+    ic__art_wsec odata = { .n = 0 };
     objects_arg oa = { cc, &odata };
     ic_status s;
-    if (!(s = text_section(W, "meta", fill_meta, cc)) && !(s = text_section(W, "graph", fill_graph, &wa)) &&
-        !(s = text_section(W, "weights", fill_weights, &wa))) {
-        add_data_section(W, &wdata, "wdata");
-        if (!(s = text_section(W, "variants", fill_variants, cc)) && !(s = text_section(W, "objects", fill_objects, &oa)))
-            add_data_section(W, &odata, "odata");
-    }
-    ic__free(W->c, wdata.pc);
+    if (!(s = ic__art_text_section(W, "meta", fill_meta, cc)) && !(s = ic__art_graph_sections(W, cc->g, with_weights)) &&
+        !(s = ic__art_text_section(W, "variants", fill_variants, cc)) &&
+        !(s = ic__art_text_section(W, "objects", fill_objects, &oa)))
+        ic__art_add_data_section(W, &odata, "odata");
     ic__free(W->c, odata.pc);
     return s;
 }
 
 static size_t header_bytes(int nsec) { return 8 + 8 + (size_t)nsec * SEC_ENTRY + 8; }
 
-static bool write_all(FILE *f, writer *W)
+static bool write_all(FILE *f, ic__art_writer *W)
 {
     static const unsigned char zeros[ALIGN];
     uint64_t off = pad64(header_bytes(W->nsec));
@@ -440,12 +432,12 @@ static bool write_all(FILE *f, writer *W)
     if (!h)
         return false;
     fwrite(art_magic, 1, sizeof art_magic, h);
-    put64(h, (uint64_t)W->nsec);
+    ic__art_put64(h, (uint64_t)W->nsec);
     for (int i = 0; i < W->nsec; i++) {
         fwrite(W->sec[i].name, 1, NAME_LEN, h);
-        put64(h, W->sec[i].offset);
-        put64(h, W->sec[i].bytes);
-        put64(h, W->sec[i].hash);
+        ic__art_put64(h, W->sec[i].offset);
+        ic__art_put64(h, W->sec[i].bytes);
+        ic__art_put64(h, W->sec[i].hash);
     }
     bool ok = fclose(h) == 0;
     ok = ok && fwrite(hdr, 1, nh, f) == nh;
@@ -454,14 +446,14 @@ static bool write_all(FILE *f, writer *W)
     free(hdr);
     for (int i = 0; ok && i < W->nsec; i++)
         for (int k = 0; ok && k < W->sec[i].n; k++) {
-            const struct piece *p = &W->sec[i].pc[k];
+            const struct ic__art_piece *p = &W->sec[i].pc[k];
             ok = fwrite(p->p, 1, p->n, f) == p->n && fwrite(zeros, 1, pad64(p->n) - p->n, f) == pad64(p->n) - p->n;
         }
     return ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
 }
 
 /* path written atomically: a temporary file beside it, then rename(2). */
-static ic_status write_file(writer *W)
+ic_status ic__art_write(ic__art_writer *W)
 {
     char *tmp = NULL;
     if (asprintf(&tmp, "%s.XXXXXX", W->path) < 0)
@@ -493,7 +485,7 @@ ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_we
 {
     if (!cc || !path || !*path)
         return cc ? ic__error(cc->c, IC_EINVAL, "ic_compiled_save: no file name") : IC_EINVAL;
-    writer W = { .c = cc->c, .path = path };
+    ic__art_writer W = { .c = cc->c, .path = path };
     pthread_mutex_t *lock = (pthread_mutex_t *)&cc->lock; /* the variants must not change meanwhile */
     pthread_mutex_lock(lock);
     ic_status s = nsaved(cc) == 0
@@ -501,9 +493,9 @@ ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_we
                                   "compiles at its first ic_run)", path, ic_graph_name(cc->g))
                       : build_sections(&W, cc, with_weights);
     if (!s)
-        s = write_file(&W);
+        s = ic__art_write(&W);
     pthread_mutex_unlock(lock);
-    writer_free(&W);
+    ic__art_writer_free(&W);
     return s;
 }
 
@@ -511,39 +503,6 @@ ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_we
  * Loading
  * ==================================================================================== */
 
-typedef struct {
-    int64_t *vals;
-    char *target;
-    int nkernels;
-    ic_codegen_params *params;
-} svariant;
-
-typedef struct {
-    char *key;
-    uint64_t hash;
-    const void *data;
-    size_t n;
-} sobject;
-
-struct ic__store {
-    svariant *var;
-    int nvar, nsyms;
-    sobject *obj;
-    int nobj;
-};
-
-struct ic__artifact {
-    ic_ctx *c;
-    char *path;
-    const unsigned char *map;
-    size_t size;
-    struct { char name[NAME_LEN + 1]; const unsigned char *p; uint64_t bytes, hash; } sec[MAX_SECTIONS];
-    int nsec;
-    char *meta;               /* the meta section as a string */
-    ic_graph *parsed;         /* the graph as its JSON loads (params the file holds: no data) */
-    ic_graph *g;              /* with those params' data from the mapping (borrows parsed) */
-    ic__store store;
-};
 
 bool ic__store_find(const ic__store *st, const char *key, const void **data, size_t *n)
 {
@@ -581,8 +540,14 @@ void ic__artifact_free(ic__artifact *A)
     }
     for (int i = 0; i < A->store.nobj; i++)
         ic__free(c, A->store.obj[i].key);
+    for (int i = 0; i < A->store.ngvar; i++) {
+        ic__free(c, A->store.gvar[i].vals);
+        ic__free(c, (void *)A->store.gvar[i].entry);
+        ic__free(c, A->store.gvar[i].nentry);
+    }
     ic__free(c, A->store.var);
     ic__free(c, A->store.obj);
+    ic__free(c, A->store.gvar);
     ic_graph_destroy(A->g); /* borrows from parsed */
     ic_graph_destroy(A->parsed);
     ic__free(c, A->meta);
@@ -592,11 +557,8 @@ void ic__artifact_free(ic__artifact *A)
     ic__free(c, A);
 }
 
-#define BAD(A, ...) art_error((A), IC_EFORMAT, __VA_ARGS__)
 
-static ic_status art_error(ic__artifact *A, ic_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ic_status art_error(ic__artifact *A, ic_status code, const char *fmt, ...)
+ic_status ic__art_error(ic__artifact *A, ic_status code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -611,10 +573,10 @@ static ic_status map_file(ic__artifact *A)
     int fd = open(A->path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0)
-        return art_error(A, IC_EIO, "cannot open: %s", strerror(errno));
+        return ic__art_error(A, IC_EIO, "cannot open: %s", strerror(errno));
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return art_error(A, IC_EIO, "not a regular file");
+        return ic__art_error(A, IC_EIO, "not a regular file");
     }
     A->size = (size_t)sb.st_size;
     void *p = A->size ? mmap(NULL, A->size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
@@ -622,7 +584,7 @@ static ic_status map_file(ic__artifact *A)
     if (A->size == 0)
         return BAD(A, "the file is empty: not a saved ic model");
     if (p == MAP_FAILED)
-        return art_error(A, IC_EIO, "cannot map: %s", strerror(errno));
+        return ic__art_error(A, IC_EIO, "cannot map: %s", strerror(errno));
     A->map = p;
     return IC_OK;
 }
@@ -664,7 +626,7 @@ static ic_status read_table(ic__artifact *A)
     return IC_OK;
 }
 
-static int find_section(const ic__artifact *A, const char *name)
+int ic__art_find_section(const ic__artifact *A, const char *name)
 {
     for (int i = 0; i < A->nsec; i++)
         if (strcmp(A->sec[i].name, name) == 0)
@@ -673,7 +635,7 @@ static int find_section(const ic__artifact *A, const char *name)
 }
 
 /* The value of meta line "key value" (up to the line's end) into buf; false when absent. */
-static bool meta_get(const ic__artifact *A, const char *key, char *buf, size_t n)
+bool ic__art_meta_get(const ic__artifact *A, const char *key, char *buf, size_t n)
 {
     size_t kl = strlen(key);
     for (const char *l = A->meta; l && *l;) {
@@ -688,67 +650,72 @@ static bool meta_get(const ic__artifact *A, const char *key, char *buf, size_t n
     return false;
 }
 
-/* The meta section's versions, device and target against this ic and this host. */
-static ic_status check_meta(ic__artifact *A)
+/* The meta section's device kind and versions against this ic: a file made for another kind
+ * of device or by another ic or LLVM is refused by name of the mismatch. */
+static ic_status check_meta(ic__artifact *A, const char *device, const char *loader)
 {
-    int m = find_section(A, "meta");
+    int m = ic__art_find_section(A, "meta");
     if (m < 0)
         return BAD(A, "damaged: no meta section");
     if (!(A->meta = ic__malloc(A->c, (size_t)A->sec[m].bytes + 1)))
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     memcpy(A->meta, A->sec[m].p, (size_t)A->sec[m].bytes);
     A->meta[A->sec[m].bytes] = 0;
-    char v[256], llvm[64], dev[64], triple[256], feat[8192], missing[2048], cpu[256];
+    char v[256], llvm[64], dev[64];
     llvm_version(llvm, sizeof llvm);
-    if (!meta_get(A, "ic", v, sizeof v) || !meta_get(A, "device", dev, sizeof dev) ||
-        !meta_get(A, "triple", triple, sizeof triple) || !meta_get(A, "features", feat, sizeof feat) ||
-        !meta_get(A, "cpu", cpu, sizeof cpu))
+    if (!ic__art_meta_get(A, "ic", v, sizeof v) || !ic__art_meta_get(A, "device", dev, sizeof dev))
         return BAD(A, "damaged: the meta section lacks a field");
-    if (strcmp(dev, "cpu") != 0)
-        return art_error(A, IC_EUNSUPPORTED, "saved for device '%s'; ic_compiled_load loads CPU models", dev);
+    if (strcmp(dev, device) != 0)
+        return ic__art_error(A, IC_EUNSUPPORTED, "saved for device '%s'; %s loads models saved for '%s'", dev,
+                             loader, device);
     if (strcmp(v, ic_version()) != 0)
-        return art_error(A, IC_EUNSUPPORTED, "saved by ic %s; this is ic %s (save it again with this version)",
-                         v, ic_version());
-    if (!meta_get(A, "build", v, sizeof v) || strcmp(v, ic_build_id()) != 0)
-        return art_error(A, IC_EUNSUPPORTED, "saved by another build of ic %s (build %s; this is build %s): save "
-                         "it again with this one", ic_version(), v, ic_build_id());
-    if (!meta_get(A, "llvm", v, sizeof v) || strcmp(v, llvm) != 0)
-        return art_error(A, IC_EUNSUPPORTED, "saved with LLVM %s; this ic uses LLVM %s", v, llvm);
+        return ic__art_error(A, IC_EUNSUPPORTED, "saved by ic %s; this is ic %s (save it again with this version)",
+                             v, ic_version());
+    if (!ic__art_meta_get(A, "build", v, sizeof v) || strcmp(v, ic_build_id()) != 0)
+        return ic__art_error(A, IC_EUNSUPPORTED, "saved by another build of ic %s (build %s; this is build %s): save "
+                             "it again with this one", ic_version(), v, ic_build_id());
+    if (!ic__art_meta_get(A, "llvm", v, sizeof v) || strcmp(v, llvm) != 0)
+        return ic__art_error(A, IC_EUNSUPPORTED, "saved with LLVM %s; this ic uses LLVM %s", v, llvm);
+    return IC_OK;
+}
+
+/* The CPU's part of the meta check: the target and CPU features the code needs. */
+static ic_status check_cpu(ic__artifact *A, const void *arg)
+{
+    (void)arg;
+    char triple[256], feat[8192], missing[2048], cpu[256];
+    if (!ic__art_meta_get(A, "triple", triple, sizeof triple) || !ic__art_meta_get(A, "features", feat, sizeof feat) ||
+        !ic__art_meta_get(A, "cpu", cpu, sizeof cpu))
+        return BAD(A, "damaged: the meta section lacks a field");
     char *host_triple = LLVMGetDefaultTargetTriple(), *host_feat = LLVMGetHostCPUFeatures();
     ic_status s = IC_OK;
     if (strcmp(triple, host_triple) != 0)
-        s = art_error(A, IC_EUNSUPPORTED, "made for target %s; this host is %s", triple, host_triple);
+        s = ic__art_error(A, IC_EUNSUPPORTED, "made for target %s; this host is %s", triple, host_triple);
     else if (missing_features(feat, host_feat, missing, sizeof missing))
-        s = art_error(A, IC_EUNSUPPORTED, "made for CPU '%s' with features this host lacks: %s", cpu, missing);
+        s = ic__art_error(A, IC_EUNSUPPORTED, "made for CPU '%s' with features this host lacks: %s", cpu, missing);
     LLVMDisposeMessage(host_triple);
     LLVMDisposeMessage(host_feat);
     return s;
 }
 
-static ic_status check_hashes(ic__artifact *A)
+static ic_status check_hashes(ic__artifact *A, const char *const *need, int nneed)
 {
     for (int i = 0; i < A->nsec; i++)
         if (hash_of(A->sec[i].p, (size_t)A->sec[i].bytes) != A->sec[i].hash)
             return BAD(A, "damaged: section '%s' does not match its checksum", A->sec[i].name);
-    static const char *const need[] = { "meta", "graph", "weights", "wdata", "variants", "objects", "odata" };
-    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
-        if (find_section(A, need[i]) < 0)
+    for (int i = 0; i < nneed; i++)
+        if (ic__art_find_section(A, need[i]) < 0)
             return BAD(A, "damaged: no %s section", need[i]);
     return IC_OK;
 }
 
-/* A bounded reader of a table section. */
-typedef struct {
-    const unsigned char *p, *end;
-} rd;
-
-static rd reader_of(const ic__artifact *A, const char *name)
+ic__art_rd ic__art_reader(const ic__artifact *A, const char *name)
 {
-    int i = find_section(A, name);
-    return (rd){ A->sec[i].p, A->sec[i].p + A->sec[i].bytes };
+    int i = ic__art_find_section(A, name);
+    return (ic__art_rd){ A->sec[i].p, A->sec[i].p + A->sec[i].bytes };
 }
 
-static bool get32(rd *r, uint32_t *v)
+bool ic__art_get32(ic__art_rd *r, uint32_t *v)
 {
     if (r->end - r->p < 4)
         return false;
@@ -757,7 +724,7 @@ static bool get32(rd *r, uint32_t *v)
     return true;
 }
 
-static bool get64(rd *r, uint64_t *v)
+bool ic__art_get64(ic__art_rd *r, uint64_t *v)
 {
     if (r->end - r->p < 8)
         return false;
@@ -767,10 +734,10 @@ static bool get64(rd *r, uint64_t *v)
 }
 
 /* A string: ic__malloc'd, NUL-terminated; NULL when malformed (or out of memory). */
-static char *getstr(ic_ctx *c, rd *r)
+char *ic__art_getstr(ic_ctx *c, ic__art_rd *r)
 {
     uint32_t n;
-    if (!get32(r, &n) || (size_t)(r->end - r->p) < n || memchr(r->p, 0, n))
+    if (!ic__art_get32(r, &n) || (size_t)(r->end - r->p) < n || memchr(r->p, 0, n))
         return NULL;
     char *s = ic__malloc(c, (size_t)n + 1);
     if (s) {
@@ -784,16 +751,16 @@ static char *getstr(ic_ctx *c, rd *r)
 /* The data of param name in wdata: true and *p, *n; false when the file holds none. */
 static ic_status find_weights(ic__artifact *A, const char *name, const void **p, size_t *n)
 {
-    rd r = reader_of(A, "weights");
-    int d = find_section(A, "wdata");
+    ic__art_rd r = ic__art_reader(A, "weights");
+    int d = ic__art_find_section(A, "wdata");
     uint32_t count;
     *p = NULL;
-    if (!get32(&r, &count))
+    if (!ic__art_get32(&r, &count))
         return BAD(A, "damaged weights table");
     for (uint32_t i = 0; i < count; i++) {
         uint64_t off, bytes;
-        char *nm = getstr(A->c, &r);
-        bool ok = nm && get64(&r, &off) && get64(&r, &bytes) && off <= A->sec[d].bytes &&
+        char *nm = ic__art_getstr(A->c, &r);
+        bool ok = nm && ic__art_get64(&r, &off) && ic__art_get64(&r, &bytes) && off <= A->sec[d].bytes &&
                   bytes <= A->sec[d].bytes - off && off % ALIGN == 0;
         bool match = ok && strcmp(nm, name) == 0;
         ic__free(A->c, nm);
@@ -829,16 +796,16 @@ static ic_status copy_node(ic__artifact *A, ic_value v, ic_value *map)
 /* A->g: the graph's JSON, then its params' data from the file. */
 static ic_status load_graph(ic__artifact *A)
 {
-    int gi = find_section(A, "graph");
+    int gi = ic__art_find_section(A, "graph");
     char *text = ic__malloc(A->c, (size_t)A->sec[gi].bytes + 1);
     if (!text)
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     memcpy(text, A->sec[gi].p, (size_t)A->sec[gi].bytes);
     text[A->sec[gi].bytes] = 0; /* the padding after the text is zeros: it ends there */
     ic_status s = ic_graph_load_json_string(A->c, text, NULL, &A->parsed);
     ic__free(A->c, text);
     if (s)
-        return art_error(A, s, "its graph: %s", ic_last_error(A->c));
+        return ic__art_error(A, s, "its graph: %s", ic_last_error(A->c));
     const ic_graph *p = A->parsed;
     if ((s = ic_graph_create(A->c, ic_graph_name(p), &A->g)) || (s = ic__graph_set_source(A->g, A->path)))
         return s;
@@ -848,7 +815,7 @@ static ic_status load_graph(ic__artifact *A)
     }
     ic_value *map = ic__calloc(A->c, (size_t)ic_graph_num_nodes(p) + 1, sizeof *map);
     if (!map)
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     for (ic_value v = 0; v < ic_graph_num_nodes(p) && !s; v++)
         s = copy_node(A, v, map);
     for (int i = 0; i < ic_graph_num_outputs(p) && !s; i++)
@@ -857,24 +824,24 @@ static ic_status load_graph(ic__artifact *A)
     return s ? s : ic_graph_verify(A->g);
 }
 
-static ic_status read_variant(ic__artifact *A, rd *r, svariant *sv)
+static ic_status read_variant(ic__artifact *A, ic__art_rd *r, ic__art_svariant *sv)
 {
     ic_ctx *c = A->c;
     uint32_t nsyms, nk;
-    if (!get32(r, &nsyms) || nsyms != (uint32_t)A->store.nsyms)
+    if (!ic__art_get32(r, &nsyms) || nsyms != (uint32_t)A->store.nsyms)
         return BAD(A, "damaged variants table (symbols)");
     if (!(sv->vals = ic__calloc(c, nsyms + 1, sizeof *sv->vals)))
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < nsyms; i++)
-        if (!get64(r, (uint64_t *)&sv->vals[i]) || sv->vals[i] < 0)
+        if (!ic__art_get64(r, (uint64_t *)&sv->vals[i]) || sv->vals[i] < 0)
             return BAD(A, "damaged variants table (values)");
-    if (!(sv->target = getstr(c, r)) || !get32(r, &nk) || nk > 1u << 20)
+    if (!(sv->target = ic__art_getstr(c, r)) || !ic__art_get32(r, &nk) || nk > 1u << 20)
         return BAD(A, "damaged variants table (target)");
     sv->nkernels = (int)nk;
     if (!(sv->params = ic__calloc(c, nk + 1, sizeof *sv->params)))
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     for (uint32_t k = 0; k < nk; k++) {
-        char *t = getstr(c, r);
+        char *t = ic__art_getstr(c, r);
         bool ok = t && ic__cg_params_parse(t, &sv->params[k]);
         ic__free(c, t);
         if (!ok)
@@ -886,29 +853,29 @@ static ic_status read_variant(ic__artifact *A, rd *r, svariant *sv)
 static ic_status load_store(ic__artifact *A)
 {
     ic_ctx *c = A->c;
-    rd r = reader_of(A, "variants");
+    ic__art_rd r = ic__art_reader(A, "variants");
     uint32_t nv, no;
     A->store.nsyms = ic_graph_num_symbols(A->g);
-    if (!get32(&r, &nv) || nv == 0 || nv > 1u << 16)
+    if (!ic__art_get32(&r, &nv) || nv == 0 || nv > 1u << 16)
         return BAD(A, "damaged variants table");
     if (!(A->store.var = ic__calloc(c, nv, sizeof *A->store.var)))
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < nv; i++) {
         A->store.nvar++;
         ic_status s = read_variant(A, &r, &A->store.var[i]);
         if (s)
             return s;
     }
-    r = reader_of(A, "objects");
-    int d = find_section(A, "odata");
-    if (!get32(&r, &no) || no > 1u << 20)
+    r = ic__art_reader(A, "objects");
+    int d = ic__art_find_section(A, "odata");
+    if (!ic__art_get32(&r, &no) || no > 1u << 20)
         return BAD(A, "damaged objects table");
     if (!(A->store.obj = ic__calloc(c, no + 1, sizeof *A->store.obj)))
-        return art_error(A, IC_ENOMEM, "out of memory");
+        return ic__art_error(A, IC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < no; i++) {
-        sobject *o = &A->store.obj[A->store.nobj++];
+        ic__art_sobject *o = &A->store.obj[A->store.nobj++];
         uint64_t off, bytes;
-        if (!(o->key = getstr(c, &r)) || !get64(&r, &off) || !get64(&r, &bytes) || off > A->sec[d].bytes ||
+        if (!(o->key = ic__art_getstr(c, &r)) || !ic__art_get64(&r, &off) || !ic__art_get64(&r, &bytes) || off > A->sec[d].bytes ||
             bytes > A->sec[d].bytes - off || off % ALIGN != 0)
             return BAD(A, "damaged objects table");
         o->hash = ic__hash_bytes(IC__HASH_SEED, o->key, strlen(o->key));
@@ -924,7 +891,7 @@ static void load_options(const ic__artifact *A, ic_compile_options *o, char *mod
     char v[64];
     ic_compile_options_init(o);
 #define OPT(name, field, type)                          \
-    if (meta_get(A, "option " #name, v, sizeof v))      \
+    if (ic__art_meta_get(A, "option " #name, v, sizeof v))      \
         o->field = (type)strtoll(v, NULL, 10);
     OPT(fusion, fusion, int)
     OPT(threads, threads, int)
@@ -937,21 +904,30 @@ static void load_options(const ic__artifact *A, ic_compile_options *o, char *mod
     OPT(autotune, autotune, int)
     OPT(cache, cache, int)
 #undef OPT
-    if (meta_get(A, "mode", mode, nmode))
+    if (ic__art_meta_get(A, "mode", mode, nmode))
         o->mode = mode;
 }
 
-static ic_status open_artifact(ic_ctx *c, const char *path, ic__artifact **out)
+ic_status ic__art_open(ic_ctx *c, const char *path, const char *device, const char *loader,
+                       const char *const *need, int nneed, ic__art_check_fn check, const void *arg,
+                       ic__artifact **out)
 {
     ic__artifact *A = *out = ic__calloc(c, 1, sizeof *A);
     if (!A || !(A->path = ic__strdup(c, path)))
         return ic__error(c, IC_ENOMEM, "%s: out of memory", path);
     A->c = c;
     ic_status s;
-    if ((s = map_file(A)) || (s = read_table(A)) || (s = check_meta(A)) || (s = check_hashes(A)) ||
-        (s = load_graph(A)) || (s = load_store(A)))
+    if ((s = map_file(A)) || (s = read_table(A)) || (s = check_meta(A, device, loader)) || (s = check(A, arg)) ||
+        (s = check_hashes(A, need, nneed)) || (s = load_graph(A)))
         return s;
     return IC_OK;
+}
+
+static ic_status open_artifact(ic_ctx *c, const char *path, ic__artifact **out)
+{
+    static const char *const need[] = { "meta", "graph", "weights", "wdata", "variants", "objects", "odata" };
+    ic_status s = ic__art_open(c, path, "cpu", "ic_compiled_load", need, 7, check_cpu, NULL, out);
+    return s ? s : load_store(*out);
 }
 
 ic_status ic_compiled_load(ic_ctx *c, const char *path, ic_compiled **out)
