@@ -337,6 +337,36 @@ IC_API void ic_cuda_compiled_autotune_stats(const ic_cuda_compiled *cc, ic_autot
 /* The PTX text of that variant (borrowed). */
 IC_API const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc);
 
+/* ---- saved compiled models for the GPU (lib/Runtime/cuda_artifact.c) ----
+ *
+ *     ic_cuda_compile(d, g, &o, &cc); ic_cuda_run(cc, ...);  // every variant wanted compiled
+ *     ic_cuda_compiled_save(cc, "bert.icm", true);          // graph, weights, PTX + cubins
+ *     ...                                                    // another process, same ic, LLVM
+ *     ic_cuda_compiled_load(d, "bert.icm", &cc2);            // and compute capability: no PTX
+ *     ic_cuda_run(cc2, ...); ic_cuda_compiled_destroy(cc2);  // emitted, no JIT: ready in ms
+ */
+
+/* Writes cc into one file, atomically (temp file + rename), in the container of
+ * ic_compiled_save: its graph (with_weights: every param's data; else params read from a
+ * safetensors file stay there, named by absolute path), the compile options, the device (name,
+ * compute capability, driver version), and per variant compiled so far its symbol values and
+ * every kernel's launch data, PTX and cubin (a cubin the cache did not keep is made now with
+ * the driver's linker; without one the file holds PTX only). Error when nothing was compiled. */
+IC_API ic_status ic_cuda_compiled_save(const ic_cuda_compiled *cc, const char *path, bool with_weights);
+
+/* Loads what ic_cuda_compiled_save wrote onto d: the graph is lowered and fused again and each
+ * saved variant's kernels are loaded from the file's cubins (no PTX emission, no JIT; a cubin
+ * the driver refuses is compiled from its PTX, with a log line). Sizes the file has no variant
+ * for compile as ic_cuda_compile would. A file for another device kind (a CPU model), another
+ * compute capability, another ic or LLVM version or build is refused by an error naming the
+ * file and the mismatch; a truncated or damaged file is an error (IC_EFORMAT), never used.
+ * The result owns its graph (ic_cuda_compiled_graph) and the mapping of the file. */
+IC_API ic_status ic_cuda_compiled_load(ic_cuda *d, const char *path, ic_cuda_compiled **out);
+
+/* The graph cc runs: the one given to ic_cuda_compile, or the one ic_cuda_compiled_load made
+ * (owned by cc, valid until ic_cuda_compiled_destroy). */
+IC_API const ic_graph *ic_cuda_compiled_graph(const ic_cuda_compiled *cc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -167,6 +167,39 @@ IC_HIDDEN void ic__gcode_match(ic_ctx *c, ic__gcode *g, const ic_ptx_module *pm)
 /* After the load: writes the entries of kernels that missed or whose code's cubin was made. */
 IC_HIDDEN void ic__gcode_store(ic_ctx *c, const ic__gcode *g, const ic_ptx_module *pm);
 IC_HIDDEN void ic__gcode_free(ic_ctx *c, ic__gcode *g);
+/* Kernel i of pm with its code module's PTX and cubin cb (none: cb->data NULL) as one entry
+ * (malloc'd into *out, *n bytes); false when out of memory. */
+IC_HIDDEN bool ic__gcode_entry(const ic_ptx_module *pm, int i, const ic__cubin *cb, char **out, size_t *n);
+/* A gcode (no keys) of the nk entries data[k] (n[k] bytes) for p's kernels, as a lookup would
+ * have found them: a kernel whose entry does not parse or fit is not a hit. */
+IC_HIDDEN ic_status ic__gcode_from_entries(ic_ctx *c, const ic_program *p, int nk, const void *const *data,
+                                           const size_t *n, ic__gcode **out);
+
+/* ---- saved compiled models (cuda_artifact.c) ---- */
+
+typedef struct ic__store ic__store;
+typedef struct ic__artifact ic__artifact;
+/* The saved variant for symbol values vals (nsyms of them): true and its kernels' entries
+ * ([*nk] pointers into the file's mapping, *n bytes each); false when the file has none. */
+IC_HIDDEN bool ic__store_gpu_variant(const ic__store *st, const int64_t *vals, int nsyms, int *nk,
+                                     const void *const **entry, const size_t **n);
+IC_HIDDEN int ic__store_gpu_count(const ic__store *st);
+IC_HIDDEN const int64_t *ic__store_gpu_vals(const ic__store *st, int i);
+IC_HIDDEN const ic__store *ic__artifact_store(const ic__artifact *A);
+IC_HIDDEN void ic__artifact_free(ic__artifact *A);
+
+/* cuda_run.c: ic_cuda_compile with the variants of art's store made from it (art owned by
+ * *out, freed on failure too; NULL: none). */
+IC_HIDDEN ic_status ic__cuda_compiled_create(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
+                                             ic__artifact *art, ic_cuda_compiled **out);
+/* What ic_cuda_compiled_save reads of cc: variant i's symbol values, PTX module and the cubin
+ * of each kernel's own code module ([kernels], data NULL where none; the array NULL when
+ * the variant has no kernels). */
+IC_HIDDEN ic_cuda *ic__cuda_compiled_device(const ic_cuda_compiled *cc);
+IC_HIDDEN const ic_cuda_options *ic__cuda_compiled_options(const ic_cuda_compiled *cc);
+IC_HIDDEN int ic__cuda_compiled_num_variants(const ic_cuda_compiled *cc);
+IC_HIDDEN void ic__cuda_compiled_variant(const ic_cuda_compiled *cc, int i, const int64_t **vals,
+                                         const ic_ptx_module **pm, ic__cubin **cubins);
 
 /* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */
 IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);

@@ -17,6 +17,9 @@ typedef struct ic__cvar {
     ic_ptx_module *pm;
     ic_cuda_module *cm;
     ic__gcode *gc;            /* the persistent cache's entries, from codegen until stored */
+    bool from_store;          /* gc came from a saved compiled model (nothing to store) */
+    ic__cubin *cubins;        /* [kernels] the cubin of each kernel's own code module (code ==
+                               * i) where one was loaded or made, kept for ic_cuda_compiled_save */
     int nbufs;
     uint64_t *dev;            /* [nbufs] device address of each buffer */
     void **kargs;             /* [nbufs] one launch's parameters: &dev[b] for its args */
@@ -40,6 +43,7 @@ struct ic_cuda_compiled {
     size_t staging_bytes;
     bool profile;             /* IC_PROFILE: events around every kernel, no CUDA graph */
     ic_autotune_stats tune;   /* the autotuner's and the cache's work, all variants */
+    ic__artifact *art;        /* ic_cuda_compiled_load: the file's mapping, graph, code (owned) */
 };
 
 void ic_cuda_options_init(ic_cuda_options *o)
@@ -73,6 +77,9 @@ static void cuda_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
     }
     ic__cprof_free(d, &v->prof);
     ic__gcode_free(c, v->gc);
+    for (int i = 0; v->cubins && v->pm && i < ic_ptx_module_num_kernels(v->pm); i++)
+        ic__free(c, v->cubins[i].data);
+    ic__free(c, v->cubins);
     ic_cuda_module_unload(v->cm);
     ic_ptx_module_destroy(v->pm);
     ic__free(c, v->dev);
@@ -152,11 +159,43 @@ static ic_status cached_or_emit(ic__pipe *P, ic__cvar *v, const ic_ptx_options *
     return s;
 }
 
+/* v->pm from a saved compiled model's entries for v's symbol values (*found), as a cache hit
+ * for every kernel: no emission, and cuda_load loads the saved cubins. The file was checked
+ * (same ic build, checksums), so code that does not fit the lowered graph is an error. */
+static ic_status from_store(ic__pipe *P, ic__cvar *v, bool *found)
+{
+    int nk = 0;
+    const void *const *entry;
+    const size_t *n;
+    *found = ic__store_gpu_variant(P->store, v->b.vals, ic_graph_num_symbols(P->g), &nk, &entry, &n);
+    if (!*found)
+        return IC_OK;
+    ic_status s = IC_OK;
+    if (nk != ic_program_num_kernels(v->b.prog))
+        return ic__error(P->c, IC_EFORMAT, "%s: its graph lowers to %d kernels here but the file has code for %d",
+                         ic_graph_source(P->g), ic_program_num_kernels(v->b.prog), nk);
+    if (!(s = ic__gcode_from_entries(P->c, v->b.prog, nk, entry, n, &v->gc)) &&
+        ic__gcode_hits(v->gc) == nk && !(s = ic__gcode_module(P->c, v->gc, &v->pm)) && !v->pm)
+        s = IC_EFORMAT;
+    if (!s && ic__gcode_hits(v->gc) != nk)
+        s = IC_EFORMAT;
+    if (s == IC_EFORMAT)
+        ic__error(P->c, s, "%s: the saved code does not fit the graph's kernels (damaged file?)",
+                  ic_graph_source(P->g));
+    v->from_store = true;
+    ic__pipe_emit_text(P, IC_PIPE_PTX, s ? "" : ic_ptx_module_text(v->pm));
+    return s;
+}
+
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
 static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
 {
     ic__cvar *v = (ic__cvar *)b;
     const ic__cuda_bopts *bo = P->bopts;
+    bool saved = false;
+    ic_status s0 = P->store ? from_store(P, v, &saved) : IC_OK;
+    if (s0 || saved)
+        return s0;
     const ic_ptx_params *params = bo->o && bo->o->params ? bo->o->params : NULL;
     int nk = ic_program_num_kernels(v->b.prog);
     if (params && bo->o->nparams != nk)
@@ -182,8 +221,11 @@ static ic_status load_modules(ic__pipe *P, ic__cvar *v, int n, const char **text
     ic__gcode *g = v->gc;
     int nk = ic_ptx_module_num_kernels(v->pm);
     ic__cubin *mc = g ? ic__calloc(P->c, (size_t)n, sizeof *mc) : NULL;
-    if (g && !mc)
+    v->cubins = ic__calloc(P->c, (size_t)nk, sizeof *v->cubins);
+    if ((g && !mc) || !v->cubins) {
+        ic__free(P->c, mc);
         return ic__error(P->c, IC_ENOMEM, "cuda: out of memory");
+    }
     for (int i = 0; mc && i < nk; i++)
         if (ic_ptx_module_kernel(v->pm, i)->code == i)
             mc[part[i]] = g->cubin[i], g->cubin[i] = (ic__cubin){ 0 };
@@ -192,8 +234,10 @@ static ic_status load_modules(ic__pipe *P, ic__cvar *v, int n, const char **text
         if (ic_ptx_module_kernel(v->pm, i)->code == i)
             g->cubin[i] = mc[part[i]];
     ic__free(P->c, mc);
-    if (!s)
+    if (!s && !v->from_store)
         ic__gcode_store(P->c, g, v->pm);
+    for (int i = 0; g && i < nk; i++) /* kept for ic_cuda_compiled_save */
+        v->cubins[i] = g->cubin[i], g->cubin[i] = (ic__cubin){ 0 };
     ic__gcode_free(P->c, g);
     v->gc = NULL;
     return s;
@@ -282,20 +326,21 @@ static ic_status take_options(ic_cuda_compiled *cc, const ic_cuda_options *o)
     return IC_OK;
 }
 
-ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
-                          ic_cuda_compiled **out)
+ic_status ic__cuda_compiled_create(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o, ic__artifact *art,
+                                   ic_cuda_compiled **out)
 {
     *out = NULL;
     ic_ctx *c = d->c;
     ic_status s = ic_graph_verify(g);
-    if (s)
-        return s;
-    ic_cuda_compiled *cc = ic__calloc(c, 1, sizeof *cc);
-    if (!cc)
-        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    ic_cuda_compiled *cc = s ? NULL : ic__calloc(c, 1, sizeof *cc);
+    if (!cc) {
+        ic__artifact_free(art);
+        return s ? s : ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    }
     cc->d = d;
     cc->c = c;
     cc->g = g;
+    cc->art = art;
     cc->nsyms = ic_graph_num_symbols(g);
     cc->profile = c->sw.profile;
     s = take_options(cc, o);
@@ -305,11 +350,14 @@ ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *
     P.fusion = P.fusion && !cc->o.no_fusion;
     P.freezing = cc->o.freezing;
     P.tune = &cc->tune;
+    P.store = art ? ic__artifact_store(art) : NULL;
     ic__pipe_set_debug(&P, cc->o.debug, cc->o.debug_dir);
     ic__vcache_init(&cc->vc, &P, cc->o.max_variants);
     ic__vbase *v = NULL;
     if (!s && !cc->nsyms)
         s = ic__vcache_get(&cc->vc, NULL, &v);
+    for (int i = 0; !s && art && cc->nsyms && i < ic__store_gpu_count(P.store); i++)
+        s = ic__vcache_get(&cc->vc, ic__store_gpu_vals(P.store, i), &v);
     if (s) {
         ic_cuda_compiled_destroy(cc);
         return s;
@@ -317,6 +365,12 @@ ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *
     cc->cur = (ic__cvar *)v;
     *out = cc;
     return IC_OK;
+}
+
+ic_status ic_cuda_compile(ic_cuda *d, const ic_graph *g, const ic_cuda_options *o,
+                          ic_cuda_compiled **out)
+{
+    return ic__cuda_compiled_create(d, g, o, NULL, out);
 }
 
 void ic_cuda_compiled_destroy(ic_cuda_compiled *cc)
@@ -328,6 +382,7 @@ void ic_cuda_compiled_destroy(ic_cuda_compiled *cc)
         ic__cprof_print(&v->prof, ic_graph_name(cc->g), v->pm);
     }
     ic__vcache_free(&cc->vc);
+    ic__artifact_free(cc->art); /* after the variants, which read its store */
     ic__free(cc->c, cc->params);
     ic__free(cc->c, (void *)cc->o.debug_dir);
     ic__free(cc->c, cc->staging);
@@ -558,4 +613,24 @@ void ic_cuda_compiled_autotune_stats(const ic_cuda_compiled *cc, ic_autotune_sta
 const char *ic_cuda_compiled_ptx(const ic_cuda_compiled *cc)
 {
     return cc && cc->cur ? ic_ptx_module_text(cc->cur->pm) : NULL;
+}
+
+const ic_graph *ic_cuda_compiled_graph(const ic_cuda_compiled *cc)
+{
+    return cc ? cc->g : NULL;
+}
+
+/* ---- what ic_cuda_compiled_save (cuda_artifact.c) reads ---- */
+
+ic_cuda *ic__cuda_compiled_device(const ic_cuda_compiled *cc) { return cc->d; }
+const ic_cuda_options *ic__cuda_compiled_options(const ic_cuda_compiled *cc) { return &cc->o; }
+int ic__cuda_compiled_num_variants(const ic_cuda_compiled *cc) { return cc->vc.n; }
+
+void ic__cuda_compiled_variant(const ic_cuda_compiled *cc, int i, const int64_t **vals, const ic_ptx_module **pm,
+                               ic__cubin **cubins)
+{
+    const ic__cvar *v = (const ic__cvar *)cc->vc.v[i];
+    *vals = v->b.vals;
+    *pm = v->pm;
+    *cubins = v->cubins;
 }

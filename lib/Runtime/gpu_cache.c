@@ -15,7 +15,8 @@
  * made from the entries (ic__gcode_module) and the cubins loaded; otherwise PTX is emitted for
  * all kernels and ic__gcode_match keeps the cubins of the kernels whose PTX came out the same
  * as stored. After the load, ic__gcode_store writes the entries that were missing or whose
- * cubin was made anew. */
+ * cubin was made anew. A saved compiled model (cuda_artifact.c) holds the same entries
+ * (ic__gcode_entry) and loads them with ic__gcode_from_entries. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,7 @@ static bool put_blob(FILE *f, const void *p, uint64_t n)
 }
 
 /* Kernel i of pm with its code's PTX and cubin, as an entry (malloc'd into *out, *n bytes). */
-static bool serialise(const ic_ptx_module *pm, int i, const ic__cubin *cb, char **out, size_t *n)
+bool ic__gcode_entry(const ic_ptx_module *pm, int i, const ic__cubin *cb, char **out, size_t *n)
 {
     const ic_ptx_kernel *k = ic_ptx_module_kernel(pm, i);
     const char *ptx = ic_ptx_module_kernel_text(pm, i);
@@ -284,30 +285,46 @@ static void link_codes(ic_ctx *c, ic__gcode *g)
     }
 }
 
-ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const ic_cuda *d,
-                           const ic_ptx_options *po, const ic_ptx_params *params, ic__gcode **out)
+/* A gcode of nk kernels with nothing hit yet. */
+static ic__gcode *gcode_new(ic_ctx *c, int nk)
 {
-    *out = NULL;
-    int nk = ic_program_num_kernels(p), nb = ic_program_num_buffers(p);
     ic__gcode *g = ic__calloc(c, 1, sizeof *g);
     if (!g)
-        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        return NULL;
     g->nk = nk;
     g->key = ic__calloc(c, (size_t)nk + 1, sizeof *g->key);
     g->kern = ic__calloc(c, (size_t)nk + 1, sizeof *g->kern);
     g->ptx = ic__calloc(c, (size_t)nk + 1, sizeof *g->ptx);
     g->cubin = ic__calloc(c, (size_t)nk + 1, sizeof *g->cubin);
     g->hit = ic__calloc(c, (size_t)nk + 1, sizeof *g->hit);
-    bool oom = !g->key || !g->kern || !g->ptx || !g->cubin || !g->hit;
-    ic_status s = oom ? ic__error(c, IC_ENOMEM, "cuda: out of memory") : make_keys(c, g, p, freezing, d, po, params);
+    if (!g->key || !g->kern || !g->ptx || !g->cubin || !g->hit) {
+        ic__gcode_free(c, g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Kernel i's entry bytes into g: a hit when they parse and fit nbufs buffers. */
+static void take_entry(ic_ctx *c, ic__gcode *g, int i, const void *data, size_t n, int nbufs)
+{
+    g->hit[i] = parse(c, g, i, data, n, nbufs);
+    if (!g->hit[i])
+        drop(c, g, i);
+}
+
+ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const ic_cuda *d,
+                           const ic_ptx_options *po, const ic_ptx_params *params, ic__gcode **out)
+{
+    *out = NULL;
+    int nk = ic_program_num_kernels(p), nb = ic_program_num_buffers(p);
+    ic__gcode *g = gcode_new(c, nk);
+    ic_status s = !g ? ic__error(c, IC_ENOMEM, "cuda: out of memory") : make_keys(c, g, p, freezing, d, po, params);
     for (int i = 0; i < nk && !s; i++) {
         void *data;
         size_t n;
         if (!ic__cache_get(c, IC__CACHE_GPU_CODE, g->key[i], &data, &n))
             continue;
-        g->hit[i] = parse(c, g, i, data, n, nb);
-        if (!g->hit[i])
-            drop(c, g, i);
+        take_entry(c, g, i, data, n, nb);
         free(data);
     }
     if (s) {
@@ -316,6 +333,18 @@ ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const 
     }
     link_codes(c, g);
     *out = g;
+    return IC_OK;
+}
+
+ic_status ic__gcode_from_entries(ic_ctx *c, const ic_program *p, int nk, const void *const *data, const size_t *n,
+                                 ic__gcode **out)
+{
+    ic__gcode *g = *out = gcode_new(c, nk);
+    if (!g)
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    for (int i = 0; i < nk; i++)
+        take_entry(c, g, i, data[i], n[i], ic_program_num_buffers(p));
+    link_codes(c, g);
     return IC_OK;
 }
 
@@ -371,7 +400,7 @@ void ic__gcode_store(ic_ctx *c, const ic__gcode *g, const ic_ptx_module *pm)
             continue;
         char *data = NULL;
         size_t n = 0;
-        if (serialise(pm, i, cb, &data, &n))
+        if (ic__gcode_entry(pm, i, cb, &data, &n))
             ic__cache_put(c, IC__CACHE_GPU_CODE, g->key[i], data, n);
         free(data);
     }
