@@ -66,7 +66,8 @@ static const char usage[] =
     "  --save-outputs OUT.safetensors  write the outputs by name (atomically; never over an input)\n"
     "  --bind SYM=N                 size of a symbolic dimension (repeatable)\n"
     "  --save-artifact MODEL        after the runs, save the compiled graph (weights included, every\n"
-    "                               size compiled) into one file that --artifact loads (cpu)\n"
+    "                               size compiled) into one file that --artifact loads (cpu; cuda:\n"
+    "                               PTX and cubins, for GPUs of the same compute capability)\n"
     "  --artifact MODEL             instead of a graph: load a saved compiled model (no code\n"
     "                               generation; the options it was compiled with apply) and run it;\n"
     "                               the compile time is the load's\n"
@@ -173,16 +174,15 @@ static void note_mode(const run_opts *o)
     }
 }
 
-/* --artifact replaces the graph and runs the compiled backend alone; saved models are CPU code. */
+/* --artifact replaces the graph and runs the compiled backend alone (on the device it was
+ * saved for: --device cuda loads a GPU model, the CPU one a CPU model; the library refuses the
+ * other kind by name). */
 static bool check_artifact_opts(run_opts *o, cli_err *e)
 {
     if ((o->artifact && !*o->artifact) || (o->save_artifact && !*o->save_artifact))
         return cli_fail(e, "%s needs a file name", o->artifact ? "--artifact" : "--save-artifact");
     if (o->artifact && o->graph)
         return cli_fail(e, "a graph ('%s') or --artifact '%s', not both", o->graph, o->artifact);
-    if ((o->artifact || o->save_artifact) && strcmp(o->device, "cpu") != 0)
-        return cli_fail(e, "%s: saved compiled models are CPU code; drop --device %s",
-                        o->artifact ? "--artifact" : "--save-artifact", o->device);
     if ((o->artifact || o->save_artifact) && strcmp(o->backend, "ref") == 0)
         return cli_fail(e, "%s: the reference executor compiles nothing; drop --backend ref",
                         o->artifact ? "--artifact" : "--save-artifact");
@@ -559,7 +559,7 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     b->tf32 = co.allow_tf32;
     if (o->autotune_budget >= 0)
         co.autotune_budget_s = o->autotune_budget;
-    if (ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
+    if (!b->gc && ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     if (!alloc_outputs(c, g, a->vals, b, e))
         return false;
@@ -567,7 +567,7 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     if (ic_cuda_upload(b->gc, a->n, a->t) != IC_OK || ic_cuda_synchronize(d) != IC_OK)
         return cli_fail_ctx(e, c, what);
     ic_cuda_compiled_times(b->gc, &b->lower_ms, &b->ptx_ms, &b->load_ms);
-    b->compile_ms = b->lower_ms + b->ptx_ms + b->load_ms;
+    b->compile_ms = b->model_ms > 0 ? b->model_ms : b->lower_ms + b->ptx_ms + b->load_ms;
     for (int64_t i = 0; i < o->warmup; i++) /* reduce-overhead: the first captures the graph */
         if (ic_cuda_launch(b->gc) != IC_OK)
             return cli_fail_ctx(e, c, what);
@@ -1010,6 +1010,7 @@ typedef struct {
     ic_tensor *want;
     ic_cuda *dev;             /* --device cuda */
     ic_compiled *loaded;      /* --artifact: the model, until the compiled run takes it */
+    ic_cuda_compiled *gloaded; /* --artifact --device cuda: the same */
     double load_ms;
     bool model_graph;         /* --artifact: g belongs to the model (freed with it) */
 } run_state;
@@ -1019,6 +1020,7 @@ static void state_free(ic_ctx *c, run_state *st)
     for (int i = 0; i < st->nruns; i++)
         backend_free(c, &st->runs[i]);
     backend_free(c, &st->ref);
+    ic_cuda_compiled_destroy(st->gloaded);
     ic_cuda_close(st->dev);   /* after every compiled graph of it */
     free(st->ms);
     free(st->want);
@@ -1040,9 +1042,9 @@ static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
     for (int i = 0; i < st->nruns; i++) {
         backend_run *b = &st->runs[i];
         bool fused = strcmp(b->name, "compiled") == 0;
-        if (fused && st->loaded) { /* --artifact */
-            b->cc = st->loaded, b->model_ms = st->load_ms;
-            st->loaded = NULL;
+        if (fused && (st->loaded || st->gloaded)) { /* --artifact */
+            b->cc = st->loaded, b->gc = st->gloaded, b->model_ms = st->load_ms;
+            st->loaded = NULL, st->gloaded = NULL;
         }
         bool ok = ref       ? run_ref(c, g, &st->a, o->warmup, o->iters, b, st->ms, e)
                   : st->dev ? run_cuda(c, st->dev, g, o, &st->a, fused, b, st->ms, e)
@@ -1073,14 +1075,31 @@ static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
     return rc;
 }
 
-/* --artifact: the model and its graph, in the load's time. */
+/* --device cuda: the GPU (st->dev), once. */
+static bool open_device(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
+{
+    if (!o->cuda || st->dev)
+        return true;
+    if (ic_cuda_open(c, o->ordinal, &st->dev) == IC_OK)
+        return true;
+    const char *m = ic_last_error(c);
+    if (m && strstr(m, "no CUDA driver found"))
+        return cli_fail(e, "--device %s: %s; --device cpu runs without one", o->device, m);
+    return cli_fail(e, "--device %s: %s", o->device, m && *m ? m : "cannot open the GPU");
+}
+
+/* --artifact: the model and its graph, in the load's time (a GPU model: after opening the
+ * device, which is not counted). */
 static bool load_model(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
 {
+    if (!open_device(c, o, st, e))
+        return false;
     double t0 = cli_now();
-    if (ic_compiled_load(c, o->artifact, &st->loaded) != IC_OK)
+    if (st->dev ? ic_cuda_compiled_load(st->dev, o->artifact, &st->gloaded) != IC_OK
+                : ic_compiled_load(c, o->artifact, &st->loaded) != IC_OK)
         return cli_fail_ctx(e, c, NULL);
     st->load_ms = (cli_now() - t0) * 1e3;
-    st->g = (ic_graph *)ic_compiled_graph(st->loaded);
+    st->g = (ic_graph *)(st->dev ? ic_cuda_compiled_graph(st->gloaded) : ic_compiled_graph(st->loaded));
     st->model_graph = true;
     return true;
 }
@@ -1089,7 +1108,8 @@ static bool load_model(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
 static bool save_model(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
 {
     const backend_run *b = &st->runs[st->nruns - 1];
-    if (ic_compiled_save(b->cc, o->save_artifact, true) != IC_OK)
+    if ((b->gc ? ic_cuda_compiled_save(b->gc, o->save_artifact, true)
+               : ic_compiled_save(b->cc, o->save_artifact, true)) != IC_OK)
         return cli_fail_ctx(e, c, NULL);
     if (!o->json)
         printf("saved the compiled model (%s) to %s\n", b->name, o->save_artifact);
@@ -1127,14 +1147,8 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
         cli_fail(e, "out of memory");
         goto done;
     }
-    if (o->cuda && ic_cuda_open(c, o->ordinal, &st.dev) != IC_OK) {
-        const char *m = ic_last_error(c);
-        if (m && strstr(m, "no CUDA driver found"))
-            cli_fail(e, "--device %s: %s; --device cpu runs without one", o->device, m);
-        else
-            cli_fail(e, "--device %s: %s", o->device, m && *m ? m : "cannot open the GPU");
+    if (!open_device(c, o, &st, e))
         goto done;
-    }
     ic_switches sw;
     ic_ctx_switches(c, &sw);
     if (sw.no_fusion && strcmp(o->backend, "compiled") == 0 && !o->json)

@@ -1,6 +1,8 @@
 /* test_cli_artifact.c - ic-run --save-artifact F (after compiling) and ic-run --artifact F
  * (instead of a graph: loads the saved model and runs it, with the same checks and report),
- * and their bad uses. Each run's cache is a fresh folder (IC_CACHE_DIR). */
+ * on the CPU and with --device cuda (through the stand-in driver unittests/Tools/
+ * fake_libcuda.c, built here), and their bad uses. Each run's cache is a fresh folder
+ * (IC_CACHE_DIR). */
 #include "cli_run.h"
 
 #define FAST "--iters 1 --warmup 0"
@@ -71,11 +73,6 @@ Test(cli_artifact, bad_uses_are_one_line_errors)
     assert_fails(r, "ic-run", "graph and model", "not both");
     result_free(&r);
 
-    snprintf(args, sizeof args, "--artifact '%s' --device cuda " FAST, f.model);
-    r = run_tool(f.dir, "ic-run", args);
-    assert_fails(r, "ic-run", "cuda model", "CPU code", "--device cuda");
-    result_free(&r);
-
     snprintf(args, sizeof args, "--artifact '%s' --backend unfused " FAST, f.model);
     r = run_tool(f.dir, "ic-run", args);
     assert_fails(r, "ic-run", "unfused model", "--backend unfused");
@@ -111,4 +108,97 @@ Test(cli_artifact, bad_uses_are_one_line_errors)
     assert_fails(r, "ic-run", "empty name", "--save-artifact needs a file name");
     result_free(&r);
     ict_rmtree(f.dir);
+}
+
+/* ---- --device cuda, through the stand-in driver ---- */
+
+/* y = (x + b) * 0: zeros, which is what the stand-in's never-written "device memory" holds,
+ * so --check passes there. */
+static const char zero_graph[] =
+    "{\"ic_graph\": 1, \"name\": \"zero\",\n"
+    " \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [5, 7]},\n"
+    "            {\"name\": \"b\", \"dtype\": \"f32\", \"shape\": [1, 7]}],\n"
+    " \"nodes\": [{\"name\": \"t\", \"op\": \"add\", \"inputs\": [\"x\", \"b\"]},\n"
+    "           {\"name\": \"y\", \"op\": \"mul\", \"inputs\": [\"t\", 0]}],\n"
+    " \"outputs\": [\"y\"]}\n";
+
+typedef struct {
+    fixture f;
+    char so[4200], log[4200], env[16384], nocache_env[16384];
+} gpu_fixture;
+
+/* The stand-in driver built into the fixture's folder (skips the test, visibly, without a C
+ * compiler), the zero graph, and the environments of runs on it with and without a cache. */
+static void gpu_setup(gpu_fixture *g)
+{
+    setup(&g->f);
+    write_text(g->f.graph, zero_graph);
+    snprintf(g->so, sizeof g->so, "%s/libcuda-fake.so", g->f.dir);
+    snprintf(g->log, sizeof g->log, "%s/cuda.log", g->f.dir);
+    if (system("command -v cc >/dev/null 2>&1") != 0)
+        cr_skip_test("no C compiler (cc) to build the stand-in CUDA driver");
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -o '%s' '%s'", g->so, src("unittests/Tools/fake_libcuda.c"));
+    cr_assert_eq(system(cmd), 0, "building the stand-in driver failed: %s", cmd);
+    snprintf(g->env, sizeof g->env, "IC_CUDA_DRIVER='%s' IC_FAKE_CUDA_LOG='%s' %s", g->so, g->log, g->f.env);
+    snprintf(g->nocache_env, sizeof g->nocache_env, "IC_CUDA_DRIVER='%s' IC_FAKE_CUDA_LOG='%s' IC_CACHE=0", g->so,
+             g->log);
+}
+
+/* Lines of the stand-in's log that start with "word " (the log emptied afterwards). */
+static int logged(const gpu_fixture *g, const char *word)
+{
+    char *text = read_text(g->log);
+    int n = 0;
+    size_t wl = strlen(word);
+    for (char *line = text; line && *line;) {
+        n += !strncmp(line, word, wl) && line[wl] == ' ';
+        char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    unlink(g->log);
+    return n;
+}
+
+Test(cli_artifact, cuda_save_then_run_the_saved_model)
+{
+    gpu_fixture g;
+    gpu_setup(&g);
+    char args[16384];
+    snprintf(args, sizeof args, "'%s' --device cuda --no-compare " FAST " --save-artifact '%s'", g.f.graph,
+             g.f.model);
+    run_result r = run_tool_env(g.f.dir, g.env, "ic-run", args);
+    assert_ok(r, "--device cuda --save-artifact");
+    cr_assert(strstr(r.out, "saved the compiled model (compiled) to"), "stdout: %s", r.out);
+    result_free(&r);
+    cr_assert(access(g.f.model, R_OK) == 0, "no model written");
+    logged(&g, "link");
+
+    /* no cache: every module from the file's cubins, nothing compiled; checked */
+    snprintf(args, sizeof args, "--artifact '%s' --device cuda " FAST " --check --json", g.f.model);
+    r = run_tool_env(g.f.dir, g.nocache_env, "ic-run", args);
+    assert_ok(r, "--artifact --device cuda");
+    cr_assert(strstr(r.out, "\"compile_ms\"") && strstr(r.out, "\"check\": true"), "report: %s", r.out);
+    cr_assert(strstr(r.out, "small.icm"), "the report names the model file: %s", r.out);
+    result_free(&r);
+    char *log = read_text(g.log);
+    cr_assert(log && strstr(log, "module_load_cubin "), "no cubin loaded: %s", log ? log : "(no log)");
+    free(log);
+    cr_assert_eq(logged(&g, "link") + logged(&g, "module_load"), 0, "nothing compiled or JIT-loaded");
+
+    /* the CPU refuses it by name, and the GPU a CPU model */
+    snprintf(args, sizeof args, "--artifact '%s' " FAST, g.f.model);
+    r = run_tool_env(g.f.dir, g.nocache_env, "ic-run", args);
+    assert_fails(r, "ic-run", "cuda model on the cpu", "small.icm", "saved for device 'cuda'");
+    result_free(&r);
+    snprintf(args, sizeof args, "'%s' --no-compare " FAST " --save-artifact '%s'", g.f.graph, g.f.model);
+    r = run_tool_env(g.f.dir, g.f.env, "ic-run", args);
+    assert_ok(r, "--save-artifact (cpu)");
+    result_free(&r);
+    snprintf(args, sizeof args, "--artifact '%s' --device cuda " FAST, g.f.model);
+    r = run_tool_env(g.f.dir, g.nocache_env, "ic-run", args);
+    assert_fails(r, "ic-run", "cpu model on the gpu", "small.icm", "saved for device 'cpu'");
+    result_free(&r);
+    ict_rmtree(g.f.dir);
 }
