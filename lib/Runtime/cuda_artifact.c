@@ -17,6 +17,7 @@
 #include <string.h>
 #include "artifact-impl.h"
 #include "cuda-impl.h"
+#include "pipeline-impl.h" /* ic__now_ms */
 
 static const char *const gpu_sections[] = { "meta", "graph", "weights", "wdata", "gvariants", "gcode" };
 
@@ -252,6 +253,7 @@ ic_status ic_cuda_compiled_load(ic_cuda *d, const char *path, ic_cuda_compiled *
     if (!path || !*path)
         return ic__error(d->c, IC_EINVAL, "ic_cuda_compiled_load: no file name");
     ic__artifact *A = NULL;
+    double t0 = ic__now_ms();
     ic_status s = ic__art_open(d->c, path, "cuda", "ic_cuda_compiled_load", gpu_sections,
                                (int)(sizeof gpu_sections / sizeof *gpu_sections), check_gpu, d, &A);
     if (!s)
@@ -262,7 +264,14 @@ ic_status ic_cuda_compiled_load(ic_cuda *d, const char *path, ic_cuda_compiled *
     }
     ic_cuda_options o;
     load_options(A, &o);
-    return ic__cuda_compiled_create(d, A->g, &o, A, out); /* owns A from here */
+    double t1 = ic__now_ms();
+    if ((s = ic__cuda_compiled_create(d, A->g, &o, A, out))) /* owns A from here */
+        return s;
+    double lower = 0, load = 0;
+    ic_cuda_compiled_times(*out, &lower, NULL, &load);
+    ic__logf(d->c, 1, "ic: artifact: %s loaded in %.2f ms: file checked and graph read %.2f ms, lower+fuse "
+             "%.2f ms, modules and buffers %.2f ms", path, ic__now_ms() - t0, t1 - t0, lower, load);
+    return IC_OK;
 }
 
 /* ---- the store of a loaded file, for the CUDA backend (cuda_run.c) ---- */
