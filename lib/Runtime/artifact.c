@@ -20,7 +20,11 @@
  *     odata     packed objects (ic__jit_object_pack), each at a 64-byte offset
  * The meta section is checked first (versions, device, CPU features) so that a file made
  * elsewhere is refused by name of the mismatch; then every section's hash, so that a damaged
- * file is an error before any of it is used. */
+ * file is an error before any of it is used.
+ *
+ * The container (header, sections, hashes, meta versions, graph and weights sections, atomic
+ * write, checked open) is shared with the GPU's saved models (cuda_artifact.c), through
+ * artifact-impl.h; there "variants", "objects" and "odata" give way to the GPU's sections. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

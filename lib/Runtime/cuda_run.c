@@ -170,21 +170,20 @@ static ic_status from_store(ic__pipe *P, ic__cvar *v, bool *found)
     *found = ic__store_gpu_variant(P->store, v->b.vals, ic_graph_num_symbols(P->g), &nk, &entry, &n);
     if (!*found)
         return IC_OK;
-    ic_status s = IC_OK;
     if (nk != ic_program_num_kernels(v->b.prog))
         return ic__error(P->c, IC_EFORMAT, "%s: its graph lowers to %d kernels here but the file has code for %d",
                          ic_graph_source(P->g), ic_program_num_kernels(v->b.prog), nk);
-    if (!(s = ic__gcode_from_entries(P->c, v->b.prog, nk, entry, n, &v->gc)) &&
-        ic__gcode_hits(v->gc) == nk && !(s = ic__gcode_module(P->c, v->gc, &v->pm)) && !v->pm)
-        s = IC_EFORMAT;
-    if (!s && ic__gcode_hits(v->gc) != nk)
-        s = IC_EFORMAT;
-    if (s == IC_EFORMAT)
-        ic__error(P->c, s, "%s: the saved code does not fit the graph's kernels (damaged file?)",
-                  ic_graph_source(P->g));
     v->from_store = true;
-    ic__pipe_emit_text(P, IC_PIPE_PTX, s ? "" : ic_ptx_module_text(v->pm));
-    return s;
+    ic_status s = ic__gcode_from_entries(P->c, v->b.prog, nk, entry, n, &v->gc);
+    if (!s && ic__gcode_hits(v->gc) == nk)
+        s = ic__gcode_module(P->c, v->gc, &v->pm); /* entries that do not fit: v->pm NULL */
+    if (s)
+        return s;
+    if (!v->pm)
+        return ic__error(P->c, IC_EFORMAT, "%s: the saved code of %d kernels does not fit the graph's kernels",
+                         ic_graph_source(P->g), nk);
+    ic__pipe_emit_text(P, IC_PIPE_PTX, ic_ptx_module_text(v->pm));
+    return IC_OK;
 }
 
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */

@@ -5,8 +5,9 @@
  * cubin, and every launch). Round trips with and without weights and with several variants
  * give the original compile's launch data and PTX, with no PTX emitted and no module compiled
  * (the loading context's cache is off), and run; a cubin the driver refuses is compiled from
- * its PTX; files for the CPU, another compute capability, another ic version or build, or
- * LLVM are refused by name; truncated and damaged files are errors. */
+ * its PTX, and without a linker the file holds PTX only (JIT-loaded); files for the CPU,
+ * another compute capability, another ic version or build, or LLVM are refused by name;
+ * truncated and damaged files are errors. */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,5 +508,30 @@ Test(gpu_artifact, truncated_and_damaged_files_are_errors)
     ict_write_file(f.model, "ICMODEL1", 8);
     assert_refused(&f, IC_EFORMAT, "truncated", "header");
     free(orig);
+    ict_rmtree(f.dir);
+}
+
+Test(gpu_artifact, without_the_linker_the_file_holds_ptx_that_loading_jits)
+{
+    fixture f;
+    setup(&f, "-DFAKE_NO_LINKER");
+    result r;
+    compile_and_save(&f, make_graph, "128", 128, false, true, &r);
+    clear_log(&f);
+    ic_ctx *c;
+    ic_cuda *d;
+    ic_status s;
+    ic_cuda_compiled *cc = load(&f, &c, &d, &s);
+    cr_assert_eq(s, IC_OK, "load: %s", ic_last_error(c));
+    cr_assert_eq(f.emits, 0, "the PTX comes from the file");
+    cr_assert_eq(logged(&f, "module_load"), r.ncode, "each module JIT-loaded from its PTX");
+    cr_assert_eq(logged(&f, "module_load_cubin"), 0);
+    run_rows(c, cc, 128);
+    result got;
+    keep(&got, cc);
+    assert_same_kernels(&r, &got);
+    free(got.ptx);
+    close_all(c, d, cc);
+    free(r.ptx);
     ict_rmtree(f.dir);
 }
