@@ -5,8 +5,9 @@
  * it: no LLVM code generation.
  *
  * Layout (little-endian; every section at a 64-byte offset, its size a multiple of 64):
- *     "ICMODEL1"                       magic; the last byte is the format's version
+ *     "ICMODEL2"                       magic; the last byte is the format's version
  *     u64 nsections; per section: char name[24] (NUL-padded), u64 offset, u64 bytes, u64 hash
+ *                                      (of the hashes of its 1 MiB chunks: checked in parallel)
  *     u64 hash of everything above
  *   sections:
  *     meta      text, one "key value" line each: ic, build (ic_build_id), llvm, device, triple,
@@ -27,6 +28,7 @@
  * artifact-impl.h; there "variants", "objects" and "odata" give way to the GPU's sections. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,7 @@
 #include "key-impl.h"
 #include "llvmgen-impl.h"
 
-static const char art_magic[8] = { 'I', 'C', 'M', 'O', 'D', 'E', 'L', '1' };
+static const char art_magic[8] = { 'I', 'C', 'M', 'O', 'D', 'E', 'L', '2' };
 enum { ALIGN = IC__ART_ALIGN, NAME_LEN = IC__ART_NAME_LEN, MAX_SECTIONS = IC__ART_MAX_SECTIONS,
        SEC_ENTRY = NAME_LEN + 24 };
 #define BAD IC__ART_BAD
@@ -110,6 +112,96 @@ static uint64_t hash_of(const void *p, size_t n)
     hash_init(&H);
     hash_feed(&H, p, n);
     return hash_end(&H);
+}
+
+/* A section's hash: the hash of its 1 MiB chunks' hashes, so that a loader checks the chunks
+ * of large weights on several threads (the writer feeds it as a stream). */
+enum { CHUNK = 1 << 20, HASH_THREADS = 8 };
+
+typedef struct {
+    hasher outer, inner;
+    size_t in_chunk;
+} chunked;
+
+static void chunked_init(chunked *C)
+{
+    hash_init(&C->outer);
+    hash_init(&C->inner);
+    C->in_chunk = 0;
+}
+
+static void chunked_feed(chunked *C, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    while (n > 0) {
+        size_t k = n < CHUNK - C->in_chunk ? n : CHUNK - C->in_chunk;
+        hash_feed(&C->inner, p, k);
+        p += k, n -= k, C->in_chunk += k;
+        if (C->in_chunk == CHUNK) {
+            uint64_t h = hash_end(&C->inner);
+            hash_feed(&C->outer, &h, 8);
+            hash_init(&C->inner);
+            C->in_chunk = 0;
+        }
+    }
+}
+
+static uint64_t chunked_end(chunked *C)
+{
+    if (C->in_chunk > 0) {
+        uint64_t h = hash_end(&C->inner);
+        hash_feed(&C->outer, &h, 8);
+    }
+    return hash_end(&C->outer);
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t n;
+    uint64_t *h;              /* [chunks] */
+    size_t first, step;       /* this thread's chunks: first, first + step, ... */
+} chunk_job;
+
+static void *hash_chunks(void *arg)
+{
+    chunk_job *J = arg;
+    for (size_t i = J->first; i * CHUNK < J->n; i += J->step) {
+        size_t k = J->n - i * CHUNK < CHUNK ? J->n - i * CHUNK : CHUNK;
+        J->h[i] = hash_of(J->p + i * CHUNK, k);
+    }
+    return NULL;
+}
+
+/* chunked's value for p[0..n), the chunks hashed on up to HASH_THREADS threads, no more than
+ * the host has cores (the calling thread included); false when out of memory. */
+static bool section_hash(const unsigned char *p, size_t n, uint64_t *out)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nc = (n + CHUNK - 1) / CHUNK, nt = nc < HASH_THREADS ? nc : HASH_THREADS;
+    if (cores >= 1 && nt > (size_t)cores)
+        nt = (size_t)cores;
+    uint64_t *h = malloc(sizeof *h * (nc + 1));
+    if (!h)
+        return false;
+    chunk_job J[HASH_THREADS];
+    pthread_t tid[HASH_THREADS];
+    bool started[HASH_THREADS] = { false };
+    for (size_t t = 0; t < nt; t++) {
+        J[t] = (chunk_job){ p, n, h, t, nt };
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, hash_chunks, &J[t]) == 0;
+    }
+    for (size_t t = 0; t < nt; t++) /* the calling thread's share, and any that did not start */
+        if (!started[t])
+            hash_chunks(&J[t]);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    hasher H;
+    hash_init(&H);
+    hash_feed(&H, h, 8 * nc);
+    *out = hash_end(&H);
+    free(h);
+    return true;
 }
 
 /* ---- the host: what a file's code needs of it ---- */
@@ -181,15 +273,15 @@ uint64_t ic__art_piece_offset(const ic__art_wsec *x, int i)
 static void section_close(ic__art_wsec *x)
 {
     static const unsigned char zeros[ALIGN];
-    hasher H;
-    hash_init(&H);
+    chunked H;
+    chunked_init(&H);
     x->bytes = 0;
     for (int i = 0; i < x->n; i++) {
-        hash_feed(&H, x->pc[i].p, x->pc[i].n);
-        hash_feed(&H, zeros, pad64(x->pc[i].n) - x->pc[i].n);
+        chunked_feed(&H, x->pc[i].p, x->pc[i].n);
+        chunked_feed(&H, zeros, pad64(x->pc[i].n) - x->pc[i].n);
         x->bytes += pad64(x->pc[i].n);
     }
-    x->hash = hash_end(&H);
+    x->hash = chunked_end(&H);
 }
 
 void ic__art_writer_free(ic__art_writer *W)
@@ -710,9 +802,13 @@ static ic_status check_cpu(ic__artifact *A, const void *arg)
 
 static ic_status check_hashes(ic__artifact *A, const char *const *need, int nneed)
 {
-    for (int i = 0; i < A->nsec; i++)
-        if (hash_of(A->sec[i].p, (size_t)A->sec[i].bytes) != A->sec[i].hash)
+    for (int i = 0; i < A->nsec; i++) {
+        uint64_t h;
+        if (!section_hash(A->sec[i].p, (size_t)A->sec[i].bytes, &h))
+            return ic__art_error(A, IC_ENOMEM, "out of memory");
+        if (h != A->sec[i].hash)
             return BAD(A, "damaged: section '%s' does not match its checksum", A->sec[i].name);
+    }
     for (int i = 0; i < nneed; i++)
         if (ic__art_find_section(A, need[i]) < 0)
             return BAD(A, "damaged: no %s section", need[i]);

@@ -505,7 +505,7 @@ Test(gpu_artifact, truncated_and_damaged_files_are_errors)
     ict_write_file(f.model, bad, n);
     assert_refused(&f, IC_EFORMAT, "damaged", "gcode");
     free(bad);
-    ict_write_file(f.model, "ICMODEL1", 8);
+    ict_write_file(f.model, "ICMODEL2", 8);
     assert_refused(&f, IC_EFORMAT, "truncated", "header");
     free(orig);
     ict_rmtree(f.dir);
@@ -533,5 +533,60 @@ Test(gpu_artifact, without_the_linker_the_file_holds_ptx_that_loading_jits)
     free(got.ptx);
     close_all(c, d, cc);
     free(r.ptx);
+    ict_rmtree(f.dir);
+}
+
+/* y = x @ w^T with w [1024, 768] f32: 3 MiB of weights, a section checked in several chunks. */
+static ic_graph *large_graph(ic_ctx *c, const char *rows)
+{
+    enum { O = 1024, I = 768 };
+    static float w[O * I];
+    for (int i = 0; i < O * I; i++)
+        w[i] = (float)(i % 29 - 14) / 32.0f;
+    char xs[64];
+    snprintf(xs, sizeof xs, "%s,768", rows);
+    ic_graph *g = ict_graph(c, "gsaved");
+    ic_value x = ict_input(g, "x", IC_F32, xs), wv, y;
+    ic_dim ws[2];
+    ict_shape(g, "1024,768", ws);
+    cr_assert_eq(ic_graph_add_param(g, "w", IC_F32, 2, ws, w, sizeof w, NULL, NULL, &wv), IC_OK);
+    ic_operand in[2] = { { .node = x }, { .node = wv } };
+    cr_assert_eq(ic_graph_add_node(g, "y", IC_OP_LINEAR, 2, in, NULL, &y), IC_OK);
+    cr_assert_eq(ic_graph_add_output(g, y), IC_OK);
+    return g;
+}
+
+Test(gpu_artifact, large_weights_are_checked_in_chunks)
+{
+    fixture f;
+    setup(&f, "");
+    ic_ctx *c = context(&f, false);
+    ic_graph *g = large_graph(c, "64");
+    ic_cuda *d = NULL;
+    cr_assert_eq(ic_cuda_open(c, 0, &d), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_compiled *cc = NULL;
+    cr_assert_eq(ic_cuda_compile(d, g, NULL, &cc), IC_OK, "%s", ic_last_error(c));
+    cr_assert_eq(ic_cuda_compiled_save(cc, f.model, true), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    close_all(c, d, NULL);
+
+    clear_log(&f);
+    ic_status s;
+    cc = load(&f, &c, &d, &s);
+    cr_assert_eq(s, IC_OK, "load: %s", ic_last_error(c));
+    cr_assert_eq(f.emits, 0);
+    close_all(c, d, cc);
+    /* one byte of the last MiB of the weights changed: its chunk's hash */
+    size_t n = 0;
+    unsigned char *data = ict_read_file(f.model, &n);
+    cr_assert_gt(n, 3u << 20);
+    size_t at = n - (1u << 19);
+    while (data[at] == 0) /* a byte of the weights, not padding */
+        at--;
+    data[at] ^= 1;
+    ict_write_file(f.model, data, n);
+    free(data);
+    assert_refused(&f, IC_EFORMAT, "damaged", "wdata");
     ict_rmtree(f.dir);
 }
