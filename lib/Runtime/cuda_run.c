@@ -9,6 +9,7 @@
 #include "ic/runtime.h"
 #include "cuda-impl.h"
 #include "pipeline-impl.h"
+#include "tune_cuda-impl.h"
 
 typedef struct ic__cvar {
     ic__vbase b;              /* graph, loop IR, LRU state */
@@ -120,6 +121,17 @@ static void ptx_options(const ic__cuda_bopts *bo, bool keep_ir, ic_ptx_options *
     po->keep_ir = keep_ir;
 }
 
+/* The autotuner's params for prog when the options select some kind of kernel (*tuned NULL:
+ * every kernel keeps params). Only compiles that load onto a device tune: not dumps. */
+static ic_status tune_params(ic__pipe *P, const ic__cuda_bopts *bo, const ic_program *prog,
+                             const ic_ptx_options *po, const ic_ptx_params *params, ic_ptx_params **tuned)
+{
+    *tuned = NULL;
+    if (!bo->o || !bo->o->autotune || P->stop_after >= 0)
+        return IC_OK;
+    return ic__cuda_tune(P, bo->d, prog, po, params, bo->o, tuned);
+}
+
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
 static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
 {
@@ -132,7 +144,11 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
                          bo->o->nparams, nk, ic_graph_name(P->g));
     ic_ptx_options po;
     ptx_options(bo, ic__pipe_wants(P, IC_PIPE_LLVM_OPT), &po);
-    ic_status s = ic_ptx_emit(P->c, v->b.prog, &po, params, &v->pm);
+    ic_ptx_params *tuned = NULL;
+    ic_status s = tune_params(P, bo, v->b.prog, &po, params, &tuned);
+    if (!s)
+        s = ic_ptx_emit(P->c, v->b.prog, &po, tuned ? tuned : params, &v->pm);
+    ic__free(P->c, tuned);
     if (s)
         return s;
     if (po.keep_ir)
