@@ -78,6 +78,9 @@ typedef struct ic_switches {
                                * else ~/.cache/ic-llvm) */
     bool no_cache;            /* IC_CACHE=0: no persistent cache (no records or code read or written) */
     bool autotune_log;        /* IC_AUTOTUNE_LOG: an AUTOTUNE table per tuned kernel on stderr */
+    int autotune;             /* IC_AUTOTUNE: IC_TUNE_* flags (runtime.h) for GPU compiles whose
+                               * options select none: "max", "none" or a comma list of gemm, conv,
+                               * pointwise, reduction, attention, coordesc, exhaustive (0 = none) */
 } ic_switches;
 
 /* All off (what an empty environment gives). */

@@ -127,9 +127,16 @@ static ic_status tune_params(ic__pipe *P, const ic__cuda_bopts *bo, const ic_pro
                              const ic_ptx_options *po, const ic_ptx_params *params, ic_ptx_params **tuned)
 {
     *tuned = NULL;
-    if (!bo->o || !bo->o->autotune || P->stop_after >= 0)
+    ic_cuda_options o;
+    if (bo->o)
+        o = *bo->o;
+    else
+        ic_cuda_options_init(&o);
+    if (!o.autotune) /* IC_AUTOTUNE: for tools that have no option for it */
+        o.autotune = P->c->sw.autotune;
+    if (!o.autotune || P->stop_after >= 0)
         return IC_OK;
-    return ic__cuda_tune(P, bo->d, prog, po, params, bo->o, tuned);
+    return ic__cuda_tune(P, bo->d, prog, po, params, &o, tuned);
 }
 
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */

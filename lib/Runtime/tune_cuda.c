@@ -154,11 +154,11 @@ static const axis ax_wgmma[] = {
 };
 /* mma.sync / FFMA / TF32 (gemm.c): tiles, depth, stages, split-K; warps follow the tile */
 static const axis ax_mma[] = {
-    AXIS(tile_m, VALS(0, 64, 128), VALS(0, 32, 64, 128, 256)),
+    AXIS(tile_m, VALS(0, 32, 64, 128), VALS(0, 32, 64, 128, 256)),
     AXIS(tile_n, VALS(0, 64, 128), VALS(0, 32, 64, 128, 256)),
     AXIS(tile_k, VALS(0, 32), VALS(0, 8, 16, 32, 64)),
-    AXIS(stages, VALS(0, 3, 4), VALS(0, 2, 3, 4, 5)),
-    AXIS(split_k, VALS(0, 1), VALS(0, 1, 2, 4, 8)),
+    AXIS(stages, VALS(0, 3, 4), VALS(0, 2, 3, 4)),
+    AXIS(split_k, VALS(0, 1, 2, 4, 8), VALS(0, 1, 2, 4, 8, 16)),
 };
 static const axis ax_pointwise[] = {
     AXIS(block, VALS(128, 256, 512, 1024), VALS(64, 128, 256, 512, 1024)),
@@ -193,6 +193,7 @@ typedef struct {
     int n, cap;
     const ic__tcand *seen;    /* neighbours: candidates already timed */
     int nseen;
+    int64_t dims[4];          /* GEMM: M, N, K, batch (gemm_dims) */
 } space;
 
 static bool has_res(const ic__tcand *v, int n, const ic_ptx_params *r)
@@ -201,6 +202,49 @@ static bool has_res(const ic__tcand *v, int n, const ic_ptx_params *r)
         if (!memcmp(&v[i].res, r, sizeof *r))
             return true;
     return false;
+}
+
+static int64_t pow2_ceil(int64_t x)
+{
+    int64_t p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}
+
+/* GEMM candidates that cannot win, left out of both spaces: a tile past the next power of two
+ * of its dim and 32 (the same blocks, more padding); a split-K whose grid passes 2 waves (the tiles
+ * already fill the GPU; each split adds a pass over partial tiles) or that leaves a split
+ * fewer than 2 k-tiles. */
+static bool dominated(const space *S, const ic_ptx_params *r)
+{
+    if (r->mode != IC_PTX_GEMM || !S->dims[0])
+        return false;
+    int64_t M = S->dims[0], N = S->dims[1], K = S->dims[2], Bt = S->dims[3];
+    if (r->tile_m > 32 && r->tile_m > pow2_ceil(M))
+        return true;
+    if (r->tile_n > 32 && r->tile_n > pow2_ceil(N))
+        return true;
+    if (r->split_k <= 1)
+        return false;
+    int nsms = S->po && S->po->num_sms > 0 ? S->po->num_sms : 132;
+    int64_t tiles = (M + r->tile_m - 1) / r->tile_m * ((N + r->tile_n - 1) / r->tile_n) * Bt;
+    return tiles * r->split_k > 2 * (int64_t)nsms || (K + r->tile_k - 1) / r->tile_k < 2 * r->split_k;
+}
+
+/* M, N, K and the batch of a GEMM kernel (the PTX layer's own analysis), else zeros. */
+static void gemm_dims(space *S)
+{
+    ic__pplan pl;
+    memset(S->dims, 0, sizeof S->dims);
+    if (ic__pplan_make(S->c, S->k, S->nbufs, S->bufs, S->po, NULL, &pl)) {
+        ic_clear_error(S->c);
+        return;
+    }
+    if (pl.gemm) {
+        S->dims[0] = pl.gemm->M, S->dims[1] = pl.gemm->N, S->dims[2] = pl.gemm->K, S->dims[3] = pl.gemm->Bt;
+    }
+    ic__pplan_free(S->c, &pl);
 }
 
 /* Resolves in; adds it when valid and new. IC_ENOMEM is the only error. */
@@ -212,7 +256,7 @@ static ic_status add_cand(space *S, const ic_ptx_params *in)
         ic_clear_error(S->c);
         return IC_OK;
     }
-    if (has_res(S->v, S->n, &t.res) || has_res(S->seen, S->nseen, &t.res))
+    if (dominated(S, &t.res) || has_res(S->v, S->n, &t.res) || has_res(S->seen, S->nseen, &t.res))
         return IC_OK;
     if (S->n == S->cap) {
         int cap = S->cap ? S->cap * 2 : 64;
@@ -274,7 +318,8 @@ ic_status ic__tune_cuda_space(ic_ctx *c, const ic_kernel *k, int nbufs, const ic
 {
     *out = NULL;
     *n = 0;
-    space S = { c, k, nbufs, bufs, po, NULL, 0, 0, NULL, 0 };
+    space S = { c, k, nbufs, bufs, po, NULL, 0, 0, NULL, 0, { 0 } };
+    gemm_dims(&S);
     ic_ptx_params in0;
     memset(&in0, 0, sizeof in0);
     if (base)
@@ -319,7 +364,8 @@ ic_status ic__tune_cuda_neighbours(ic_ctx *c, const ic_kernel *k, int nbufs, con
 {
     *out = NULL;
     *n = 0;
-    space S = { c, k, nbufs, bufs, po, NULL, 0, 0, seen, nseen };
+    space S = { c, k, nbufs, bufs, po, NULL, 0, 0, seen, nseen, { 0 } };
+    gemm_dims(&S);
     const axis *ax[2];
     int na[2], nf = axes_of(w, ax, na);
     int fam = w->mode == IC_PTX_GEMM && w->wgmma <= 0 ? 1 : 0;
