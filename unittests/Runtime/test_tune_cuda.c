@@ -486,14 +486,14 @@ Test(tune_device, fake_driver_tunes_then_reads_the_record, .timeout = 600)
     ic_ctx *c = ict_ctx();
     ic_cuda *d = NULL;
     cr_assert_eq(ic_cuda_open(c, 0, &d), IC_OK, "%s", ic_last_error(c));
-    /* two kernels of one code (the rows of two softmaxes) and a pointwise one */
+    /* two kernels of one code (the rows of two softmaxes: tuned once) and a pointwise one */
     ic_graph *g = graph_json(c, "{'ic_graph':1,'name':'t','inputs':[" IN("x", "f32", "[64,256]") "," IN("z", "f32", "[64,256]")
-                                "],'nodes':[{'name':'a','op':'softmax','inputs':['x'],'attrs':{'dim':-1}},"
+                                "," IN("w", "bf16", "[1000]") "],'nodes':[{'name':'a','op':'softmax','inputs':['x'],'attrs':{'dim':-1}},"
                                 "{'name':'b','op':'softmax','inputs':['z'],'attrs':{'dim':-1}},"
-                                "{'name':'y','op':'add','inputs':['a','b']}],'outputs':['y']}");
+                                "{'name':'y','op':'gelu','inputs':['w']}],'outputs':['a','b','y']}");
     ic_autotune_stats st;
     compile_once(c, d, g, IC_TUNE_POINTWISE | IC_TUNE_REDUCTION, &st);
-    cr_assert_geq(st.kernels, 1);
+    cr_assert_eq(st.kernels, 2, "softmax (twice, one code) and gelu: %d kernels looked at", st.kernels);
     cr_assert_eq(st.tuned, st.kernels, "%d of %d kernels benchmarked", st.tuned, st.kernels);
     cr_assert_eq(st.record_hits, 0);
     cr_assert_gt(st.candidates, st.kernels);
@@ -512,10 +512,39 @@ Test(tune_device, fake_driver_tunes_then_reads_the_record, .timeout = 600)
     /* nothing selected: the tuner does not run */
     compile_once(c, d, g, IC_TUNE_GEMM, &again);
     cr_assert_eq(again.kernels, 0);
+    /* coordinate descent: benchmarks again (other flags, other records), at least as many */
+    compile_once(c, d, g, IC_TUNE_POINTWISE | IC_TUNE_REDUCTION | IC_TUNE_COORDESC, &again);
+    cr_assert_eq(again.tuned, st.kernels);
+    cr_assert_geq(again.candidates, st.candidates);
+    /* the IC_AUTOTUNE switch stands in for options that select nothing */
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.autotune = IC_TUNE_POINTWISE;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    compile_once(c, d, g, 0, &again);
+    cr_assert_eq(again.kernels, 1, "IC_AUTOTUNE=pointwise tuned %d kernels", again.kernels);
     ic_graph_destroy(g);
     ic_cuda_close(d);
     ic_ctx_destroy(c);
     unsetenv("IC_CUDA_DRIVER");
     unsetenv("IC_CACHE_DIR");
     ict_rmtree(dir);
+}
+
+Test(tune_records, autotune_switch_parses_the_option_syntax)
+{
+    static const struct { const char *v; int flags; } cases[] = {
+        { "max", IC_TUNE_MAX }, { "max,exhaustive", IC_TUNE_MAX | IC_TUNE_EXHAUSTIVE }, { "none", 0 },
+        { "gemm,conv", IC_TUNE_GEMM | IC_TUNE_CONV }, { "pointwise,reduction,attention,coordesc",
+          IC_TUNE_POINTWISE | IC_TUNE_REDUCTION | IC_TUNE_ATTENTION | IC_TUNE_COORDESC }, { "bogus,gemm", IC_TUNE_GEMM },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        setenv("IC_AUTOTUNE", cases[i].v, 1);
+        ic_ctx *c = ict_ctx();
+        ic_switches sw;
+        ic_ctx_switches(c, &sw);
+        cr_assert_eq(sw.autotune, cases[i].flags, "IC_AUTOTUNE=%s: %d", cases[i].v, sw.autotune);
+        ic_ctx_destroy(c);
+    }
+    unsetenv("IC_AUTOTUNE");
 }
