@@ -15,7 +15,7 @@ of ic-run --json when it has one) and the picks' ratios; then the issue's two ta
     tuned never more than 2% slower than the default     (tuned_ms <= 1.02 x default_ms)
 
     python3 benchmarks/autotune/gpu_gemm_shapes.py --build build [--json OUT] [--only a,b]
-        [--no-exhaustive] [--iters N] [--keep DIR] [--log]
+        [--no-exhaustive] [--iters N] [--keep DIR] [--log] [--dry]
 
 Fallback: when ic-run has no `--option` flag (the option registry of issue 14 section 1 not
 merged yet) the tuned and exhaustive runs set the environment switch IC_AUTOTUNE (read by
@@ -121,11 +121,15 @@ def ic_run(a, gpath, extra, env, log_path, timeout):
               "CUDA_CACHE_PATH": os.path.join(cache, "cuda-jit")})
     if log_path:
         e["IC_AUTOTUNE_LOG"] = "1"
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, timeout=timeout)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("ic-run timed out after %.0f s" % timeout)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     if log_path:
         with open(log_path, "w") as f:
             f.write(p.stderr)
-    shutil.rmtree(cache, ignore_errors=True)
     try:
         rep = json.loads(p.stdout)
     except ValueError:
@@ -146,9 +150,12 @@ def main():
     p.add_argument("--only", help="comma list of shape names")
     p.add_argument("--no-exhaustive", action="store_true", help="skip the exhaustive runs")
     p.add_argument("--iters", type=int, default=50)
-    p.add_argument("--timeout", type=float, default=120, help="seconds per ic-run (default 120)")
+    p.add_argument("--timeout", type=float, default=180, help="seconds per ic-run (default 180)")
     p.add_argument("--keep", help="keep the graphs (and --log's logs) in this folder")
     p.add_argument("--log", action="store_true", help="IC_AUTOTUNE_LOG tables into --keep DIR")
+    p.add_argument("--dry", action="store_true",
+                   help="the plumbing without a GPU: every dim cut to at most 64 (run it with "
+                        "IC_CUDA_DRIVER=<unittests/Tools/fake_libcuda.c built as a .so>)")
     a = p.parse_args()
     ic = os.path.join(a.build, "ic-run")
     if not os.access(ic, os.X_OK):
@@ -167,6 +174,11 @@ def main():
         if only and name not in only:
             continue
         gpath = os.path.join(a.work, name + ".json")
+        if a.dry:
+            dims = tuple(min(d, 64) if i < len(dims) - 3 or kind != "conv" else d
+                         for i, d in enumerate(dims))
+            if kind == "conv":  # N, C, H, W, OC small; kernel, stride, padding kept
+                dims = (2, min(dims[1], 16), min(dims[2], 12), min(dims[3], 12), 64) + dims[5:]
         with open(gpath, "w") as f:
             json.dump(graph_of(name, kind, dt, dims), f)
         row = {"name": name, "kind": kind, "dtype": dt, "dims": list(dims), "flop": flops(kind, dims)}
@@ -175,7 +187,7 @@ def main():
             try:
                 ms, cms, tune = ic_run(a, gpath, extra, env, log, a.timeout)
                 row[run] = {"ms": ms, "compile_ms": cms, "autotune": tune}
-            except (RuntimeError, subprocess.TimeoutExpired) as ex:
+            except RuntimeError as ex:
                 row[run] = {"error": str(ex)}
         rows.append(row)
         print(line(row), flush=True)
