@@ -312,6 +312,14 @@ static void family_base(const ic_ptx_params *r, int fam, ic_ptx_params *in)
         in->mode = r->mode;
 }
 
+/* Whether the target runs warpgroup GEMMs (sm_90 exactly: their sm_90a PTX runs nowhere else;
+ * a forced wgmma candidate would only fail to load). */
+static bool wgmma_target(const ic_ptx_options *po)
+{
+    int sm = po && po->sm > 0 ? po->sm : 90;
+    return sm == 90 && !(po && po->wgmma < 0);
+}
+
 ic_status ic__tune_cuda_space(ic_ctx *c, const ic_kernel *k, int nbufs, const ic_buffer *bufs,
                               const ic_ptx_options *po, const ic_ptx_params *base, bool exhaustive,
                               ic__tcand **out, int *n)
@@ -335,6 +343,8 @@ ic_status ic__tune_cuda_space(ic_ctx *c, const ic_kernel *k, int nbufs, const ic
     const axis *ax[2];
     int na[2], nf = axes_of(&d.res, ax, na);
     for (int f = 0; f < nf && !s; f++) {
+        if (d.res.mode == IC_PTX_GEMM && f == 0 && !wgmma_target(po))
+            continue;
         ic_ptx_params in = in0;
         family_base(&d.res, f, &in);
         s = product(&S, ax[f], na[f], 0, exhaustive, &in);

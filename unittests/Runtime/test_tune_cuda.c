@@ -249,6 +249,17 @@ Test(tune_space, exhaustive_holds_the_pruned_space)
             cr_assert(memcmp(&nb[j].res, &pr[i].res, sizeof nb[j].res), "neighbour %d was seen", j);
     }
     ic__free(c, nb);
+    /* no wgmma candidates where wgmma cannot run (sm_80, or wgmma off) */
+    ic_ptx_options o80 = { .sm = 80 }, off = { .sm = 90, .wgmma = -1 };
+    const ic_ptx_options *others[] = { &o80, &off };
+    for (int i = 0; i < 2; i++) {
+        ic__tcand *v;
+        int n;
+        check_space(c, "no wgmma", &a, 0, others[i], false, &v, &n);
+        for (int j = 0; j < n; j++)
+            cr_assert_leq(v[j].res.wgmma, 0, "option set %d: candidate %d on wgmma", i, j);
+        ic__free(c, v);
+    }
     ic__free(c, pr);
     ic__free(c, ex);
     free(a.ks);
