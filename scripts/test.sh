@@ -48,6 +48,8 @@ fi
 rm -rf "$probe_dir"
 
 log=$(mktemp)
+# Every run starts from an empty persistent cache (ctest points IC_CACHE_DIR there): cold compiles.
+rm -rf "$build/test-cache"
 (cd "$build" && ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)") 2>&1 | tee "$log"
 ctest_rc=${PIPESTATUS[0]}
 

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/cli.h"
+#include "ic/options.h"
 
 static const char usage[] =
     "usage: ic-run GRAPH.json [options]\n"
+    "       ic-run --list-options | --list-mode-options [MODE]\n"
     "\n"
     "Compiles an ic-graph (JSON v1) for this CPU or a CUDA GPU, runs it on generated or\n"
     "supplied arguments, times it and prints a short table: compile time, median and min run\n"
@@ -36,9 +38,21 @@ static const char usage[] =
     "                               freezing): constant subgraphs folded, batch_norm folded\n"
     "                               into the convolution before it, CPU weights prepacked\n"
     "  --mode NAME                  as torch.compile: default; reduce-overhead (cuda: each\n"
-    "                               run replays one CUDA graph); max-autotune and\n"
-    "                               max-autotune-no-cudagraphs (not implemented yet: they run as\n"
-    "                               default, with a note on stderr)\n"
+    "                               run replays one CUDA graph); max-autotune-no-cudagraphs\n"
+    "                               (autotune gemm, conv, pointwise, reduction, attention,\n"
+    "                               coordesc); max-autotune (both). CUDA graphs have no effect on\n"
+    "                               the CPU (a note on stderr says so). Exclusive with --option\n"
+    "  --template NAME              a GraphNet config template: triton, cpp_wrapper, cutlass,\n"
+    "                               aten, cudagraphs, max_autotune, freezing, tma (docs/options.md)\n"
+    "  --option NAME=VALUE          set one option of the registry (repeatable; --list-options);\n"
+    "                               beats --freezing, which beats the template\n"
+    "  --config STR                 JSON or base64 of JSON with \"mode\", \"template\", \"options\",\n"
+    "                               \"freezing\", e.g. {\"template\": \"max_autotune\"} (GraphNet's\n"
+    "                               config); the other flags apply on top of it\n"
+    "  --autotune-budget S          tuning time limit per graph in seconds (default 60)\n"
+    "  --list-options               print the options: name, type, default, environment\n"
+    "                               variable, whether it changes code (cache keys), doc\n"
+    "  --list-mode-options [MODE]   print every mode's options, or MODE's one per line\n"
     "  --check                      also run the reference executor and compare every output\n"
     "                               with the spec's tolerances (exit 2 on a mismatch)\n"
     "  --expect FILE.safetensors    compare the outputs with tensors saved by name (e.g. from\n"
@@ -55,14 +69,19 @@ static const char usage[] =
     "\n"
     "exit status: 0 ok, 1 bad usage or input (one line on stderr), 2 outputs do not match.\n";
 
-/* The modes of torch.compile, in its order. Which of them run as asked depends on the device
- * (mode_used); the others run as default, with a note. */
-static const char *const mode_names[] = { "default", "reduce-overhead", "max-autotune",
-                                          "max-autotune-no-cudagraphs" };
-enum { NMODES = sizeof mode_names / sizeof mode_names[0] };
+enum { MAX_OPTIONS = 64 };
 
 typedef struct {
     const char *graph, *inputs, *save, *expect, *backend, *device, *mode;
+    const char *tmpl, *config;      /* --template, --config */
+    const char *options[MAX_OPTIONS]; /* --option NAME=VALUE, in order */
+    int noptions;
+    bool mode_given;                /* --mode */
+    double autotune_budget;         /* --autotune-budget; -1: not given */
+    bool list_options;              /* --list-options */
+    bool list_modes;                /* --list-mode-options [list_mode] */
+    const char *list_mode;
+    ic_config *cfg;                 /* everything above resolved (run) */
     cli_bind binds[CLI_MAX_BINDS];
     int nbinds;
     uint64_t seed;
@@ -104,34 +123,47 @@ static bool parse_device(run_opts *o, cli_err *e)
 
 static bool check_mode(const char *m, cli_err *e)
 {
-    for (int i = 0; i < NMODES; i++)
-        if (strcmp(m, mode_names[i]) == 0)
-            return true;
-    return cli_fail(e, "unknown mode '%s' (modes: default, reduce-overhead, max-autotune, "
-                       "max-autotune-no-cudagraphs)", m);
+    if (ic_mode_find(m))
+        return true;
+    return cli_fail(e, "unknown mode '%s' (modes: %s)", m, ic_mode_names());
 }
 
-/* The mode that really runs: CUDA graphs exist on the GPU only, and nothing autotunes yet. */
+/* The mode that really runs: the one asked for (--mode, else the template's), less CUDA
+ * graphs on the CPU, where they have nothing to capture. */
 static const char *mode_used(const run_opts *o)
 {
-    if (o->cuda && strcmp(o->mode, "reduce-overhead") == 0)
-        return "reduce-overhead";
-    return "default";
+    const ic_mode_info *m = ic_mode_find(ic_config_mode(o->cfg));
+    char graphs[8];
+    ic_config_get(o->cfg, "cuda_graphs", graphs, sizeof graphs);
+    bool g = o->cuda && strcmp(graphs, "true") == 0;
+    if (m->cuda_graphs == g)
+        return m->name;
+    if (g)
+        return m->autotune ? "max-autotune" : "reduce-overhead";
+    return m->autotune ? "max-autotune-no-cudagraphs" : "default";
 }
 
-/* One line on stderr when --mode asked for something that runs as default. */
+/* One line on stderr for each part of what was asked that has no effect on the device: the
+ * CUDA graphs of a mode on the CPU, an option of the other backend. */
 static void note_mode(const run_opts *o)
 {
-    if (strcmp(o->mode, mode_used(o)) == 0)
-        return;
     char msg[512];
-    if (strcmp(o->mode, "reduce-overhead") == 0)
-        snprintf(msg, sizeof msg, "note: --mode reduce-overhead is not implemented for --device %s "
-                 "(it replays CUDA graphs: --device cuda): ran as --mode default", o->device);
-    else
-        snprintf(msg, sizeof msg, "note: --mode %s is not implemented yet (no autotuner): ran as "
-                 "--mode default", o->mode);
-    cli_report("ic-run", msg);
+    const char *mode = ic_config_mode(o->cfg);
+    if (strcmp(mode, mode_used(o)) != 0 && !ic_config_is_explicit(o->cfg, "cuda_graphs")) {
+        snprintf(msg, sizeof msg, "note: %s %s: CUDA graphs have no effect on --device %s (ran "
+                 "as --mode %s)", o->mode_given ? "--mode" : "the template's mode", mode, o->device,
+                 mode_used(o));
+        cli_report("ic-run", msg);
+    }
+    unsigned here = o->cuda ? IC_OPTION_CUDA : IC_OPTION_CPU;
+    for (int i = 0; i < ic_option_count(); i++) {
+        const ic_option_info *oi = ic_option_get(i);
+        if (!(oi->backends & here) && ic_config_is_explicit(o->cfg, oi->name)) {
+            snprintf(msg, sizeof msg, "note: option %s has no effect on --device %s (it applies to "
+                     "--device %s)", oi->name, o->device, o->cuda ? "cpu" : "cuda");
+            cli_report("ic-run", msg);
+        }
+    }
 }
 
 static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
@@ -141,13 +173,26 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
     o->device = "cpu";
     o->mode = "default";
     o->iters = o->warmup = o->threads = -1;
+    o->autotune_budget = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->help = true;
             return true;
         }
-        if (strcmp(a, "--check") == 0) {
+        if (strcmp(a, "--list-options") == 0) {
+            o->list_options = true;
+        } else if (strcmp(a, "--list-mode-options") == 0) {
+            o->list_modes = true;
+            /* an optional MODE: the next word, unless it is an option or the graph */
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            size_t len = next ? strlen(next) : 0;
+            if (next && next[0] != '-' && !(len > 5 && strcmp(next + len - 5, ".json") == 0))
+                o->list_mode = argv[++i];
+        } else if (strncmp(a, "--list-mode-options=", 20) == 0) {
+            o->list_modes = true;
+            o->list_mode = a + 20;
+        } else if (strcmp(a, "--check") == 0) {
             o->check = true;
         } else if (strcmp(a, "--json") == 0) {
             o->json = true;
@@ -175,6 +220,28 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
         } else if (cli_opt(argc, argv, &i, "--mode", &v, e)) {
             if (!(o->mode = v))
                 return false;
+            o->mode_given = true;
+        } else if (cli_opt(argc, argv, &i, "--template", &v, e)) {
+            if (!(o->tmpl = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--config", &v, e)) {
+            if (!(o->config = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--option", &v, e)) {
+            if (!v)
+                return false;
+            if (o->noptions >= MAX_OPTIONS)
+                return cli_fail(e, "too many --option options (at most %d)", MAX_OPTIONS);
+            if (!strchr(v, '=') || v[0] == '=')
+                return cli_fail(e, "--option expects NAME=VALUE (e.g. --option vector_width=8), got '%s'", v);
+            o->options[o->noptions++] = v;
+        } else if (cli_opt(argc, argv, &i, "--autotune-budget", &v, e)) {
+            if (!v)
+                return false;
+            char *end;
+            o->autotune_budget = strtod(v, &end);
+            if (!*v || *end || !(o->autotune_budget >= 0 && o->autotune_budget <= 1e9))
+                return cli_fail(e, "--autotune-budget expects seconds, a number >= 0, got '%s'", v);
         } else if (cli_opt(argc, argv, &i, "--iters", &v, e)) {
             if (!parse_count("--iters", v, 1, &o->iters, e))
                 return false;
@@ -204,6 +271,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
             o->graph = a;
         }
     }
+    if (o->list_options || o->list_modes)
+        return !o->list_mode || check_mode(o->list_mode, e);
     if (!o->graph)
         return cli_fail(e, "no graph given (usage: ic-run GRAPH.json [options]; see ic-run -h)");
     if (o->save && *o->save == 0)
@@ -331,10 +400,12 @@ static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const 
     snprintf(what, sizeof what, "backend %s", b->name);
     ic_compile_options co;
     ic_compile_options_init(&co);
-    co.fusion = fusion;
-    co.freezing = o->freezing;
+    ic_config_apply_compile(o->cfg, &co);
+    co.fusion = fusion && co.fusion;
     if (o->threads > 0)
         co.threads = (int)o->threads;
+    if (o->autotune_budget >= 0)
+        co.autotune_budget_s = o->autotune_budget;
     if (ic_compile(c, g, &co, &b->cc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
@@ -446,10 +517,12 @@ static bool run_cuda(ic_ctx *c, ic_cuda *d, const ic_graph *g, const run_opts *o
     cuda_what(b, what, sizeof what);
     ic_cuda_options co;
     ic_cuda_options_init(&co);
-    co.mode = strcmp(mode_used(o), "reduce-overhead") == 0 ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
-    co.no_fusion = !fusion;
-    co.allow_tf32 = b->tf32 = o->allow_tf32;
-    co.freezing = o->freezing;
+    ic_config_apply_cuda(o->cfg, &co);
+    co.no_fusion = co.no_fusion || !fusion;
+    co.allow_tf32 = co.allow_tf32 || o->allow_tf32;
+    b->tf32 = co.allow_tf32;
+    if (o->autotune_budget >= 0)
+        co.autotune_budget_s = o->autotune_budget;
     if (ic_cuda_compile(d, g, &co, &b->gc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     if (!alloc_outputs(c, g, a->vals, b, e))
@@ -703,7 +776,7 @@ static void print_table(const ic_graph *g, const run_opts *o, ic_cuda *d, const 
     if (d)
         printf("device: %s (sm_%d, %d SMs), cuda:%d, mode %s%s; run times from CUDA events\n",
                ic_cuda_device_name(d), ic_cuda_sm(d), ic_cuda_num_sms(d), o->ordinal, mode_used(o),
-               strcmp(mode_used(o), "reduce-overhead") == 0 ? " (one CUDA graph per run)" : "");
+               ic_mode_find(mode_used(o))->cuda_graphs ? " (one CUDA graph per run)" : "");
     printf("%-9s %11s %10s %10s %8s %8s %8s", "backend", "compile ms", "median ms", "min ms",
            "GB/s", "speedup", "kernels");
     printf(d ? " %8s\n" : "\n", "host us");
@@ -747,6 +820,56 @@ static json_t *jnum(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+static bool config_true(const ic_config *cfg, const char *name)
+{
+    char v[8];
+    return ic_config_get(cfg, name, v, sizeof v) == IC_OK && strcmp(v, "true") == 0;
+}
+
+/* The code-changing options of the device as they were resolved: bools and integers as JSON
+ * ones, the rest as their text. */
+static json_t *json_options(const run_opts *o)
+{
+    json_t *j = json_object();
+    unsigned here = o->cuda ? IC_OPTION_CUDA : IC_OPTION_CPU;
+    for (int i = 0; i < ic_option_count(); i++) {
+        const ic_option_info *oi = ic_option_get(i);
+        char v[256];
+        if (!oi->code || !(oi->backends & here) || ic_config_get(o->cfg, oi->name, v, sizeof v))
+            continue;
+        json_t *jv = oi->type == IC_OPTION_BOOL ? json_boolean(strcmp(v, "true") == 0)
+                     : oi->type == IC_OPTION_INT ? json_integer(strtoll(v, NULL, 10))
+                                                 : json_string(v);
+        json_object_set_new(j, oi->name, jv);
+    }
+    if (here == IC_OPTION_CPU && o->threads > 0) /* --threads beats the registry's value */
+        json_object_set_new(j, "threads", json_integer(o->threads));
+    return j;
+}
+
+/* What the autotuner and the persistent cache did for the selected backend (null for ref). */
+static json_t *json_autotune(const backend_run *b)
+{
+    if (!b->cc && !b->gc)
+        return json_null();
+    ic_autotune_stats st;
+    if (b->gc)
+        ic_cuda_compiled_autotune_stats(b->gc, &st);
+    else
+        ic_compiled_autotune_stats(b->cc, &st);
+    json_t *j = json_object();
+    json_object_set_new(j, "kernels", json_integer(st.kernels));
+    json_object_set_new(j, "tuned", json_integer(st.tuned));
+    json_object_set_new(j, "record_hits", json_integer(st.record_hits));
+    json_object_set_new(j, "candidates", json_integer(st.candidates));
+    json_object_set_new(j, "replaced", json_integer(st.replaced));
+    json_object_set_new(j, "bench_s", jnum(st.bench_s));
+    json_object_set_new(j, "compile_s", jnum(st.compile_s));
+    json_object_set_new(j, "code_hits", json_integer(st.code_hits));
+    json_object_set_new(j, "code_misses", json_integer(st.code_misses));
+    return j;
+}
+
 /* --device cuda fields of one backend (null on the CPU, so the keys are always there). */
 static void json_cuda_fields(json_t *jb, const backend_run *b)
 {
@@ -776,10 +899,13 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, con
     json_object_set_new(j, "device_ordinal", o->cuda ? json_integer(o->ordinal) : json_null());
     json_object_set_new(j, "device_name", d ? json_string(ic_cuda_device_name(d)) : json_null());
     json_object_set_new(j, "sm", d ? json_integer(ic_cuda_sm(d)) : json_null());
-    json_object_set_new(j, "mode", json_string(o->mode));
+    json_object_set_new(j, "mode", json_string(ic_config_mode(o->cfg)));
     json_object_set_new(j, "mode_used", json_string(mode_used(o)));
-    json_object_set_new(j, "allow_tf32", json_boolean(o->allow_tf32));
-    json_object_set_new(j, "freezing", json_boolean(o->freezing));
+    json_object_set_new(j, "template", ic_config_template(o->cfg) ? json_string(ic_config_template(o->cfg))
+                                                                   : json_null());
+    json_object_set_new(j, "allow_tf32", json_boolean(o->allow_tf32 || config_true(o->cfg, "allow_tf32")));
+    json_object_set_new(j, "freezing", json_boolean(config_true(o->cfg, "freezing")));
+    json_object_set_new(j, "options", json_options(o));
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         json_object_set_new(syms, ic_graph_symbol_name(g, s), json_integer(a->vals[s]));
     json_object_set_new(j, "symbols", syms);
@@ -832,6 +958,7 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, con
         json_array_append_new(outs, jo);
     }
     json_object_set_new(j, "outputs", outs);
+    json_object_set_new(j, "autotune", json_autotune(last));
     return j;
 }
 
@@ -938,7 +1065,8 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
     ic_switches sw;
     ic_ctx_switches(c, &sw);
     if (sw.no_fusion && strcmp(o->backend, "compiled") == 0 && !o->json)
-        printf("note: IC_NO_FUSION is set: the compiled backend builds one kernel per op too\n");
+        printf("note: %s: the compiled backend builds one kernel per op too\n",
+               ic_config_is_set(o->cfg, "fusion") ? "option fusion is false" : "IC_NO_FUSION is set");
     rc = run_backends(c, o, &st, e);
     if (rc == 1)
         goto done;
@@ -978,6 +1106,86 @@ done:
     return rc;
 }
 
+/* ---- the configuration: --config, --template, --freezing, --mode, --option ---- */
+
+static bool build_config(ic_ctx *c, run_opts *o, cli_err *e)
+{
+    if (ic_config_create(c, &o->cfg) != IC_OK)
+        return cli_fail_ctx(e, c, NULL);
+    if (o->config && ic_config_parse(o->cfg, o->config) != IC_OK)
+        return cli_fail_ctx(e, c, "--config");
+    if (o->tmpl && ic_config_set_template(o->cfg, o->tmpl) != IC_OK)
+        return cli_fail_ctx(e, c, "--template");
+    if (o->freezing)
+        ic_config_set_freezing(o->cfg, true);
+    if (o->mode_given && ic_config_set_mode(o->cfg, o->mode) != IC_OK)
+        return cli_fail_ctx(e, c, "--mode");
+    for (int i = 0; i < o->noptions; i++) {
+        char name[128], what[300];
+        const char *eq = strchr(o->options[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - o->options[i]), o->options[i]);
+        snprintf(what, sizeof what, "--option %s", o->options[i]);
+        if (ic_config_set(o->cfg, name, eq + 1) != IC_OK)
+            return cli_fail_ctx(e, c, what);
+    }
+    /* the options that live in the context (iconv, cache_dir, autotune_log, ...) */
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    ic_config_apply_switches(o->cfg, &sw);
+    if (ic_ctx_set_switches(c, &sw) != IC_OK)
+        return cli_fail_ctx(e, c, NULL);
+    return true;
+}
+
+static const char *const type_names[] = { "bool", "int", "float", "enum", "flags", "string" };
+
+/* --list-options: one line per option, then what each accepts. */
+static void list_options(void)
+{
+    printf("%-17s %-6s %-8s %-19s %-5s %-9s %s\n", "option", "type", "default", "environment",
+           "code", "backends", "doc");
+    for (int i = 0; i < ic_option_count(); i++) {
+        const ic_option_info *oi = ic_option_get(i);
+        printf("%-17s %-6s %-8s %-19s %-5s %-9s %s\n", oi->name, type_names[oi->type],
+               *oi->def ? oi->def : "\"\"", oi->env ? oi->env : "-", oi->code ? "yes" : "no",
+               oi->backends == IC_OPTION_BOTH ? "cpu,cuda" : oi->backends == IC_OPTION_CPU ? "cpu" : "cuda",
+               oi->doc);
+    }
+    printf("\naccepted values:\n");
+    for (int i = 0; i < ic_option_count(); i++)
+        printf("  %-17s %s\n", ic_option_get(i)->name, ic_option_get(i)->values);
+    printf("\ncode = yes: the option changes generated code and is part of the cache keys.\n");
+}
+
+/* A mode's options as "name=value" words (separated by sep); "" for default. */
+static const char *mode_options(const ic_mode_info *m, const char *sep, char *buf, size_t n)
+{
+    char tune[128];
+    snprintf(buf, n, "%s%s%s%s", m->cuda_graphs ? "cuda_graphs=true" : "",
+             m->cuda_graphs && m->autotune ? sep : "", m->autotune ? "autotune=" : "",
+             m->autotune ? ic_autotune_text(m->autotune, tune, sizeof tune) : "");
+    return buf;
+}
+
+/* --list-mode-options [MODE]: every mode and its options, or MODE's options one a line. */
+static void list_modes(const char *only)
+{
+    char buf[256];
+    if (only) {
+        const ic_mode_info *m = ic_mode_find(only);
+        if (m->cuda_graphs || m->autotune)
+            printf("%s\n", mode_options(m, "\n", buf, sizeof buf));
+        else
+            printf("# %s sets no options\n", m->name);
+        return;
+    }
+    for (int i = 0; i < ic_mode_count(); i++) {
+        const ic_mode_info *m = ic_mode_get(i);
+        printf("%-27s {%s}  %s\n", m->name, mode_options(m, ", ", buf, sizeof buf), m->doc);
+    }
+    printf("(cuda_graphs has no effect on the CPU)\n");
+}
+
 int main(int argc, char **argv)
 {
     run_opts o;
@@ -990,15 +1198,26 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
+    if (o.list_options || o.list_modes) {
+        if (o.list_options)
+            list_options();
+        if (o.list_modes)
+            list_modes(o.list_mode);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     ic_ctx *c = NULL;
     if (ic_ctx_create(NULL, &c) != IC_OK) {
         cli_report("ic-run", "cannot create a context (out of memory)");
         return 1;
     }
-    cli_log_init(c, "ic-run");
-    int rc = run(c, &o, &e);
+    int rc = 1;
+    if (build_config(c, &o, &e)) {
+        cli_log_init(c, "ic-run"); /* after the switches: option log_level counts */
+        rc = run(c, &o, &e);
+    }
     if (rc == 1)
         cli_report("ic-run", e.msg);
+    ic_config_destroy(o.cfg);
     ic_ctx_destroy(c);
     return rc;
 }

@@ -55,11 +55,16 @@ GROUPS = [
     ("resnet", ["resnet50_b32_bf16", "compile_resnet50_gpu", "resnet18_b1_f32"]),
     ("graphnet_gpu", ["graphnet_gpu", "graphnet_gpu_min"]),
     ("graphnet_cpu", ["graphnet_cpu", "graphnet_cpu_min"]),
+    # issue 14: the autotuner, warm starts from the persistent cache, saved artifacts
+    ("autotune_gpu", ["bert_autotune_gpu", "bert_autotune_vs_torch", "tune_time_bert_gpu",
+                      "warm_start_bert_gpu", "artifact_load_bert_gpu"]),
+    ("autotune_cpu", ["bert_autotune_cpu", "tune_time_bert_cpu", "warm_start_bert_cpu",
+                      "artifact_load_bert_cpu"]),
 ]
 # seconds per group: (full run, --quick); --quick's budget also caps each group
 TIMEOUTS = {"bert": (300, 90), "gemm": (400, 120), "sdpa": (240, 60), "membound": (150, 45),
             "cpu_bert": (300, 75), "resnet": (900, 180), "graphnet_gpu": (3600, 120),
-            "graphnet_cpu": (3600, 90)}
+            "graphnet_cpu": (3600, 90), "autotune_gpu": (900, 300), "autotune_cpu": (900, 300)}
 # the spec's tolerances (docs/graph-format.md) by dtype name: rtol, atol
 TOL = {"f32": (1e-4, 1e-5), "bf16": (1.6e-2, 1e-2), "f16": (1e-3, 1e-3)}
 
@@ -194,13 +199,13 @@ class Ctx:
             return statistics.median(ts), "wall time"
         return run_models.time_torch_cuda(fn, args, self.iters, graph=True, reps=self.reps)
 
-    def compile(self, fn, args):
-        """torch.compile(fn) (default mode) and the ms of its first call; raises when PyTorch has none."""
+    def compile(self, fn, args, mode=None):
+        """torch.compile(fn, mode=mode) and the ms of its first call; raises when PyTorch has none."""
         t = self.torch
         if not self.has_compile:
             raise RuntimeError("torch.compile needs PyTorch 2.x (this is %s)" % t.__version__)
         t._dynamo.reset()
-        cf = t.compile(fn)
+        cf = t.compile(fn, mode=mode)
         t0 = time.perf_counter()
         with t.no_grad():
             cf(*args)
@@ -214,18 +219,19 @@ class Ctx:
 
     # -- ic
     def ic_run(self, graph, inputs=None, expect=None, save=None, device=None, extra=(), env=None,
-               timeout=None):
+               timeout=None, mode=None):
         """ic-run --json; returns (its report, stderr). Raises IcError with ic-run's message."""
         device = device or self.dev
-        cmd = [os.path.join(self.a.build, "ic-run"), graph, "--json", "--no-compare", "--device", device,
+        cmd = [os.path.join(self.a.build, "ic-run")] + ([graph] if graph else []) + [
+               "--json", "--no-compare", "--device", device,
                "--iters", str(self.ic_iters), "--warmup", str(self.ic_warmup)]
         for opt, v in (("--inputs", inputs), ("--expect", expect), ("--save-outputs", save)):
             if v:
                 cmd += [opt, v]
         if device == "cpu":
             cmd += ["--threads", str(self.threads)]
-        else:
-            cmd += ["--mode", self.a.ic_mode]
+        if mode or device != "cpu":
+            cmd += ["--mode", mode or self.a.ic_mode]
         cmd += list(extra)
         e = dict(os.environ)
         e["CUDA_MODULE_LOADING"] = "EAGER"  # the driver's JIT inside the module load: in compile_ms
@@ -543,6 +549,134 @@ def group_cpu_bert(ctx, rows):
 
     if comp["name"] in rows:
         guarded(ctx, comp, compile_time)
+
+
+# ---- issue 14: max-autotune, warm starts, artifacts ---------------------------------------------
+def fresh_cache(ctx, name):
+    """An empty persistent cache folder for ic-run (IC_CACHE_DIR): the next compile is cold."""
+    d = os.path.join(ctx.case_dir(name), "cache")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def tune_note(rep):
+    at = rep.get("autotune") or {}
+    return "autotune: %s kernels, %s tuned, %s record hits, %s candidates, %s replaced, bench %.1f s, " \
+           "candidate compiles %.1f s; code cache %s hits / %s misses" % (
+               at.get("kernels"), at.get("tuned"), at.get("record_hits"), at.get("candidates"),
+               at.get("replaced"), at.get("bench_s") or 0, at.get("compile_s") or 0, at.get("code_hits"),
+               at.get("code_misses"))
+
+
+def autotune_bert(ctx, rows, dtype, B, tag, torch_mode):
+    """The BERT layer in ic's default mode, then max-autotune cold (empty cache: tuning time) and
+    warm (a new process on that cache: no benchmarking), then saved as an artifact and loaded;
+    PyTorch's torch.compile(mode=torch_mode) when torch_mode. Rows named *_<tag>."""
+    tdt = {"bf16": ctx.torch.bfloat16, "f32": ctx.torch.float32}[dtype]
+    gpu = tag == "gpu"
+    main = new_row("bert_autotune_" + tag, "BERT layer %s B=%d: max-autotune vs ic default" % (dtype, B),
+                   ">= 1.1x ic default" if gpu else "report (no goal)")
+    vs_torch = new_row("bert_autotune_vs_torch", "BERT layer bf16 B=%d: ic max-autotune vs torch.compile "
+                       "max-autotune" % B, ">= 1.0x") if gpu else None
+    tune = new_row("tune_time_bert_" + tag, "cold tuning: BERT layer, %s" % tag.upper(),
+                   "<= 60 s" if gpu else "report (no goal)")
+    warm = new_row("warm_start_bert_" + tag, "warm start: BERT layer, %s (cache present)" % tag.upper(),
+                   "<= %d ms" % (30 if gpu else 20))
+    art = new_row("artifact_load_bert_" + tag, "saved artifact load: BERT layer, %s" % tag.upper(), "<= 10 ms")
+    x, mask, p, fn, ref64 = bert_case(ctx, B, tdt)
+    inputs = dict(p, x=x, mask=mask)
+    state = {}
+
+    def measure(row):
+        out, eager, _, _ = torch_side(ctx, row, fn, [x, mask], compile_too=False)
+        state["out"] = out
+        g = bert_graph(dtype)
+        base_mode = "default" if gpu else None
+        rep0, _, _ = ctx.ic_case("at_default_" + tag, g, inputs, {"y": out}, mode=base_mode,
+                                 env={"IC_CACHE_DIR": fresh_cache(ctx, "at_default_" + tag)})
+        cache = fresh_cache(ctx, "at_max_" + tag)
+        state["cache"] = cache
+        env = dict(ctx.cold_env(), IC_CACHE_DIR=cache)
+        rep, got, _ = ctx.ic_case("at_max_" + tag, g, inputs, {"y": out}, mode="max-autotune", env=env,
+                                  timeout=600)
+        state["rep"] = rep
+        speed(row, ic_ms(rep), ic_ms(rep0), "ic default", 1.1 if gpu else None)
+        row["notes"].append("eager %s; " % fmt_ms(eager) + tune_note(rep))
+        judge(row, rep, got, {"y": out}, ref64)
+
+    guarded(ctx, main, measure)
+
+    def torch_row(row):
+        if "rep" not in state:
+            raise RuntimeError("no ic max-autotune time (see %s)" % main["name"])
+        # inside our CUDA graph capture: PyTorch's max-autotune minus its own CUDA graphs
+        cf, first = ctx.compile(fn, [x, mask], mode=torch_mode)
+        ms, _ = ctx.time_torch(cf, [x, mask])
+        state["torch_first"] = first
+        speed(row, ic_ms(state["rep"]), ms, "torch.compile " + torch_mode, 1.0)
+        row["notes"].append("torch.compile's first call (its tuning) %s" % fmt_ms(first))
+        row["correctness"] = main.get("correctness")
+
+    if vs_torch and vs_torch["name"] in rows:
+        guarded(ctx, vs_torch, torch_row)
+
+    def tune_row(row):
+        if "rep" not in state:
+            raise RuntimeError("no ic max-autotune report (see %s)" % main["name"])
+        compile_row(row, state["rep"]["backends"]["compiled"], 60000 if gpu else 1e12, state.get("torch_first"))
+        if not gpu:
+            row["met"] = None
+
+    if tune["name"] in rows:
+        guarded(ctx, tune, tune_row)
+
+    def warm_row(row):
+        if "cache" not in state:
+            raise RuntimeError("no cold run (see %s)" % main["name"])
+        d = ctx.case_dir("at_max_" + tag)
+        rep, _ = ctx.ic_run(os.path.join(d, "graph.json"), inputs=os.path.join(d, "inputs.safetensors"),
+                            mode="max-autotune", env={"IC_CACHE_DIR": state["cache"]})
+        state["warm"] = True
+        compile_row(row, rep["backends"]["compiled"], 30 if gpu else 20, None)
+        at = rep.get("autotune") or {}
+        if at.get("tuned") or at.get("bench_s"):
+            row["met"] = False
+            row["notes"].append("it benchmarked again: not a warm start")
+        row["notes"].append(tune_note(rep))
+
+    if warm["name"] in rows:
+        guarded(ctx, warm, warm_row)
+
+    def art_row(row):
+        if "cache" not in state:
+            raise RuntimeError("no cold run (see %s)" % main["name"])
+        d = ctx.case_dir("at_max_" + tag)
+        art_path = os.path.join(d, "bert.icart")
+        ctx.ic_run(os.path.join(d, "graph.json"), inputs=os.path.join(d, "inputs.safetensors"),
+                   mode="max-autotune", env={"IC_CACHE_DIR": state["cache"]}, extra=["--save-artifact", art_path])
+        rep, _ = ctx.ic_run(None, inputs=os.path.join(d, "inputs.safetensors"),
+                            expect=os.path.join(d, "expected.safetensors"), mode="max-autotune",
+                            env={"IC_CACHE": "0"}, extra=["--artifact", art_path])
+        compile_row(row, rep["backends"]["compiled"], 10, None)
+        row["notes"].append("loaded with IC_CACHE=0 (no cache: everything from the file); %s" %
+                            ("outputs match PyTorch" if rep.get("check_passed", True) else "outputs differ"))
+
+    if art["name"] in rows:
+        guarded(ctx, art, art_row)
+
+
+def group_autotune_gpu(ctx, rows):
+    """Issue 14 on the GPU: the BERT layer bf16 B=32 in max-autotune against our default and
+    torch.compile's max-autotune; cold tuning time; warm start; artifact load."""
+    autotune_bert(ctx, rows, "bf16", ctx.size(32, 2), "gpu", "max-autotune-no-cudagraphs")
+
+
+def group_autotune_cpu(ctx, rows):
+    """Issue 14 on the CPU: the BERT layer f32 B=8, max-autotune vs default, warm start, artifact."""
+    ctx.dev = "cpu"
+    ctx.torch.set_num_threads(ctx.threads)
+    autotune_bert(ctx, rows, "f32", ctx.size(8, 1), "cpu", None)
 
 
 # ---- GEMMs ----------------------------------------------------------------------------------
@@ -932,7 +1066,7 @@ def child(a):
     rows = set(a.rows.split(","))
     if ctx.dev == "cuda":
         ctx.log("torch %s on %s" % (ctx.torch.__version__, ctx.torch.cuda.get_device_name()))
-    fns = {"bert": group_bert, "gemm": group_gemm, "sdpa": group_sdpa, "membound": group_membound,
+    fns = {"autotune_gpu": group_autotune_gpu, "autotune_cpu": group_autotune_cpu, "bert": group_bert, "gemm": group_gemm, "sdpa": group_sdpa, "membound": group_membound,
            "cpu_bert": group_cpu_bert, "resnet": group_resnet,
            "graphnet_gpu": lambda c, r: group_graphnet(c, r, "graphnet_gpu"),
            "graphnet_cpu": lambda c, r: group_graphnet(c, r, "graphnet_cpu")}

@@ -10,4 +10,6 @@
 #include "ic/llvmgen.h"
 #include "ic/ptx.h"
 #include "ic/runtime.h"
+#include "ic/options.h"
+#include "ic/cache.h"
 #endif

@@ -250,7 +250,9 @@ typedef enum {
     IC_CUDA_DEFAULT = 0,          /* kernels launched one by one on each run */
     IC_CUDA_REDUCE_OVERHEAD = 1,  /* the launches captured once per bound shape as a CUDA graph
                                    * (stream capture) and replayed with one cuGraphLaunch */
-} ic_cuda_mode;
+    IC_CUDA_MAX_AUTOTUNE = 2,     /* CUDA graphs, and autotune = IC_TUNE_MAX when it is 0 */
+    IC_CUDA_MAX_AUTOTUNE_NO_CUDAGRAPHS = 3, /* autotune = IC_TUNE_MAX when it is 0 */
+} ic_cuda_mode;                   /* in the order of ic_mode_get (options.h) */
 
 typedef struct ic_cuda_options {
     ic_cuda_mode mode;
@@ -259,6 +261,8 @@ typedef struct ic_cuda_options {
     int nparams;
     int ptx_opt_level;            /* ic_ptx_options.opt_level */
     bool allow_tf32;              /* ic_ptx_options.allow_tf32 (default false) */
+    int wgmma;                    /* ic_ptx_options.wgmma: 0 = Hopper warpgroup GEMMs when the
+                                   * device is sm_90, -1 = never (mma.sync) */
     int debug;                    /* 1: each compile writes a debug folder (graph, loop IR before
                                    * and after fusion, NVPTX IR, PTX), -1: none, 0: as the
                                    * context's IC_COMPILE_DEBUG says */

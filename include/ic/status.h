@@ -41,6 +41,9 @@ typedef enum {
 
 /* The library's version, "0.1.0" (CMake's project version). */
 IC_API const char *ic_version(void);
+/* A hash of the library's sources at build time (16 hex digits): two builds of different code
+ * never share persistent cache entries, whatever their version says. */
+IC_API const char *ic_build_id(void);
 
 /* Static text for a status ("invalid argument", ...). Never NULL. */
 IC_API const char *ic_status_str(ic_status s);
@@ -78,9 +81,6 @@ typedef struct ic_switches {
                                * else ~/.cache/ic-llvm) */
     bool no_cache;            /* IC_CACHE=0: no persistent cache (no records or code read or written) */
     bool autotune_log;        /* IC_AUTOTUNE_LOG: an AUTOTUNE table per tuned kernel on stderr */
-    int autotune;             /* IC_AUTOTUNE: IC_TUNE_* flags (runtime.h) for GPU compiles whose
-                               * options select none: "max", "none" or a comma list of gemm, conv,
-                               * pointwise, reduction, attention, coordesc, exhaustive (0 = none) */
 } ic_switches;
 
 /* All off (what an empty environment gives). */

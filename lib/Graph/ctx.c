@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph-impl.h"
+#include "ic_build_id.h"
 
 const char *ic_version(void) { return IC_VERSION_STRING; }
+
+const char *ic_build_id(void) { return IC_BUILD_ID; }
 
 const char *ic_status_str(ic_status s)
 {
@@ -63,24 +66,6 @@ static bool env_on(const char *k)
     return v && strcmp(v, "0") != 0;
 }
 
-/* IC_AUTOTUNE's comma list as IC_TUNE_* flags (runtime.h's values); unknown words add nothing. */
-static int tune_flags(const char *v)
-{
-    static const struct { const char *name; int flags; } w[] = {
-        { "gemm", 1 }, { "conv", 2 }, { "pointwise", 4 }, { "reduction", 8 }, { "attention", 16 },
-        { "coordesc", 32 }, { "max", 63 }, { "exhaustive", 64 }, { "none", 0 },
-    };
-    int flags = 0;
-    while (v && *v) {
-        size_t n = strcspn(v, ",");
-        for (size_t i = 0; i < sizeof w / sizeof *w; i++)
-            if (strlen(w[i].name) == n && !strncmp(v, w[i].name, n))
-                flags |= w[i].flags;
-        v += n + (v[n] == ',');
-    }
-    return flags;
-}
-
 /* The one place the library reads the environment. */
 static void switches_from_env(ic_switches *s)
 {
@@ -101,7 +86,6 @@ static void switches_from_env(ic_switches *s)
     const char *cache = env_or_null("IC_CACHE");
     s->no_cache = cache && !strcmp(cache, "0");
     s->autotune_log = env_on("IC_AUTOTUNE_LOG");
-    s->autotune = tune_flags(env_or_null("IC_AUTOTUNE"));
 }
 
 static void switches_free(ic_ctx *c, ic_switches *s)

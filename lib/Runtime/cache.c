@@ -1,17 +1,36 @@
-/* cache.c - the persistent cache: one file per key, written atomically (cache-impl.h). */
+/* cache.c - the persistent cache's store: one file per key, written atomically and checked on
+ * every read (cache-impl.h). get and put run once per kernel on every compile, so each touches
+ * only its own file: no folder scans, no locks, no fsync. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <llvm-c/Core.h>
 #include "cache-impl.h"
+#include "key-impl.h"
 
-/* Bumped whenever the entry layout or the meaning of a namespace's values changes. */
-#define CACHE_FORMAT 1
-static const char magic[8] = "ICCACHE1";
+/* Bumped whenever the entry layout or the meaning of a namespace's values changes; entries of
+ * an older format read as another version. */
+#define CACHE_FORMAT 2
+static const char magic[8] = { 'I', 'C', 'C', 'A', 'C', 'H', 'E', '0' + CACHE_FORMAT };
+/* Larger files are not entries: a bound checked before allocating. */
+#define MAX_ENTRY ((uint64_t)1 << 36)
+#define PATH_LEN 1024
+
+/* Test hooks: process-wide because they stand for another build of the library, not for a
+ * setting of one context. */
+static char version_salt[64];
+static int hash_bits = 64;
+
+/* The folder whose write failure was last reported: a folder that cannot be written stays so
+ * for a whole compile, and one line per process tells why nothing is cached there. */
+static _Atomic uint64_t warned_dir;
 
 uint64_t ic__hash_bytes(uint64_t h, const void *p, size_t n)
 {
@@ -41,46 +60,57 @@ bool ic__cache_dir(ic_ctx *c, char *buf, size_t n)
     return w > 0 && (size_t)w < n;
 }
 
-/* Everything a value depends on besides the caller's key: versions of ic, LLVM, the format. */
-static void version_text(char *buf, size_t n)
+void ic__cache_set_version_salt(const char *salt)
+{
+    snprintf(version_salt, sizeof version_salt, "%s", salt ? salt : "");
+}
+
+void ic__cache_set_hash_bits(int bits)
+{
+    hash_bits = bits < 0 ? 0 : bits > 64 ? 64 : bits;
+}
+
+/* Everything a value depends on besides the caller's key: the versions of ic (and its build,
+ * a hash of its sources), LLVM and the entry format. */
+static size_t version_text(char *buf, size_t n)
 {
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
-    snprintf(buf, n, "ic %s llvm %u.%u.%u format %d", ic_version(), maj, min, pat, CACHE_FORMAT);
+    int w = snprintf(buf, n, "ic %s build %s llvm %u.%u.%u format %d%s%s", ic_version(), ic_build_id(), maj,
+                     min, pat, CACHE_FORMAT, version_salt[0] ? " salt " : "", version_salt);
+    return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
 }
 
-/* <dir>/<ns>/<hash>: false when the folder cannot be named. */
-static bool entry_path(ic_ctx *c, const char *ns, const char *key, char *path, size_t n)
+bool ic__cache_ns_ok(const char *ns)
 {
-    char dir[900], ver[128];
-    if (!ic__cache_dir(c, dir, sizeof dir))
-        return false;
-    version_text(ver, sizeof ver);
-    uint64_t h = ic__hash_bytes(IC__HASH_SEED, ver, strlen(ver));
+    size_t n = strspn(ns, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+    return n > 0 && n < IC__CACHE_NS_MAX && !ns[n];
+}
+
+void ic__cache_file_name(const char *ns, const char *key, size_t nkey, char *name)
+{
+    char ver[160];
+    size_t nv = version_text(ver, sizeof ver);
+    uint64_t h = ic__hash_data(IC__HASH_SEED, ver, nv);
     h = ic__hash_bytes(h, ns, strlen(ns) + 1);
-    h = ic__hash_bytes(h, key, strlen(key));
-    int w = snprintf(path, n, "%s/%s/%016llx", dir, ns, (unsigned long long)h);
-    return w > 0 && (size_t)w < n;
+    h = ic__hash_data(h, key, nkey);
+    if (hash_bits < 64)
+        h &= (1ull << hash_bits) - 1;
+    snprintf(name, IC__CACHE_NAME_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
-/* Reads all of f into a malloc'd buffer. */
-static void *slurp(FILE *f, size_t *n)
+ic__file_kind ic__cache_file_kind(const char *name)
 {
-    if (fseek(f, 0, SEEK_END) || ftell(f) < 0)
-        return NULL;
-    size_t sz = (size_t)ftell(f);
-    rewind(f);
-    char *b = malloc(sz + 1);
-    if (b && fread(b, 1, sz, f) != sz) {
-        free(b);
-        return NULL;
-    }
-    *n = sz;
-    return b;
+    size_t n = strspn(name, "0123456789abcdef");
+    if (n != IC__CACHE_NAME_LEN)
+        return IC__FILE_OTHER;
+    if (!name[n])
+        return IC__FILE_ENTRY;
+    return strncmp(name + n, ".tmp.", 5) ? IC__FILE_OTHER : IC__FILE_TEMP;
 }
 
-/* Entry layout: magic, u64 version-text length, version text, u64 key length, key,
- * u64 value length, value, u64 hash of everything before it. */
+/* ---- reading ---- */
+
 static bool take_field(const char **p, const char *end, const char **field, uint64_t *len)
 {
     if ((size_t)(end - *p) < 8)
@@ -94,93 +124,200 @@ static bool take_field(const char **p, const char *end, const char **field, uint
     return true;
 }
 
-static bool parse_entry(const char *b, size_t n, const char *key, const char **val, uint64_t *vlen)
+ic__entry_state ic__cache_parse(const void *buf, size_t n, ic__cache_view *v, const char **why)
 {
-    char ver[128];
-    version_text(ver, sizeof ver);
-    const char *p = b, *end = b + n, *v, *k;
-    uint64_t lv, lk, h;
-    if (n < sizeof magic + 8 || memcmp(b, magic, sizeof magic))
-        return false;
-    p += sizeof magic;
-    if (!take_field(&p, end - 8, &v, &lv) || lv != strlen(ver) || memcmp(v, ver, lv) ||
-        !take_field(&p, end - 8, &k, &lk) || lk != strlen(key) || memcmp(k, key, lk) ||
-        !take_field(&p, end - 8, val, vlen) || p != end - 8)
-        return false;
-    memcpy(&h, p, 8);
-    return h == ic__hash_bytes(IC__HASH_SEED, b, (size_t)(p - b));
+    const char *b = buf, *ver;
+    uint64_t nver, sum;
+    memset(v, 0, sizeof *v);
+    *why = "";
+    if (n < sizeof magic || memcmp(b, magic, sizeof magic - 1))
+        return *why = "not a cache entry (bad magic)", IC__ENTRY_CORRUPT;
+    if (b[sizeof magic - 1] != magic[sizeof magic - 1])
+        return IC__ENTRY_OTHER_VERSION;   /* another format: its fields are not ours to read */
+    if (n < sizeof magic + 4 * 8)
+        return *why = "truncated", IC__ENTRY_CORRUPT;
+    const char *p = b + sizeof magic, *end = b + n - 8;
+    if (!take_field(&p, end, &ver, &nver) ||
+        !take_field(&p, end, &v->key, &v->nkey) || !take_field(&p, end, &v->val, &v->nval))
+        return *why = "truncated", IC__ENTRY_CORRUPT;
+    if (p != end)
+        return *why = "bad lengths", IC__ENTRY_CORRUPT;
+    memcpy(&sum, end, 8);
+    if (sum != ic__hash_data(IC__HASH_SEED, b, n - 8))
+        return *why = "checksum mismatch", IC__ENTRY_CORRUPT;
+    char mine[160];
+    size_t nmine = version_text(mine, sizeof mine);
+    return nver == nmine && !memcmp(ver, mine, nmine) ? IC__ENTRY_OK : IC__ENTRY_OTHER_VERSION;
+}
+
+/* The whole file at path (malloc'd), or NULL: absent, unreadable, not a regular file, too large. */
+static char *read_entry_file(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *b = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_ENTRY)
+        b = malloc((size_t)st.st_size + 1);
+    size_t got = 0, want = b ? (size_t)st.st_size : 0;
+    while (b && got < want) {
+        ssize_t r = read(fd, b + got, want - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            free(b);
+            b = NULL;
+        } else {
+            got += (size_t)r;
+        }
+    }
+    close(fd);
+    *n = got;
+    return b;
 }
 
 bool ic__cache_get(ic_ctx *c, const char *ns, const char *key, void **data, size_t *n)
 {
-    char path[1024];
+    char dir[PATH_LEN], name[IC__CACHE_NAME_LEN + 1], path[PATH_LEN + 64];
     *data = NULL;
     *n = 0;
-    if (!ic__cache_on(c, 0) || !entry_path(c, ns, key, path, sizeof path))
+    if (!ic__cache_on(c, 0) || !ic__cache_ns_ok(ns) || !ic__cache_dir(c, dir, sizeof dir))
         return false;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    size_t nkey = strlen(key), sz = 0;
+    ic__cache_file_name(ns, key, nkey, name);
+    snprintf(path, sizeof path, "%s/%s/%s", dir, ns, name);
+    char *b = read_entry_file(path, &sz);
+    if (!b)
         return false;
-    size_t sz = 0;
-    char *b = slurp(f, &sz);
-    fclose(f);
-    const char *val;
-    uint64_t vlen;
-    if (!b || !parse_entry(b, sz, key, &val, &vlen)) {
+    ic__cache_view v;
+    const char *why;
+    ic__entry_state st = ic__cache_parse(b, sz, &v, &why);
+    if (st != IC__ENTRY_OK || v.nkey != nkey || memcmp(v.key, key, nkey)) {
+        if (st == IC__ENTRY_CORRUPT)
+            ic__logf(c, 1, "ic: cache: ignoring %s: %s", path, why);
         free(b);
         return false;
     }
-    memmove(b, val, (size_t)vlen);
+    memmove(b, v.val, (size_t)v.nval);
     *data = b;
-    *n = (size_t)vlen;
+    *n = (size_t)v.nval;
     return true;
 }
 
-/* mkdir -p of path's folders. */
-static bool make_dirs(char *path)
+/* ---- writing ---- */
+
+int ic__cache_temp_open(const char *path, char *tmp, size_t n)
+{
+    /* A counter per thread: with the pid and thread id it names a file no other writer of this
+     * key uses, now or (after a crash left one behind) later, as O_EXCL checks. */
+    static _Thread_local unsigned counter;
+    long pid = (long)getpid(), tid = (long)syscall(SYS_gettid);
+    for (int tries = 0; tries < 16; tries++) {
+        int w = snprintf(tmp, n, "%s.tmp.%ld.%ld.%u", path, pid, tid, ++counter);
+        if (w < 0 || (size_t)w >= n)
+            return errno = ENAMETOOLONG, -1;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* mkdir -p of path's folders (not of its last component). */
+static void make_dirs(char *path)
 {
     for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = 0;
-        bool ok = mkdir(path, 0777) == 0 || errno == EEXIST;
+        mkdir(path, 0777);
         *s = '/';
-        if (!ok)
+    }
+}
+
+static bool write_all(int fd, const char *b, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
             return false;
+        }
+        b += w;
+        n -= (size_t)w;
     }
     return true;
 }
 
-static bool put_field(FILE *f, const void *p, uint64_t n, uint64_t *h)
+/* No fsync: after a power loss a renamed entry may be empty or torn (the rename reached the
+ * disk before the data); its checksum then makes it a miss and the next put rewrites it, while
+ * an fsync per kernel would add milliseconds of disk flush to every compile. */
+int ic__cache_write_file(const char *dir, const char *ns, const char *name, const void *b, size_t n)
 {
-    *h = ic__hash_bytes(*h, &n, 8);
-    *h = ic__hash_bytes(*h, p, (size_t)n);
-    return fwrite(&n, 8, 1, f) == 1 && fwrite(p, 1, (size_t)n, f) == n;
+    char path[PATH_LEN + 64], tmp[PATH_LEN + 128];
+    int w = snprintf(path, sizeof path, "%s/%s/%s", dir, ns, name);
+    if (!ic__cache_ns_ok(ns))
+        return EINVAL;
+    if (w < 0 || (size_t)w >= sizeof path)
+        return ENAMETOOLONG;
+    int fd = ic__cache_temp_open(path, tmp, sizeof tmp);
+    if (fd < 0 && errno == ENOENT) {   /* first write into this folder: make it, once */
+        make_dirs(path);
+        fd = ic__cache_temp_open(path, tmp, sizeof tmp);
+    }
+    if (fd < 0)
+        return errno;
+    int err = write_all(fd, b, n) ? 0 : errno;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err)
+        unlink(tmp);
+    return err;
 }
 
-static bool write_entry(FILE *f, const char *key, const void *data, size_t n)
+static void put_field(char **p, const void *field, uint64_t n)
 {
-    char ver[128];
-    version_text(ver, sizeof ver);
-    uint64_t h = ic__hash_bytes(IC__HASH_SEED, magic, sizeof magic);
-    bool ok = fwrite(magic, 1, sizeof magic, f) == sizeof magic && put_field(f, ver, strlen(ver), &h) &&
-              put_field(f, key, strlen(key), &h) && put_field(f, data, n, &h) && fwrite(&h, 8, 1, f) == 1;
-    return fflush(f) == 0 && ok && fsync(fileno(f)) == 0;
+    memcpy(*p, &n, 8);
+    memcpy(*p + 8, field, (size_t)n);
+    *p += 8 + n;
+}
+
+/* The entry's bytes (malloc'd), *len of them; NULL on OOM. */
+static char *make_entry(const char *key, size_t nkey, const void *data, size_t n, size_t *len)
+{
+    char ver[160];
+    size_t nv = version_text(ver, sizeof ver);
+    *len = sizeof magic + 8 + nv + 8 + nkey + 8 + n + 8;
+    char *b = malloc(*len), *p = b;
+    if (!b)
+        return NULL;
+    memcpy(p, magic, sizeof magic);
+    p += sizeof magic;
+    put_field(&p, ver, nv);
+    put_field(&p, key, nkey);
+    put_field(&p, data, n);
+    uint64_t sum = ic__hash_data(IC__HASH_SEED, b, (size_t)(p - b));
+    memcpy(p, &sum, 8);
+    return b;
 }
 
 void ic__cache_put(ic_ctx *c, const char *ns, const char *key, const void *data, size_t n)
 {
-    char path[1024], tmp[1100];
-    if (!ic__cache_on(c, 0) || !entry_path(c, ns, key, path, sizeof path) || !make_dirs(path))
+    char dir[PATH_LEN], name[IC__CACHE_NAME_LEN + 1];
+    if (!ic__cache_on(c, 0) || !ic__cache_dir(c, dir, sizeof dir))
         return;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    bool ok = f && write_entry(f, key, data, n);
-    if (f)
-        ok = fclose(f) == 0 && ok;
-    else if (fd >= 0)
-        close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        ic__logf(c, 1, "ic: cache: could not write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
+    size_t nkey = strlen(key), len;
+    ic__cache_file_name(ns, key, nkey, name);
+    char *b = make_entry(key, nkey, data, n, &len);
+    int err = b ? ic__cache_write_file(dir, ns, name, b, len) : ENOMEM;
+    free(b);
+    if (!err)
+        return;
+    uint64_t h = ic__hash_bytes(IC__HASH_SEED, dir, strlen(dir));
+    if (atomic_exchange(&warned_dir, h) != h)
+        ic__logf(c, 1, "ic: cache: cannot write in %s (%s): nothing is cached there", dir, strerror(err));
 }

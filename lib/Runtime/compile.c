@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu-impl.h"
+#include "ic/options.h"
 #include "ic/runtime.h"
 
 void ic_compile_options_init(ic_compile_options *o)
@@ -27,9 +28,13 @@ static ic_status take_options(ic_compiled *cc, const ic_compile_options *o)
     cc->o.debug_dir = NULL;
     if (!cc->mode || (dir && !(cc->o.debug_dir = ic__strdup(c, dir))))
         return ic__error(c, IC_ENOMEM, "ic_compile: out of memory");
-    if (strcmp(cc->mode, "default") != 0)
-        return ic__node_error(cc->g, NULL, NULL, IC_EINVAL, "unknown compile mode '%s' (known: default)",
-                              cc->mode);
+    /* On the CPU a mode is its autotuning: CUDA graphs have nothing to capture here. */
+    const ic_mode_info *m = ic_mode_find(cc->mode);
+    if (!m)
+        return ic__node_error(cc->g, NULL, NULL, IC_EINVAL, "unknown compile mode '%s' (modes: %s)",
+                              cc->mode, ic_mode_names());
+    if (cc->o.autotune == 0)
+        cc->o.autotune = m->autotune;
     if (cc->o.max_variants < -1)
         return ic__node_error(cc->g, NULL, NULL, IC_EINVAL,
                               "ic_compile: max_variants %d (0: 16, -1: no limit, or a count)", cc->o.max_variants);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "ic/options.h"
 #include "ic/runtime.h"
 #include "cuda-impl.h"
 #include "pipeline-impl.h"
@@ -117,6 +118,7 @@ static void ptx_options(const ic__cuda_bopts *bo, bool keep_ir, ic_ptx_options *
     if (bo->o) {
         po->opt_level = bo->o->ptx_opt_level;
         po->allow_tf32 = bo->o->allow_tf32;
+        po->wgmma = bo->o->wgmma;
     }
     po->keep_ir = keep_ir;
 }
@@ -127,16 +129,9 @@ static ic_status tune_params(ic__pipe *P, const ic__cuda_bopts *bo, const ic_pro
                              const ic_ptx_options *po, const ic_ptx_params *params, ic_ptx_params **tuned)
 {
     *tuned = NULL;
-    ic_cuda_options o;
-    if (bo->o)
-        o = *bo->o;
-    else
-        ic_cuda_options_init(&o);
-    if (!o.autotune) /* IC_AUTOTUNE: for tools that have no option for it */
-        o.autotune = P->c->sw.autotune;
-    if (!o.autotune || P->stop_after >= 0)
+    if (!bo->o || !bo->o->autotune || P->stop_after >= 0)
         return IC_OK;
-    return ic__cuda_tune(P, bo->d, prog, po, params, &o, tuned);
+    return ic__cuda_tune(P, bo->d, prog, po, params, bo->o, tuned);
 }
 
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
@@ -211,27 +206,39 @@ const ic__backend ic__backend_cuda = {
     .variant_free = cuda_variant_free,
 };
 
-/* Copies o into cc (params owned by cc) and checks it. */
+/* Copies o into cc (params and debug_dir owned by cc, first, so that a failed check leaves
+ * nothing of the caller's for ic_cuda_compiled_destroy to free) and checks it. */
 static ic_status take_options(ic_cuda_compiled *cc, const ic_cuda_options *o)
 {
     ic_ctx *c = cc->c;
     if (o)
         cc->o = *o;
-    if ((unsigned)cc->o.mode > IC_CUDA_REDUCE_OVERHEAD)
-        return ic__error(c, IC_EINVAL, "cuda: unknown mode %d", (int)cc->o.mode);
+    const char *dir = cc->o.debug_dir;
+    cc->o.debug_dir = NULL;
+    const ic_ptx_params *params = cc->o.params;
+    cc->o.params = NULL;
+    if (dir && !(cc->o.debug_dir = ic__strdup(c, dir)))
+        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+    if (params && cc->o.nparams > 0) {
+        if (!(cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params)))
+            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
+        memcpy(cc->params, params, sizeof *cc->params * (size_t)cc->o.nparams);
+    }
+    cc->o.params = cc->params;
+    const ic_mode_info *m = ic_mode_get((int)cc->o.mode);
+    if (!m)
+        return ic__error(c, IC_EINVAL, "cuda: unknown mode %d (ic_cuda_mode: 0 to %d, as %s)",
+                         (int)cc->o.mode, ic_mode_count() - 1, ic_mode_names());
+    /* A mode is its options: the launch path asks only whether to capture a CUDA graph. */
+    if (cc->o.autotune == 0)
+        cc->o.autotune = m->autotune;
+    cc->o.mode = m->cuda_graphs ? IC_CUDA_REDUCE_OVERHEAD : IC_CUDA_DEFAULT;
+    if (cc->o.wgmma != 0 && cc->o.wgmma != -1)
+        return ic__error(c, IC_EINVAL, "cuda: wgmma %d (0: when the device is sm_90, -1: never)",
+                         cc->o.wgmma);
     if (cc->o.max_variants < -1)
         return ic__error(c, IC_EINVAL, "cuda: max_variants %d (0: 16, -1: no limit, or a count)",
                          cc->o.max_variants);
-    const char *dir = cc->o.debug_dir;
-    cc->o.debug_dir = NULL;
-    if (dir && !(cc->o.debug_dir = ic__strdup(c, dir)))
-        return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-    if (cc->o.params && cc->o.nparams > 0) {
-        if (!(cc->params = ic__calloc(c, (size_t)cc->o.nparams, sizeof *cc->params)))
-            return ic__error(c, IC_ENOMEM, "cuda: out of memory");
-        memcpy(cc->params, cc->o.params, sizeof *cc->params * (size_t)cc->o.nparams);
-    }
-    cc->o.params = cc->params;
     return IC_OK;
 }
 

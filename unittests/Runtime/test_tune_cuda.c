@@ -527,35 +527,20 @@ Test(tune_device, fake_driver_tunes_then_reads_the_record, .timeout = 600)
     compile_once(c, d, g, IC_TUNE_POINTWISE | IC_TUNE_REDUCTION | IC_TUNE_COORDESC, &again);
     cr_assert_eq(again.tuned, st.kernels);
     cr_assert_geq(again.candidates, st.candidates);
-    /* the IC_AUTOTUNE switch stands in for options that select nothing */
-    ic_switches sw;
-    ic_ctx_switches(c, &sw);
-    sw.autotune = IC_TUNE_POINTWISE;
-    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
-    compile_once(c, d, g, 0, &again);
-    cr_assert_eq(again.kernels, 1, "IC_AUTOTUNE=pointwise tuned %d kernels", again.kernels);
+    /* mode max-autotune-no-cudagraphs: autotune = IC_TUNE_MAX (no GEMM or attention here) */
+    ic_cuda_options o;
+    ic_cuda_options_init(&o);
+    o.mode = IC_CUDA_MAX_AUTOTUNE_NO_CUDAGRAPHS;
+    ic_cuda_compiled *cc = NULL;
+    cr_assert_eq(ic_cuda_compile(d, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_compiled_autotune_stats(cc, &again);
+    ic_cuda_compiled_destroy(cc);
+    cr_assert_eq(again.kernels, 2, "the mode tuned %d kernels", again.kernels);
+    cr_assert_eq(again.tuned, 2);
     ic_graph_destroy(g);
     ic_cuda_close(d);
     ic_ctx_destroy(c);
     unsetenv("IC_CUDA_DRIVER");
     unsetenv("IC_CACHE_DIR");
     ict_rmtree(dir);
-}
-
-Test(tune_records, autotune_switch_parses_the_option_syntax)
-{
-    static const struct { const char *v; int flags; } cases[] = {
-        { "max", IC_TUNE_MAX }, { "max,exhaustive", IC_TUNE_MAX | IC_TUNE_EXHAUSTIVE }, { "none", 0 },
-        { "gemm,conv", IC_TUNE_GEMM | IC_TUNE_CONV }, { "pointwise,reduction,attention,coordesc",
-          IC_TUNE_POINTWISE | IC_TUNE_REDUCTION | IC_TUNE_ATTENTION | IC_TUNE_COORDESC }, { "bogus,gemm", IC_TUNE_GEMM },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        setenv("IC_AUTOTUNE", cases[i].v, 1);
-        ic_ctx *c = ict_ctx();
-        ic_switches sw;
-        ic_ctx_switches(c, &sw);
-        cr_assert_eq(sw.autotune, cases[i].flags, "IC_AUTOTUNE=%s: %d", cases[i].v, sw.autotune);
-        ic_ctx_destroy(c);
-    }
-    unsetenv("IC_AUTOTUNE");
 }

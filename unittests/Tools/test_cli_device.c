@@ -411,7 +411,8 @@ Test(cli_device, fake_driver_mismatch_exits_2)
     ict_rmtree(f.dir);
 }
 
-Test(cli_device, fake_driver_unimplemented_modes_run_as_default_with_one_note)
+/* The max-autotune modes on a GPU: as asked, no note; max-autotune captures CUDA graphs. */
+Test(cli_device, fake_driver_max_autotune_modes_run_as_asked)
 {
     fixture f;
     fixture_init(&f, zero_graph, "zero.json");
@@ -423,20 +424,54 @@ Test(cli_device, fake_driver_unimplemented_modes_run_as_default_with_one_note)
         snprintf(args, sizeof args, "'%s' --device cuda:0 --mode %s --no-compare --json " FAST, f.graph, modes[i]);
         run_result r = run_tool_env(f.dir, env, "ic-run", args);
         assert_fake_ok(&r, modes[i]);
-        cr_assert_eq(count_char(r.err, '\n'), 1, "%s: one note on stderr, got: %s", modes[i], r.err);
-        cr_assert(strncmp(r.err, "ic-run: note: --mode ", 21) == 0 && strstr(r.err, modes[i]) &&
-                      strstr(r.err, "--mode default"),
-                  "%s: the note names the mode and what ran: %s", modes[i], r.err);
+        cr_assert_str_empty(r.err, "%s: no note, got: %s", modes[i], r.err);
         json_t *j = parse_json(r.out);
         cr_assert_str_eq(json_string_value(field(j, "mode", JSON_STRING, "top")), modes[i], "mode");
-        cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), "default", "used");
+        cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), modes[i], "used");
         json_decref(j);
         char *l = read_log(log);
-        cr_assert_eq(count_lines_starting(l, "begin_capture"), 0, "%s runs as default:\n%s", modes[i], l);
-        cr_assert_geq(count_lines_starting(l, "launch gpu_fused_add_mul_0 "), 5, "%s launches:\n%s", modes[i], l);
+        if (i == 0)
+            cr_assert_eq(count_lines_starting(l, "begin_capture"), 1, "max-autotune captures:\n%s", l);
+        else
+            cr_assert_eq(count_lines_starting(l, "begin_capture"), 0, "no CUDA graphs:\n%s", l);
+        cr_assert_geq(count_lines_starting(l, i == 0 ? "graph_launch" : "launch gpu_fused_add_mul_0 "), 5,
+                      "%s launches:\n%s", modes[i], l);
         free(l);
         result_free(&r);
     }
+    ict_rmtree(f.dir);
+}
+
+/* Templates and options on a GPU: cudagraphs captures, GPU options reach --json's "options",
+ * a CPU-only option gets a note. */
+Test(cli_device, fake_driver_template_and_options)
+{
+    fixture f;
+    fixture_init(&f, zero_graph, "zero.json");
+    char so[4200], log[4200], args[8192];
+    build_fake_driver(f.dir, so, sizeof so);
+    const char *env = fake_env(f.dir, so, log, sizeof log);
+    snprintf(args, sizeof args, "'%s' --device cuda --template cudagraphs --option wgmma=off "
+             "--option allow_tf32=true --option vector_width=4 --no-compare --json " FAST, f.graph);
+    run_result r = run_tool_env(f.dir, env, "ic-run", args);
+    assert_fake_ok(&r, "--template cudagraphs --option ...");
+    cr_assert_str_eq(r.err, "ic-run: note: option vector_width has no effect on --device cuda (it "
+                            "applies to --device cpu)\n", "stderr");
+    json_t *j = parse_json(r.out);
+    cr_assert_str_eq(json_string_value(field(j, "mode", JSON_STRING, "top")), "reduce-overhead", "mode");
+    cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), "reduce-overhead", "used");
+    cr_assert_str_eq(json_string_value(field(j, "template", JSON_STRING, "top")), "cudagraphs", "template");
+    json_t *opts = field(j, "options", JSON_OBJECT, "top");
+    cr_assert_str_eq(json_string_value(field(opts, "wgmma", JSON_STRING, "options")), "off");
+    cr_assert(json_is_true(field(opts, "allow_tf32", JSON_TRUE, "options")));
+    cr_assert(json_is_true(field(opts, "iconv", JSON_TRUE, "options")));
+    cr_assert_null(json_object_get(opts, "vector_width"), "GPU options only");
+    cr_assert(json_is_object(field(j, "autotune", JSON_OBJECT, "top")));
+    json_decref(j);
+    char *l = read_log(log);
+    cr_assert_eq(count_lines_starting(l, "begin_capture"), 1, "one capture:\n%s", l);
+    free(l);
+    result_free(&r);
     ict_rmtree(f.dir);
 }
 
@@ -491,15 +526,21 @@ Test(cli_device, cpu_accepts_every_mode)
     cr_assert(strstr(r.out, "every output matches") && !strstr(r.out, "host us") && !strstr(r.out, "device:"),
               "the cpu table is unchanged:\n%s", r.out);
     result_free(&r);
+    /* CUDA graphs have nothing to capture on the CPU: a note for the modes that have them */
     static const char *modes[] = { "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs" };
+    static const char *used[] = { "default", "max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs" };
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "'%s' --mode=%s --check --json " FAST, f.graph, modes[i]);
         r = run_tool(f.dir, "ic-run", args);
         assert_ok(r, modes[i]);
-        cr_assert_eq(count_char(r.err, '\n'), 1, "%s: one note, got: %s", modes[i], r.err);
-        cr_assert(strncmp(r.err, "ic-run: note: --mode ", 21) == 0 && strstr(r.err, modes[i]) &&
-                      strstr(r.err, "--mode default"),
-                  "%s: %s", modes[i], r.err);
+        if (i < 2) {
+            cr_assert_eq(count_char(r.err, '\n'), 1, "%s: one note, got: %s", modes[i], r.err);
+            cr_assert(strncmp(r.err, "ic-run: note: --mode ", 21) == 0 && strstr(r.err, modes[i]) &&
+                          strstr(r.err, "CUDA graphs have no effect on --device cpu") && strstr(r.err, used[i]),
+                      "%s: %s", modes[i], r.err);
+        } else {
+            cr_assert_str_empty(r.err, "%s: no note: %s", modes[i], r.err);
+        }
         json_t *j = parse_json(r.out);
         cr_assert(json_is_true(field(j, "check", JSON_TRUE, "top")), "%s: check", modes[i]);
         cr_assert_str_eq(json_string_value(field(j, "device", JSON_STRING, "top")), "cpu", "device");
@@ -507,7 +548,7 @@ Test(cli_device, cpu_accepts_every_mode)
                       json_is_null(json_object_get(j, "device_ordinal")),
                   "no GPU fields on the cpu");
         cr_assert_str_eq(json_string_value(field(j, "mode", JSON_STRING, "top")), modes[i], "mode");
-        cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), "default", "mode_used");
+        cr_assert_str_eq(json_string_value(field(j, "mode_used", JSON_STRING, "top")), used[i], "mode_used");
         json_t *cmp = field(field(j, "backends", JSON_OBJECT, "top"), "compiled", JSON_OBJECT, "backends");
         cr_assert(json_is_null(field(cmp, "host_overhead_us", JSON_NULL, "compiled")) &&
                       json_is_null(field(cmp, "h2d_bytes", JSON_NULL, "compiled")),
