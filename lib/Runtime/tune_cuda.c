@@ -720,6 +720,10 @@ void ic__tune_table(FILE *f, const char *name, const char *kind, int n, const ch
 
 /* ------------------------------------- the device ------------------------------------- */
 
+#ifndef IC_HAVE_CUDA_H
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38 /* cuda-impl.h declares only what cuda.c needs */
+#endif
+
 #define MAXREPS 32          /* launches of one timed group, each after its own L2 flush */
 #define GROUP_MS 0.5        /* kernel time a timed group aims at */
 #define MARGIN 0.03
@@ -975,8 +979,8 @@ static ic_status calibrate(tbench *B, int j)
     return IC_OK;
 }
 
-/* ic__tune_time_fn on the device: each launch after a memset of the flush buffer (an L2
- * of 50 MB holds nothing of the inputs then), between its own pair of events. */
+/* ic__tune_time_fn on the device: each launch after a memset of the flush buffer (4x the L2:
+ * the L2 holds nothing of the inputs then), between its own pair of events. */
 static ic_status time_on_device(void *user, int j, double *ms)
 {
     tbench *B = user;
@@ -1356,7 +1360,10 @@ static ic_status tctx_device(tctx *T)
     if (T->have_ev)
         return IC_OK;
     ic__cu *cu = &T->d->cu;
-    T->flush_bytes = ic__tune_cuda_flush_bytes ? ic__tune_cuda_flush_bytes : (size_t)128 << 20;
+    int l2 = 0;
+    if (cu->DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, T->d->dev) != CUDA_SUCCESS || l2 <= 0)
+        l2 = 32 << 20; /* unknown: as if 32 MiB */
+    T->flush_bytes = ic__tune_cuda_flush_bytes ? ic__tune_cuda_flush_bytes : (size_t)l2 * 4;
     CUdeviceptr p = 0;
     CUresult r = cu->MemAlloc(&p, T->flush_bytes);
     if (r != CUDA_SUCCESS)
