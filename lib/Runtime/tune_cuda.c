@@ -28,7 +28,8 @@
 #include "tune_cuda-impl.h"
 #include "cache-impl.h"
 #include "key-impl.h"
-#include "pgemm-impl.h" /* ic__iconv_find: the im2col copies a GEMM may read through */
+#include "pgemm-impl.h" /* ic__iconv_find (the im2col copies a GEMM may read through) and
+                         * ic__pplan_make (a GEMM's M, N, K, to leave out dominated tiles) */
 
 size_t ic__tune_cuda_flush_bytes;
 
