@@ -192,6 +192,18 @@ Test(tune_space, gemm_candidates_match_the_default_in_the_emulator)
     cr_assert_gt(n, 20, "only %d GEMM candidates", n);
 }
 
+/* An implicit-GEMM conv (the wgmma path gathers im2col(x) itself; other candidates launch the
+ * copy): every candidate of the GEMM and of the copy against the default. */
+Test(tune_space, conv_candidates_match_the_default_in_the_emulator)
+{
+    ic_ptx_options o = { .sm = 90 };
+    int kinds = 0;
+    int n = check_graph("iconv bf16 3x3", GRAPH(IN("x", "bf16", "[2,16,9,11]") "," IN("w", "bf16", "[64,16,3,3]"),
+                        "{'name':'y','op':'conv','inputs':['x','w'],'attrs':{'stride':[1,1],'padding':[1,1]}}"), &o, &kinds);
+    cr_assert(kinds & IC_TUNE_GEMM, "no GEMM kernel (kinds %d)", kinds);
+    cr_assert_gt(n, 10);
+}
+
 Test(tune_space, pointwise_and_reductions_match_the_default_in_the_emulator)
 {
     ic_ptx_options o = { .sm = 90 };
