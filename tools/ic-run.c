@@ -13,6 +13,7 @@
 
 static const char usage[] =
     "usage: ic-run GRAPH.json [options]\n"
+    "       ic-run --artifact MODEL [options]\n"
     "       ic-run --list-options | --list-mode-options [MODE]\n"
     "\n"
     "Compiles an ic-graph (JSON v1) for this CPU or a CUDA GPU, runs it on generated or\n"
@@ -64,6 +65,11 @@ static const char usage[] =
     "  --inputs IN.safetensors      tensors supplied by name (symbols bind from their shapes)\n"
     "  --save-outputs OUT.safetensors  write the outputs by name (atomically; never over an input)\n"
     "  --bind SYM=N                 size of a symbolic dimension (repeatable)\n"
+    "  --save-artifact MODEL        after the runs, save the compiled graph (weights included, every\n"
+    "                               size compiled) into one file that --artifact loads (cpu)\n"
+    "  --artifact MODEL             instead of a graph: load a saved compiled model (no code\n"
+    "                               generation; the options it was compiled with apply) and run it;\n"
+    "                               the compile time is the load's\n"
     "  --seed N                     seed of the generated data (default 0)\n"
     "  -h, --help                   this text\n"
     "\n"
@@ -73,6 +79,7 @@ enum { MAX_OPTIONS = 64 };
 
 typedef struct {
     const char *graph, *inputs, *save, *expect, *backend, *device, *mode;
+    const char *save_artifact, *artifact; /* --save-artifact, --artifact */
     const char *tmpl, *config;      /* --template, --config */
     const char *options[MAX_OPTIONS]; /* --option NAME=VALUE, in order */
     int noptions;
@@ -166,6 +173,26 @@ static void note_mode(const run_opts *o)
     }
 }
 
+/* --artifact replaces the graph and runs the compiled backend alone; saved models are CPU code. */
+static bool check_artifact_opts(run_opts *o, cli_err *e)
+{
+    if ((o->artifact && !*o->artifact) || (o->save_artifact && !*o->save_artifact))
+        return cli_fail(e, "%s needs a file name", o->artifact ? "--artifact" : "--save-artifact");
+    if (o->artifact && o->graph)
+        return cli_fail(e, "a graph ('%s') or --artifact '%s', not both", o->graph, o->artifact);
+    if ((o->artifact || o->save_artifact) && strcmp(o->device, "cpu") != 0)
+        return cli_fail(e, "%s: saved compiled models are CPU code; drop --device %s",
+                        o->artifact ? "--artifact" : "--save-artifact", o->device);
+    if ((o->artifact || o->save_artifact) && strcmp(o->backend, "ref") == 0)
+        return cli_fail(e, "%s: the reference executor compiles nothing; drop --backend ref",
+                        o->artifact ? "--artifact" : "--save-artifact");
+    if (o->artifact && strcmp(o->backend, "compiled") != 0)
+        return cli_fail(e, "--artifact runs the saved model; drop --backend %s", o->backend);
+    if (o->artifact)
+        o->no_compare = true; /* nothing to compile the unfused baseline from */
+    return true;
+}
+
 static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
 {
     memset(o, 0, sizeof *o);
@@ -207,6 +234,12 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
                 return false;
         } else if (cli_opt(argc, argv, &i, "--save-outputs", &v, e)) {
             if (!(o->save = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--save-artifact", &v, e)) {
+            if (!(o->save_artifact = v))
+                return false;
+        } else if (cli_opt(argc, argv, &i, "--artifact", &v, e)) {
+            if (!(o->artifact = v))
                 return false;
         } else if (cli_opt(argc, argv, &i, "--expect", &v, e)) {
             if (!(o->expect = v))
@@ -273,8 +306,10 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
     }
     if (o->list_options || o->list_modes)
         return !o->list_mode || check_mode(o->list_mode, e);
-    if (!o->graph)
+    if (!o->graph && !o->artifact)
         return cli_fail(e, "no graph given (usage: ic-run GRAPH.json [options]; see ic-run -h)");
+    if (!check_artifact_opts(o, e))
+        return false;
     if (o->save && *o->save == 0)
         return cli_fail(e, "--save-outputs needs a file name");
     if (o->expect && *o->expect == 0)
@@ -313,6 +348,7 @@ typedef struct {
     int nouts;
     bool checked, matches; /* --check / --expect results */
     bool tf32;             /* ran with --allow-tf32: f32 outputs carry TF32's error */
+    double model_ms;       /* --artifact: cc was loaded (in that time), not compiled */
     /* cuda only: the compile's stages, the copies (outside the timed runs) and the host time
      * of one ic_cuda_launch */
     double lower_ms, ptx_ms, load_ms;
@@ -406,7 +442,7 @@ static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const 
         co.threads = (int)o->threads;
     if (o->autotune_budget >= 0)
         co.autotune_budget_s = o->autotune_budget;
-    if (ic_compile(c, g, &co, &b->cc) != IC_OK)
+    if (!b->cc && ic_compile(c, g, &co, &b->cc) != IC_OK)
         return cli_fail_ctx(e, c, what);
     for (int s = 0; s < ic_graph_num_symbols(g); s++)
         if (ic_compiled_bind(b->cc, ic_graph_symbol_name(g, s), a->vals[s]) != IC_OK)
@@ -416,7 +452,7 @@ static bool run_compiled(ic_ctx *c, const ic_graph *g, const run_opts *o, const 
     /* The first run compiles a graph with symbols (for these sizes); never timed. */
     if (ic_run(b->cc, a->n, a->t, b->nouts, b->outs) != IC_OK)
         return cli_fail_ctx(e, c, what);
-    b->compile_ms = ic_compiled_compile_ms(b->cc);
+    b->compile_ms = b->model_ms > 0 ? b->model_ms : ic_compiled_compile_ms(b->cc);
     for (int64_t i = 0; i < o->warmup; i++)
         if (ic_run(b->cc, a->n, a->t, b->nouts, b->outs) != IC_OK)
             return cli_fail_ctx(e, c, what);
@@ -890,7 +926,7 @@ static json_t *json_report(const ic_graph *g, const run_opts *o, ic_cuda *d, con
 {
     json_t *j = json_object(), *syms = json_object(), *bes = json_object(), *outs = json_array();
     json_object_set_new(j, "graph", json_string(ic_graph_name(g)));
-    json_object_set_new(j, "file", json_string(o->graph));
+    json_object_set_new(j, "file", json_string(o->graph ? o->graph : o->artifact));
     json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(j, "iters", json_integer(o->iters));
     json_object_set_new(j, "warmup", json_integer(o->warmup));
@@ -973,6 +1009,9 @@ typedef struct {
     ic_safetensors *expect;
     ic_tensor *want;
     ic_cuda *dev;             /* --device cuda */
+    ic_compiled *loaded;      /* --artifact: the model, until the compiled run takes it */
+    double load_ms;
+    bool model_graph;         /* --artifact: g belongs to the model (freed with it) */
 } run_state;
 
 static void state_free(ic_ctx *c, run_state *st)
@@ -985,7 +1024,9 @@ static void state_free(ic_ctx *c, run_state *st)
     free(st->want);
     ic_safetensors_close(st->expect);
     cli_args_free(c, &st->a);
-    ic_graph_destroy(st->g);
+    ic_compiled_destroy(st->loaded);
+    if (!st->model_graph)
+        ic_graph_destroy(st->g);
 }
 
 /* Runs the backends, then checks; returns the exit status (0, 1 with e set, 2). */
@@ -999,6 +1040,10 @@ static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
     for (int i = 0; i < st->nruns; i++) {
         backend_run *b = &st->runs[i];
         bool fused = strcmp(b->name, "compiled") == 0;
+        if (fused && st->loaded) { /* --artifact */
+            b->cc = st->loaded, b->model_ms = st->load_ms;
+            st->loaded = NULL;
+        }
         bool ok = ref       ? run_ref(c, g, &st->a, o->warmup, o->iters, b, st->ms, e)
                   : st->dev ? run_cuda(c, st->dev, g, o, &st->a, fused, b, st->ms, e)
                             : run_compiled(c, g, o, &st->a, fused, b, st->ms, e);
@@ -1028,16 +1073,44 @@ static int run_backends(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
     return rc;
 }
 
+/* --artifact: the model and its graph, in the load's time. */
+static bool load_model(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
+{
+    double t0 = cli_now();
+    if (ic_compiled_load(c, o->artifact, &st->loaded) != IC_OK)
+        return cli_fail_ctx(e, c, NULL);
+    st->load_ms = (cli_now() - t0) * 1e3;
+    st->g = (ic_graph *)ic_compiled_graph(st->loaded);
+    st->model_graph = true;
+    return true;
+}
+
+/* --save-artifact: the last backend's compiled graph, weights included. */
+static bool save_model(ic_ctx *c, const run_opts *o, run_state *st, cli_err *e)
+{
+    const backend_run *b = &st->runs[st->nruns - 1];
+    if (ic_compiled_save(b->cc, o->save_artifact, true) != IC_OK)
+        return cli_fail_ctx(e, c, NULL);
+    if (!o->json)
+        printf("saved the compiled model (%s) to %s\n", b->name, o->save_artifact);
+    return true;
+}
+
 static int run(ic_ctx *c, const run_opts *o, cli_err *e)
 {
     run_state st = { 0 };
     int rc = 1;
     /* Cheap checks on names first, so a bad command line never touches anything. */
-    if (o->save && !cli_check_not_input(NULL, o->graph, o->inputs, o->save, e))
+    const char *source = o->graph ? o->graph : o->artifact;
+    if (o->save && !cli_check_not_input(NULL, source, o->inputs, o->save, e))
         return 1;
-    if (!cli_load_graph(c, o->graph, &st.g, e))
+    if (o->save_artifact && (cli_same_file(o->save_artifact, source) ||
+                             (o->inputs && cli_same_file(o->save_artifact, o->inputs))))
+        return cli_fail(e, "refusing to write the compiled model to '%s': it is an input of this run",
+                        o->save_artifact), 1;
+    if (o->artifact ? !load_model(c, o, &st, e) : !cli_load_graph(c, o->graph, &st.g, e))
         goto done;
-    if (o->save && !cli_check_not_input(st.g, o->graph, o->inputs, o->save, e))
+    if (o->save && !cli_check_not_input(st.g, source, o->inputs, o->save, e))
         goto done;
     if (!cli_args_prepare(c, st.g, o->inputs, o->binds, o->nbinds, o->seed, &st.a, e))
         goto done;
@@ -1087,6 +1160,10 @@ static int run(ic_ctx *c, const run_opts *o, cli_err *e)
         free(text);
     } else {
         print_table(st.g, o, st.dev, &st.a, &t, st.runs, st.nruns, unf, checked);
+    }
+    if (o->save_artifact && !save_model(c, o, &st, e)) {
+        rc = 1;
+        goto done;
     }
     if (o->save) {
         backend_run *b = &st.runs[st.nruns - 1];

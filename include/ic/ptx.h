@@ -168,6 +168,15 @@ IC_API const ic_ptx_kernel *ic_ptx_module_kernel(const ic_ptx_module *m, int i);
 /* Milliseconds spent building IR, optimising, and emitting PTX. */
 IC_API double ic_ptx_module_emit_ms(const ic_ptx_module *m);
 
+/* A module made again from what an earlier ic_ptx_emit produced (a persistent cache's entries,
+ * a saved artifact): the kernels' launch data as ic_ptx_module_kernel gave it (copied; entry
+ * must be the name of kernel `code`, which must be a kernel at or before it whose code is its
+ * own) and, for each kernel whose code is its own, ptx[i], its PTX module (copied; ptx[i] is
+ * ignored for the others). The texts (ic_ptx_module_text) read as the emission's did; there is
+ * no LLVM IR. IC_EINVAL naming the kernel when the parts do not fit together. */
+IC_API ic_status ic_ptx_module_from_parts(ic_ctx *c, int nkernels, const ic_ptx_kernel *kernels,
+                                          const char *const *ptx, ic_ptx_module **out);
+
 /* The geometry ic_ptx_emit would use for kernel k when given *in (NULL = all heuristic):
  * mode, block, vec, threads per row. IC_EINVAL naming the kernel when *in is not valid. */
 IC_API ic_status ic_ptx_params_resolve(ic_ctx *c, const ic_kernel *k, int nbufs,

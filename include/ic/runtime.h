@@ -121,6 +121,34 @@ IC_API void ic_compiled_autotune_stats(const ic_compiled *cc, ic_autotune_stats 
 /* Shape of output i of the last variant run or compiled (rank, sizes); -1 if none. */
 IC_API int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape);
 
+/* ---- saved compiled models (lib/Runtime/artifact.c), like AOTInductor's packages ----
+ *
+ *     ic_compile(c, g, &o, &cc); ic_run(cc, ...);   // every variant wanted compiled
+ *     ic_compiled_save(cc, "bert.icm", true);       // graph, weights, kernels' object code
+ *     ...                                           // another process, same ic and LLVM:
+ *     ic_compiled_load(c, "bert.icm", &cc2);        // no LLVM code generation: ready in ms
+ *     ic_run(cc2, ...); ic_compiled_destroy(cc2);   // cc2 owns its graph (ic_compiled_graph)
+ */
+
+/* Writes cc into one file, atomically (temp file + rename): its graph, every variant compiled
+ * so far (symbol values, codegen parameters, each distinct kernel's object code), the compile
+ * options, and the versions and CPU the code needs. with_weights: every param's data is in the
+ * file; else params read from a safetensors file stay there (the file names it by absolute
+ * path) and only in-memory ones are stored. Error when nothing was compiled yet. */
+IC_API ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_weights);
+
+/* Loads what ic_compiled_save wrote: the graph is lowered and fused again, each kernel's object
+ * code comes from the file and is linked (no code generation). The result owns its graph and
+ * the mapping of the file; sizes the file has no variant for compile as ic_compile would. A file
+ * for another device, another ic or LLVM version, another target or a CPU with features this
+ * host lacks is refused by an error naming the file and the mismatch; a truncated or damaged
+ * file is an error (IC_EFORMAT), never used. */
+IC_API ic_status ic_compiled_load(ic_ctx *c, const char *path, ic_compiled **out);
+
+/* The graph cc runs: the one given to ic_compile, or the one ic_compiled_load made (owned by
+ * cc, valid until ic_compiled_destroy). */
+IC_API const ic_graph *ic_compiled_graph(const ic_compiled *cc);
+
 /* ---- stages: one vocabulary for ic_compile_dump, ic-dump --stage, IC_DUMP and the
  * IC_COMPILE_DEBUG folder (lib/Runtime/dump.c) ---- */
 

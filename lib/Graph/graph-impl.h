@@ -89,6 +89,10 @@ IC_HIDDEN ic_status ic__node_error(const ic_graph *g, const char *node, const ch
                                    ic_status code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 IC_HIDDEN ic_status ic__graph_keep_file(ic_graph *g, void *st);
+/* g as ic-graph JSON text (what ic_graph_save_json writes; *text malloc'd: free()), for a
+ * caller that stores weights itself (saved compiled models): params with data have no
+ * "file", except, with keep_files, those read from one (then an absolute path). */
+IC_HIDDEN ic_status ic__graph_json_text(const ic_graph *g, bool keep_files, char **text, size_t *n);
 IC_HIDDEN ic_status ic__graph_set_source(ic_graph *g, const char *path);
 /* Checked arithmetic on sizes. */
 IC_HIDDEN bool ic__mul_ok(int64_t a, int64_t b, int64_t *out);

@@ -1060,6 +1060,9 @@ typedef struct {
     bool same_dir;            /* base and newdir are the same folder */
     const char *st_name;      /* basename of the file in-memory params go to */
     char *st_path;            /* "<path minus .json>.safetensors" */
+    bool text_only;           /* ic__graph_json_text: params with data but no "file" written get
+                               * none (their caller stores the data) */
+    bool keep_files;          /* ic__graph_json_text: params read from a file keep it */
 } saver;
 
 #define SAVE_ERR(sv, node, op, code, ...) ic__node_error((sv)->g, node, op, code, __VA_ARGS__)
@@ -1356,6 +1359,8 @@ static ic_status decl_json(saver *sv, const ic_node *n, json_t *o)
     }
     if (!n->info.data) /* supplied at run time; a recorded file would make it a constant */
         return IC_OK;
+    if (sv->text_only && (!n->info.file || !sv->keep_files))
+        return IC_OK;
     json_t *f;
     if (!n->info.file)
         f = json_string(sv->st_name);
@@ -1588,6 +1593,21 @@ ic_status ic_graph_save_json(const ic_graph *g, const char *path)
         !(st = save_weights(&sv)))
         st = write_atomic(g->c, path, text, n);
     free(text);
+    saver_free(&sv);
+    return st;
+}
+
+ic_status ic__graph_json_text(const ic_graph *g, bool keep_files, char **text, size_t *n)
+{
+    saver sv;
+    ic_status st = saver_init(&sv, g, "graph.json");
+    *text = NULL;
+    if (st)
+        return st;
+    sv.same_dir = false; /* files become absolute paths, valid wherever the text goes */
+    sv.text_only = true;
+    sv.keep_files = keep_files;
+    st = graph_text(&sv, text, n);
     saver_free(&sv);
     return st;
 }

@@ -596,6 +596,68 @@ static ic_status emit(ic_ctx *c, int nk, const ic_kernel *ks, const char *const 
     return IC_OK;
 }
 
+/* Kernel i of the parts is well formed: a name, an entry naming its code's kernel, a code
+ * of its own at or before it (with its PTX), a launch the runtime can make. */
+static ic_status check_part(ic_ctx *c, int nk, const ic_ptx_kernel *ks, const char *const *ptx, int i)
+{
+    const ic_ptx_kernel *k = &ks[i];
+    const char *why = NULL;
+    if (!k->name || !*k->name || !k->entry)
+        why = "no name or entry";
+    else if (k->code < 0 || k->code > i || ks[k->code].code != k->code || strcmp(k->entry, ks[k->code].name))
+        why = "its code is not that of an earlier kernel of its own code";
+    else if (k->code == i && (!ptx || !ptx[i]))
+        why = "no PTX";
+    else if (k->grid < 0 || k->block < 0 || k->block > 1024 || k->nargs < 0 || (k->nargs && !k->args) ||
+             k->smem_bytes < 0 || k->dyn_smem_bytes < 0)
+        why = "a bad launch";
+    for (int j = 0; !why && j < i; j++)
+        if (!strcmp(ks[j].name, k->name))
+            why = "its name is taken";
+    return why ? ic__error(c, IC_EINVAL, "ptx: kernel %d '%s' of %d: %s", i, k->name ? k->name : "?", nk, why)
+               : IC_OK;
+}
+
+/* Copies kernel part k into m's kernel i (name, args owned; entry points at its code's name). */
+static ic_status copy_part(ic_ctx *c, ic_ptx_module *m, int i, const ic_ptx_kernel *k, const char *ptx)
+{
+    ic_ptx_kernel *pk = &m->kernels[i];
+    *pk = *k;
+    pk->name = ic__strdup(c, k->name);
+    int *args = ic__calloc(c, (size_t)k->nargs + 1, sizeof *args);
+    pk->args = args;
+    m->nkernels = i + 1;
+    if (!pk->name || !args || (k->code == i && !(m->kptx[i] = ic__strdup(c, ptx))))
+        return ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    memcpy(args, k->args, sizeof *args * (size_t)k->nargs);
+    pk->entry = m->kernels[k->code].name;
+    return IC_OK;
+}
+
+ic_status ic_ptx_module_from_parts(ic_ctx *c, int nk, const ic_ptx_kernel *kernels,
+                                   const char *const *ptx, ic_ptx_module **out)
+{
+    *out = NULL;
+    if (nk < 0 || (nk && !kernels))
+        return ic__error(c, IC_EINVAL, "ptx: bad kernel list");
+    ic_status s = IC_OK;
+    for (int i = 0; i < nk && !s; i++)
+        s = check_part(c, nk, kernels, ptx, i);
+    ic_ptx_module *m = s ? NULL : ic__ptx_module_new(c, nk);
+    if (!s && !m)
+        s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    for (int i = 0; i < nk && !s; i++)
+        s = copy_part(c, m, i, &kernels[i], ptx ? ptx[i] : NULL);
+    if (!s && !(m->ptx = join_texts(c, m, m->kptx, "//")))
+        s = ic__error(c, IC_ENOMEM, "ptx: out of memory");
+    if (s) {
+        ic_ptx_module_destroy(m);
+        return s;
+    }
+    *out = m;
+    return IC_OK;
+}
+
 ic_status ic_ptx_emit_kernels(ic_ctx *c, int nk, const ic_kernel *ks, int nbufs,
                               const ic_buffer *bufs, const ic_ptx_options *o,
                               const ic_ptx_params *params, ic_ptx_module **out)

@@ -2,8 +2,11 @@
  * parameters -> kernels that are the same code found once -> a module per distinct kernel,
  * optimised and compiled to object code on several threads (pool.c) -> LLJIT links them;
  * then the run plan (signatures, embedding index checks). */
+#define _GNU_SOURCE /* asprintf */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cache-impl.h"
 #include "cpu-impl.h"
 
 /* Codegen parameters for every kernel: the heuristic, then the options' overrides. */
@@ -157,6 +160,7 @@ static void cpu_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
         ic__build_free(v->build);
     ic__free(c, v->build);
     ic__free(c, v->params);
+    ic__free(c, v->target_text);
     ic_codegen_target_destroy(v->target);
 }
 
@@ -195,8 +199,43 @@ static ic_status emit_modules(ic__pipe *P, ic__build *B)
     return s;
 }
 
+/* The target part of the kernels' cache keys (ic__build.target_text). */
+static char *target_text(ic_ctx *c, const ic_codegen_target *t)
+{
+    char *s = NULL;
+    if (asprintf(&s, "target %s cpu %s features %s", ic_codegen_target_triple(t), ic_codegen_target_cpu(t),
+                 ic_codegen_target_features(t)) < 0)
+        return NULL;
+    char *r = ic__strdup(c, s);
+    free(s);
+    return r;
+}
+
+/* v->params and v->target_text: those the store saved for v's symbol values (a loaded
+ * artifact's variant: its kernels are then looked up there only), else the heuristic's for
+ * this host. */
+static ic_status variant_params(ic__pipe *P, ic__variant *v, bool *saved)
+{
+    ic_ctx *c = P->c;
+    int nk = 0;
+    const char *target = NULL;
+    const ic_codegen_params *sp = P->store ? ic__store_variant(P->store, v->b.vals, ic_graph_num_symbols(P->g), &nk,
+                                                              &target) : NULL;
+    *saved = sp != NULL;
+    if (sp && nk != v->nkernels)
+        return ic__node_error(P->g, NULL, NULL, IC_EFORMAT, "the saved model has %d kernels for these sizes, "
+                              "this build lowers the graph to %d (made by another build of ic?)", nk, v->nkernels);
+    if (sp && (v->params = ic__calloc(c, (size_t)nk + 1, sizeof *v->params)))
+        memcpy(v->params, sp, sizeof *sp * (size_t)nk);
+    else if (!sp)
+        v->params = kernel_params(c, v->b.prog, v->target, P->bopts);
+    v->target_text = sp ? ic__strdup(c, target) : target_text(c, v->target);
+    return v->params && v->target_text ? IC_OK : ic__error(c, IC_ENOMEM, "compile: out of memory");
+}
+
 /* requires: v->b.prog. makes: per-kernel params, v->code/remap (kernels that are the same
- * code), and (running to the end) v->build with every distinct kernel's object code. */
+ * code), and (running to the end) v->build with every distinct kernel's object code, from
+ * the saved model or the persistent cache where they hold it. */
 static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
 {
     ic__variant *v = (ic__variant *)b;
@@ -209,8 +248,10 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
         if (ic_program_kernel(v->b.prog, k)->attn)
             return ic__error(c, IC_EUNSUPPORTED, "compile: kernel '%s': attention kernels run on the GPU only",
                              ic_program_kernel(v->b.prog, k)->name);
-    if (!(v->params = kernel_params(c, v->b.prog, v->target, P->bopts)) ||
-        !(v->build = ic__calloc(c, 1, sizeof *v->build)))
+    bool saved = false;
+    if ((s = variant_params(P, v, &saved)))
+        return s;
+    if (!(v->build = ic__calloc(c, 1, sizeof *v->build)))
         return ic__error(c, IC_ENOMEM, "compile: out of memory");
     if ((s = emit_whole_module(P, v)) || P->stop_after == IC_PIPE_LLVM)
         return s;
@@ -220,16 +261,29 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
     B->want_ir = ic__pipe_wants(P, IC_PIPE_LLVM_OPT);
     B->want_as = ic__pipe_wants(P, IC_PIPE_ASM);
     B->want_obj = P->stop_after < 0;
+    B->target_text = v->target_text;
+    B->use_cache = ic__cache_on(c, ((const ic_compile_options *)P->bopts)->cache);
+    B->store = P->store;
+    B->store_only = saved;
     double t0 = ic__now_ms();
-    if ((s = ic__build_run(B)) || (s = emit_modules(P, B)))
+    s = ic__build_run(B);
+    if (P->tune)
+        P->tune->code_hits += B->hits, P->tune->code_misses += B->misses;
+    if (s || (s = emit_modules(P, B)))
         return s;
-    snprintf(v->stats, sizeof v->stats, "codegen %.1f on %d thread%s [cpu ms: llvmgen %.1f, optimise %.1f, "
-             "object code %.1f]", ic__now_ms() - t0, B->nthreads, B->nthreads > 1 ? "s" : "", B->cpu_gen,
-             B->cpu_opt, B->cpu_obj);
+    int w = snprintf(v->stats, sizeof v->stats, "codegen %.1f", ic__now_ms() - t0);
+    if (B->nthreads > 0)
+        w += snprintf(v->stats + w, sizeof v->stats - (size_t)w, " on %d thread%s [cpu ms: llvmgen %.1f, optimise "
+                      "%.1f, object code %.1f]", B->nthreads, B->nthreads > 1 ? "s" : "", B->cpu_gen, B->cpu_opt,
+                      B->cpu_obj);
+    if (B->hits + B->misses > 0)
+        snprintf(v->stats + w, sizeof v->stats - (size_t)w, " (code %s: %d hit%s, %d miss%s)",
+                 B->store ? "from the saved model or cache" : "cache", B->hits, B->hits == 1 ? "" : "s", B->misses,
+                 B->misses == 1 ? "" : "es");
     return IC_OK;
 }
 
-/* The JIT links the objects; every kernel's function is looked up. */
+/* The JIT links the objects; every kernel's function is looked up (at once). */
 static ic_status link_objects(ic_ctx *c, ic__variant *v)
 {
     ic__build *B = v->build;
@@ -240,27 +294,26 @@ static ic_status link_objects(ic_ctx *c, ic__variant *v)
         s = ic__jit_add_object(v->jit, B->obj[j]);
         B->obj[j] = NULL;
     }
+    void **job_fn = ic__calloc(c, (size_t)B->njobs + 1, sizeof *job_fn);
+    if (!s && !job_fn)
+        s = ic__error(c, IC_ENOMEM, "compile: out of memory");
+    if (!s)
+        s = ic__jit_lookup_all(v->jit, B->njobs, (const char *const *)B->sym, job_fn);
     for (int k = 0; k < v->nkernels && !s; k++)
-        if (v->code[k] == k)
-            s = ic__jit_lookup(v->jit, B->sym[B->job_of[k]], (void **)&v->fns[k]);
-    for (int k = 0; k < v->nkernels && !s; k++)
-        v->fns[k] = v->fns[v->code[k]];
+        v->fns[k] = (ic__kernel_fn)job_fn[B->job_of[v->code[k]]];
+    ic__free(c, job_fn);
     return s;
 }
 
 /* The JIT owns the code; the run plan: TEMP offsets from the program's arena plan, the
- * signatures ic_run checks. */
+ * signatures ic_run checks. v->build (keys and packed objects), v->params and v->target_text
+ * stay, for ic_compiled_save. */
 static ic_status cpu_load(ic__pipe *P, ic__vbase *b)
 {
     ic__variant *v = (ic__variant *)b;
     ic_ctx *c = P->c;
     double t0 = ic__now_ms();
     ic_status s = link_objects(c, v);
-    ic__build_free(v->build);
-    ic__free(c, v->build);
-    v->build = NULL;
-    ic__free(c, v->params);
-    v->params = NULL;
     ic_codegen_target_destroy(v->target);
     v->target = NULL;
     if (s)

@@ -53,13 +53,9 @@ static void make_cache(ic_compiled *cc)
     ic__vcache_init(&cc->vc, &P, cc->o.max_variants);
 }
 
-ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **out)
+ic_status ic__compiled_create(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **out)
 {
-    if (!out)
-        return ic__error(c, IC_EINVAL, "ic_compile: out is NULL");
     *out = NULL;
-    if (!g)
-        return ic__error(c, IC_EINVAL, "ic_compile: graph is NULL");
     ic_status s = ic_graph_verify(g);
     if (s)
         return s;
@@ -76,6 +72,23 @@ ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, 
     for (int i = 0; !s && i < cc->nsyms; i++)
         cc->bound[i] = -1;
     make_cache(cc);
+    if (s) {
+        ic_compiled_destroy(cc);
+        return s;
+    }
+    *out = cc;
+    return IC_OK;
+}
+
+ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_options *o, ic_compiled **out)
+{
+    if (!out)
+        return ic__error(c, IC_EINVAL, "ic_compile: out is NULL");
+    *out = NULL;
+    if (!g)
+        return ic__error(c, IC_EINVAL, "ic_compile: graph is NULL");
+    ic_compiled *cc;
+    ic_status s = ic__compiled_create(c, g, o, &cc);
     ic__vbase *v;
     if (!s && cc->nsyms == 0)
         s = ic__vcache_get(&cc->vc, cc->bound, &v);
@@ -94,6 +107,7 @@ void ic_compiled_destroy(ic_compiled *cc)
     for (int i = 0; i < cc->vc.n && cc->profile; i++)
         ic__profile_print(cc, (const ic__variant *)cc->vc.v[i]);
     ic__vcache_free(&cc->vc);
+    ic__artifact_free(cc->art);
     ic__free(cc->c, cc->bound);
     ic__free(cc->c, cc->mode);
     ic__free(cc->c, (void *)cc->o.debug_dir);

@@ -36,12 +36,16 @@ typedef struct ic__variant {
     ic_tensor *argsig;     /* expected dtype/rank/shape of each arg (data NULL) */
     ic_tensor *outsig;     /* expected dtype/rank/shape of each output */
     ic__slot *free_slots, *all_slots;
+    /* from codegen on, for ic_compiled_save: */
+    ic_codegen_params *params; /* [nkernels] */
+    char *target_text;     /* the target the code was made for (the keys' target part) */
+    ic__build *build;      /* keys and packed objects of the distinct kernels */
     /* between codegen and load only: */
     ic_codegen_target *target;
-    ic_codegen_params *params;
-    ic__build *build;
     char stats[256];       /* codegen times, for the log */
 } ic__variant;
+
+typedef struct ic__artifact ic__artifact;
 
 struct ic_compiled {
     ic_ctx *c;
@@ -54,7 +58,16 @@ struct ic_compiled {
     ic__vcache vc;         /* ic__variant's */
     bool profile;          /* IC_PROFILE: time every kernel of every run (summary at destroy) */
     ic_autotune_stats tune; /* the autotuner's and the cache's work, all variants (cc->lock) */
+    ic__artifact *art;     /* ic_compiled_load: the file's mapping, graph and saved code (owned) */
 };
+
+/* compile.c: cc for g under o, with no variant compiled yet (ic_compile compiles one for a
+ * graph without symbols; ic_compiled_load those of its file). */
+IC_HIDDEN ic_status ic__compiled_create(ic_ctx *c, const ic_graph *g, const ic_compile_options *o,
+                                        ic_compiled **out);
+
+/* artifact.c: frees what ic_compiled_load made (after cc's variants, which use it). */
+IC_HIDDEN void ic__artifact_free(ic__artifact *A);
 
 /* slots.c */
 IC_HIDDEN ic__slot *ic__slot_acquire(ic_compiled *cc, ic__variant *v); /* cc->lock held */

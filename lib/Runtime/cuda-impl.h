@@ -24,6 +24,8 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef int CUdevice_attribute;
 typedef int CUjit_option;
 typedef int CUstreamCaptureMode;
+typedef struct CUlinkState_st *CUlinkState;
+typedef int CUjitInputType;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_FOUND 500
@@ -34,6 +36,7 @@ typedef int CUstreamCaptureMode;
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_JIT_INPUT_PTX 1
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_EVENT_DEFAULT 0
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
@@ -80,6 +83,15 @@ typedef struct ic__cu {
     CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* The linker (PTX -> cubin, the JIT work cuModuleLoadDataEx does, with the cubin kept for
+     * the persistent cache) and the cubin loader: optional, all or none (NULL: PTX is loaded
+     * with ModuleLoadDataEx as is). */
+    CUresult (*LinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);
+    CUresult (*LinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned,
+                            CUjit_option *, void **);
+    CUresult (*LinkComplete)(CUlinkState, void **, size_t *);
+    CUresult (*LinkDestroy)(CUlinkState);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
 } ic__cu;
 
 typedef struct ic__cblock {
@@ -94,6 +106,7 @@ struct ic_cuda {
     CUcontext ctx;
     CUstream stream;
     int sm, nsms;
+    int driver_version;       /* cuDriverGetVersion: 12040 = 12.4 (cubins are per driver) */
     char name[256];
     /* caching allocator: blocks handed out, and free blocks kept for reuse by size */
     ic__cblock *live, *cache;
@@ -110,6 +123,50 @@ struct ic_cuda_module {
     CUfunction *fns;
     int *dyn_smem;            /* [nfn] dynamic shared memory limit set on each function */
 };
+
+/* One kernel module's machine code, for ic__cuda_load_code: data (size bytes, ic__malloc'd,
+ * owned by the caller) is loaded when set; otherwise the PTX is compiled and, with the
+ * driver's linker, the cubin made is left here (made = true) for the caller to keep. */
+typedef struct ic__cubin {
+    void *data;
+    size_t size;
+    bool made;
+} ic__cubin;
+
+/* Loads n kernel modules as one ic_cuda_module (ic_cuda_module_load_many), in parallel on
+ * IC_COMPILE_THREADS threads: module i from cubins[i].data when set (a cubin the driver
+ * refuses is dropped and made again from ptx[i]), else from ptx[i] through the linker (the
+ * cubin kept in cubins[i]) or, without one, cuModuleLoadDataEx. cubins NULL: no cubins are
+ * wanted, every module is JIT-loaded from its PTX (ic_cuda_module_load_many). */
+IC_HIDDEN ic_status ic__cuda_load_code(ic_cuda *d, int n, const char *const *ptx, ic__cubin *cubins,
+                                       ic_cuda_module **out);
+/* Whether the driver has the linker entry points (cubins can be made and cached). */
+IC_HIDDEN bool ic__cuda_has_linker(const ic_cuda *d);
+
+/* Compiled GPU code in the persistent cache (gpu_cache.c): per kernel of a program, its key
+ * and what its entry held. */
+typedef struct ic__gcode {
+    int nk;
+    char **key;               /* [nk] malloc'd */
+    ic_ptx_kernel *kern;      /* [nk] stored launch data (name, entry, args owned) where hit */
+    char **ptx;               /* [nk] stored PTX of the kernel's code module where hit */
+    ic__cubin *cubin;         /* [nk] that module's cubin (used where code == i); after the load
+                               * every code module's, made = true where made anew */
+    bool *hit;                /* [nk] an entry was found, parsed and fits */
+} ic__gcode;
+
+/* Looks every kernel of p up (PTX options po and requested params as ic_ptx_emit will get
+ * them); *out owned by the caller (ic__gcode_free). Errors: out of memory only. */
+IC_HIDDEN ic_status ic__gcode_lookup(ic_ctx *c, const ic_program *p, bool freezing, const ic_cuda *d,
+                                     const ic_ptx_options *po, const ic_ptx_params *params, ic__gcode **out);
+IC_HIDDEN int ic__gcode_hits(const ic__gcode *g);
+/* When every kernel hit: *pm made from the entries (no emission needed); else *pm = NULL. */
+IC_HIDDEN ic_status ic__gcode_module(ic_ctx *c, ic__gcode *g, ic_ptx_module **pm);
+/* After an emission: hits whose launch data or PTX differ from pm's are dropped. */
+IC_HIDDEN void ic__gcode_match(ic_ctx *c, ic__gcode *g, const ic_ptx_module *pm);
+/* After the load: writes the entries of kernels that missed or whose code's cubin was made. */
+IC_HIDDEN void ic__gcode_store(ic_ctx *c, const ic__gcode *g, const ic_ptx_module *pm);
+IC_HIDDEN void ic__gcode_free(ic_ctx *c, ic__gcode *g);
 
 /* "cuda: <what>: CUDA_ERROR_X (text)" as the context's error; returns IC_ECUDA. */
 IC_HIDDEN ic_status ic__cuda_error(ic_cuda *d, CUresult r, const char *what);

@@ -1,8 +1,10 @@
 /* cuda.c - the CUDA driver loaded at run time (dlopen "libcuda.so.1", or IC_CUDA_DRIVER
  * as the context read it):
  * device and primary context, one non-blocking stream, a caching device allocator
- * (size-bucketed free lists), PTX modules loaded with cuModuleLoadDataEx (the JIT's error
- * log goes into the message), kernel launches, and the device-to-device copy yardstick. */
+ * (size-bucketed free lists), kernel modules made from PTX by the driver's linker (a cubin
+ * the persistent cache keeps) and loaded with cuModuleLoadData, or, from a driver without
+ * the linker, loaded with cuModuleLoadDataEx (the JIT's error log goes into the message);
+ * kernel launches, and the device-to-device copy yardstick. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,24 @@ static void *sym(void *lib, const char *name, bool v2)
         p = dlsym(lib, buf);
     }
     return p ? p : dlsym(lib, name);
+}
+
+/* The optional linker entry points: all of them, or none (then PTX is loaded as it is). */
+static void load_linker(ic__cu *cu)
+{
+    cu->LinkCreate = sym(cu->lib, "cuLinkCreate", true);
+    cu->LinkAddData = sym(cu->lib, "cuLinkAddData", true);
+    cu->LinkComplete = sym(cu->lib, "cuLinkComplete", false);
+    cu->LinkDestroy = sym(cu->lib, "cuLinkDestroy", false);
+    cu->ModuleLoadData = sym(cu->lib, "cuModuleLoadData", false);
+    if (!cu->LinkCreate || !cu->LinkAddData || !cu->LinkComplete || !cu->LinkDestroy || !cu->ModuleLoadData)
+        cu->LinkCreate = NULL, cu->LinkAddData = NULL, cu->LinkComplete = NULL, cu->LinkDestroy = NULL,
+        cu->ModuleLoadData = NULL;
+}
+
+bool ic__cuda_has_linker(const ic_cuda *d)
+{
+    return d && d->cu.LinkCreate;
 }
 
 static ic_status load_driver(ic_ctx *c, ic__cu *cu)
@@ -66,6 +86,7 @@ static ic_status load_driver(ic_ctx *c, ic__cu *cu)
             return ic__error(c, IC_ECUDA, "no usable CUDA driver (%s lacks %s)", path, t[i].name);
         }
     }
+    load_linker(cu);
     return IC_OK;
 }
 
@@ -93,6 +114,7 @@ static ic_status open_device(ic_cuda *d, int ordinal)
     CU(d, cu->DeviceGetAttribute(&d->nsms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev),
        "cuDeviceGetAttribute");
     d->sm = major * 10 + minor;
+    CU(d, cu->DriverGetVersion(&d->driver_version), "cuDriverGetVersion");
     if (cu->DeviceGetName(d->name, (int)sizeof d->name - 1, d->dev) != CUDA_SUCCESS)
         snprintf(d->name, sizeof d->name, "device %d", ordinal);
     CU(d, cu->DevicePrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain");
@@ -250,16 +272,75 @@ void ic_cuda_alloc_stats(const ic_cuda *d, size_t *cached, size_t *in_use)
 
 /* ---- modules ---- */
 
-/* The modules of one ic_cuda_module_load_many, a job each (ic__run_jobs). */
+/* The modules of one ic__cuda_load_code, a job each (ic__run_jobs). */
 typedef struct {
     ic_cuda *d;
     int n;
     const char *const *ptx;
+    ic__cubin *cubins;        /* [n] or NULL */
     CUmodule *mods;
 } load_jobs;
 
-/* Job i: module i JIT-compiled and loaded by the driver in this thread, with d's context
- * made current here (a context is current per thread). */
+/* "cuda: <call> (module i of n): CUDA_ERROR_X: <the JIT's log>" */
+static ic_status jit_error(const load_jobs *J, int i, CUresult r, const char *call, const char *log)
+{
+    const char *name = NULL;
+    J->d->cu.GetErrorName(r, &name);
+    char where[64] = "";
+    if (J->n > 1)
+        snprintf(where, sizeof where, " (module %d of %d)", i, J->n);
+    return ic__error(J->d->c, IC_ECUDA, "cuda: %s%s: %s: %s", call, where, name ? name : "error",
+                     log[0] ? log : "(the JIT left no log)");
+}
+
+/* PTX i compiled by the linker into a cubin (copied out of the link state into *cb). */
+static ic_status link_ptx(const load_jobs *J, int i, char *log, ic__cubin *cb)
+{
+    ic__cu *cu = &J->d->cu;
+    CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+    void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
+    CUlinkState ls = NULL;
+    CUresult r = cu->LinkCreate(2, opt, val, &ls);
+    if (r != CUDA_SUCCESS)
+        return jit_error(J, i, r, "cuLinkCreate", log);
+    void *img = NULL;
+    size_t size = 0;
+    const char *what = "cuLinkAddData";
+    r = cu->LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)J->ptx[i], strlen(J->ptx[i]) + 1, "ic", 0, NULL, NULL);
+    if (r == CUDA_SUCCESS)
+        what = "cuLinkComplete", r = cu->LinkComplete(ls, &img, &size);
+    ic_status s = r != CUDA_SUCCESS ? jit_error(J, i, r, what, log) : IC_OK;
+    if (!s && !(cb->data = ic__malloc(J->d->c, size ? size : 1)))
+        s = ic__error(J->d->c, IC_ENOMEM, "cuda: out of memory for a cubin");
+    if (!s) {
+        memcpy(cb->data, img, size); /* img lives as long as the link state */
+        cb->size = size;
+        cb->made = true;
+    }
+    cu->LinkDestroy(ls);
+    return s;
+}
+
+/* Module i from PTX: linked into a cubin kept in *cb and loaded when the caller keeps cubins
+ * and the driver has the linker, else JIT-loaded as is (the same JIT work either way). */
+static ic_status compile_module(const load_jobs *J, int i, char *log, ic__cubin *cb)
+{
+    ic__cu *cu = &J->d->cu;
+    CUresult r;
+    if (!J->cubins || !cu->LinkCreate) {
+        CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+        void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
+        r = cu->ModuleLoadDataEx(&J->mods[i], J->ptx[i], 2, opt, val);
+        return r == CUDA_SUCCESS ? IC_OK : jit_error(J, i, r, "cuModuleLoadDataEx", log);
+    }
+    ic_status s = link_ptx(J, i, log, cb);
+    if (!s && (r = cu->ModuleLoadData(&J->mods[i], cb->data)) != CUDA_SUCCESS)
+        s = jit_error(J, i, r, "cuModuleLoadData", "");
+    return s;
+}
+
+/* Job i: module i loaded in this thread, with d's context made current here (a context is
+ * current per thread): from its cubin when it has one the driver takes, else compiled. */
 static ic_status load_job(void *arg, int i, int thread)
 {
     (void)thread;
@@ -270,29 +351,26 @@ static ic_status load_job(void *arg, int i, int thread)
     CUresult r = d->cu.CtxSetCurrent(d->ctx);
     if (r != CUDA_SUCCESS)
         return ic__cuda_error(d, r, "cuCtxSetCurrent in a module-loading thread");
+    ic__cubin none = { 0 }, *cb = J->cubins ? &J->cubins[i] : &none;
+    if (cb->data && d->cu.ModuleLoadData) {
+        if ((r = d->cu.ModuleLoadData(&J->mods[i], cb->data)) == CUDA_SUCCESS)
+            return IC_OK;
+        ic__logf(d->c, 1, "ic: cuda: a cached cubin was refused (module %d, error %d): compiling its PTX", i, (int)r);
+    }
+    ic__free(d->c, cb->data); /* refused, or unusable without the cubin loader */
+    *cb = (ic__cubin){ 0 };
     char *log = ic__calloc(d->c, LOG_BYTES, 1);
     if (!log)
         return ic__error(d->c, IC_ENOMEM, "cuda: out of memory");
-    CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-    void *val[2] = { log, (void *)(uintptr_t)(LOG_BYTES - 1) };
-    r = d->cu.ModuleLoadDataEx(&J->mods[i], J->ptx[i], 2, opt, val);
-    ic_status s = IC_OK;
-    if (r != CUDA_SUCCESS) {
-        const char *name = NULL;
-        d->cu.GetErrorName(r, &name);
+    ic_status s = compile_module(J, i, log, cb);
+    if (s)
         J->mods[i] = NULL;
-        if (J->n > 1)
-            s = ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx (module %d of %d): %s: %s", i, J->n,
-                          name ? name : "error", log[0] ? log : "(the JIT left no log)");
-        else
-            s = ic__error(d->c, IC_ECUDA, "cuda: cuModuleLoadDataEx: %s: %s", name ? name : "error",
-                          log[0] ? log : "(the JIT left no log)");
-    }
     ic__free(d->c, log);
     return s;
 }
 
-ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx, ic_cuda_module **out)
+ic_status ic__cuda_load_code(ic_cuda *d, int n, const char *const *ptx, ic__cubin *cubins,
+                             ic_cuda_module **out)
 {
     *out = NULL;
     if (n < 1 || !ptx)
@@ -304,7 +382,7 @@ ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx, ic
     }
     m->d = d;
     m->nmods = n;
-    load_jobs J = { d, n, ptx, m->mods };
+    load_jobs J = { d, n, ptx, cubins, m->mods };
     ic_status s = ic__run_jobs(d->c, n, load_job, &J, NULL);
     d->cu.CtxSetCurrent(d->ctx); /* the calling thread ran jobs too: it keeps d's context */
     if (s) {
@@ -313,6 +391,11 @@ ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx, ic
     }
     *out = m;
     return IC_OK;
+}
+
+ic_status ic_cuda_module_load_many(ic_cuda *d, int n, const char *const *ptx, ic_cuda_module **out)
+{
+    return ic__cuda_load_code(d, n, ptx, NULL, out);
 }
 
 ic_status ic_cuda_module_load(ic_cuda *d, const char *ptx, ic_cuda_module **out)

@@ -9,6 +9,7 @@
 #include "ic/options.h"
 #include "ic/runtime.h"
 #include "cuda-impl.h"
+#include "cache-impl.h"
 #include "pipeline-impl.h"
 #include "tune_cuda-impl.h"
 
@@ -16,6 +17,7 @@ typedef struct ic__cvar {
     ic__vbase b;              /* graph, loop IR, LRU state */
     ic_ptx_module *pm;
     ic_cuda_module *cm;
+    ic__gcode *gc;            /* the persistent cache's entries, from codegen until stored */
     int nbufs;
     uint64_t *dev;            /* [nbufs] device address of each buffer */
     void **kargs;             /* [nbufs] one launch's parameters: &dev[b] for its args */
@@ -71,6 +73,7 @@ static void cuda_variant_free(ic_ctx *c, const void *bopts, ic__vbase *b)
         ic_cuda_free(d, v->arena);
     }
     ic__cprof_free(d, &v->prof);
+    ic__gcode_free(c, v->gc);
     ic_cuda_module_unload(v->cm);
     ic_ptx_module_destroy(v->pm);
     ic__free(c, v->dev);
@@ -134,6 +137,33 @@ static ic_status tune_params(ic__pipe *P, const ic__cuda_bopts *bo, const ic_pro
     return ic__cuda_tune(P, bo->d, prog, po, params, bo->o, tuned);
 }
 
+/* v->pm for po and params: made from the persistent cache's entries when every kernel has
+ * one (no emission, and cuda_load loads their cubins: no JIT), else emitted, keeping the
+ * cached cubins of kernels whose PTX came out as stored. Only when compiling for a device
+ * (a cubin is for one device and driver) with the cache on, and not when the NVPTX IR is
+ * wanted (entries hold no IR). */
+static ic_status cached_or_emit(ic__pipe *P, ic__cvar *v, const ic_ptx_options *po, const ic_ptx_params *params)
+{
+    const ic__cuda_bopts *bo = P->bopts;
+    ic_status s = IC_OK;
+    double t0 = ic__now_ms();
+    if (bo->d && P->tune && ic__cache_on(P->c, bo->o ? bo->o->cache : 0))
+        s = ic__gcode_lookup(P->c, v->b.prog, P->freezing, bo->d, po, params, &v->gc);
+    if (!s && v->gc && !po->keep_ir)
+        s = ic__gcode_module(P->c, v->gc, &v->pm);
+    double t1 = ic__now_ms();
+    if (!s && !v->pm && !(s = ic_ptx_emit(P->c, v->b.prog, po, params, &v->pm)))
+        ic__gcode_match(P->c, v->gc, v->pm);
+    if (!s && v->gc) {
+        int hits = ic__gcode_hits(v->gc);
+        P->tune->code_hits += hits;
+        P->tune->code_misses += v->gc->nk - hits;
+        ic__logf(P->c, 1, "ic: cache: GPU code of %d of %d kernels found in %.2f ms%s", hits, v->gc->nk, t1 - t0,
+                 hits == v->gc->nk && !po->keep_ir ? " (no PTX emitted)" : "");
+    }
+    return s;
+}
+
 /* requires: v->b.prog. makes: v->pm, one PTX module [stages llvm-opt (NVPTX IR), ptx]. */
 static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
 {
@@ -149,7 +179,7 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
     ic_ptx_params *tuned = NULL;
     ic_status s = tune_params(P, bo, v->b.prog, &po, params, &tuned);
     if (!s)
-        s = ic_ptx_emit(P->c, v->b.prog, &po, tuned ? tuned : params, &v->pm);
+        s = cached_or_emit(P, v, &po, tuned ? tuned : params);
     ic__free(P->c, tuned);
     if (s)
         return s;
@@ -157,6 +187,32 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
         ic__pipe_emit_text(P, IC_PIPE_LLVM_OPT, ic_ptx_module_llvm_ir(v->pm));
     ic__pipe_emit_text(P, IC_PIPE_PTX, ic_ptx_module_text(v->pm));
     return IC_OK;
+}
+
+/* The modules of the kernels that have their own code (texts[m]) loaded, with the persistent
+ * cache's cubins where it has them; the cubins made meanwhile are stored with the kernels'
+ * entries. part[i]: kernel i's module. */
+static ic_status load_modules(ic__pipe *P, ic__cvar *v, int n, const char **texts, const int *part)
+{
+    ic_cuda *d = ((const ic__cuda_bopts *)P->bopts)->d;
+    ic__gcode *g = v->gc;
+    int nk = ic_ptx_module_num_kernels(v->pm);
+    ic__cubin *mc = g ? ic__calloc(P->c, (size_t)n, sizeof *mc) : NULL;
+    if (g && !mc)
+        return ic__error(P->c, IC_ENOMEM, "cuda: out of memory");
+    for (int i = 0; mc && i < nk; i++)
+        if (ic_ptx_module_kernel(v->pm, i)->code == i)
+            mc[part[i]] = g->cubin[i], g->cubin[i] = (ic__cubin){ 0 };
+    ic_status s = ic__cuda_load_code(d, n, texts, mc, &v->cm);
+    for (int i = 0; mc && i < nk; i++) /* the cubins go back to their kernels, to be stored */
+        if (ic_ptx_module_kernel(v->pm, i)->code == i)
+            g->cubin[i] = mc[part[i]];
+    ic__free(P->c, mc);
+    if (!s)
+        ic__gcode_store(P->c, g, v->pm);
+    ic__gcode_free(P->c, g);
+    v->gc = NULL;
+    return s;
 }
 
 /* The kernels' modules loaded, in parallel: one per kernel that has its own code (a kernel
@@ -185,7 +241,7 @@ static ic_status cuda_load(ic__pipe *P, ic__vbase *b)
         else
             part[i] = part[code];
     }
-    ic_status s = ic_cuda_module_load_many(d, n, texts, &v->cm);
+    ic_status s = load_modules(P, v, n, texts, part);
     for (int i = 0; i < nk && !s; i++) {
         CUfunction f;
         s = ic__cuda_function_in(v->cm, part[i], ic_ptx_module_kernel(v->pm, i)->entry, &f);

@@ -36,6 +36,16 @@ typedef struct ic__vbase {
 
 typedef struct ic__pipe ic__pipe;
 
+/* Compiled code saved by ic_compiled_save, loaded back (artifact.c): per variant its codegen
+ * parameters and target, and every kernel's packed object (ic__jit_object_pack) by cache key. */
+typedef struct ic__store ic__store;
+/* The packed object saved under key: true and data[0..n) (inside the store), or false. */
+IC_HIDDEN bool ic__store_find(const ic__store *st, const char *key, const void **data, size_t *n);
+/* The variant saved for symbol values vals (nsyms of them): its kernels' parameters
+ * ([*nkernels], inside the store) and the key text of its target; NULL when none is. */
+IC_HIDDEN const ic_codegen_params *ic__store_variant(const ic__store *st, const int64_t *vals, int nsyms,
+                                                    int *nkernels, const char **target);
+
 /* A backend: how fused loop IR becomes code and code becomes something to run. */
 typedef struct ic__backend {
     const char *name;         /* "cpu", "cuda" (ic_pipe_stage_info.backend) */
@@ -82,6 +92,7 @@ struct ic__pipe {
     FILE *out;
     ic_autotune_stats *tune;  /* where the autotuner and the cache count their work (NULL: a
                                * dump, nowhere); the compiled object's, updated under its lock */
+    const ic__store *store;   /* saved code to use before compiling (a loaded artifact), or NULL */
     ic__dbg dbg;              /* set by ic__pipeline */
 };
 
@@ -136,7 +147,9 @@ IC_HIDDEN void ic__vcache_free(ic__vcache *vc);
 
 /* One job per distinct kernel of prog (code[k] == k), GEMM kernels first; each job builds its
  * own LLVM module (own context), optimises it and, when want_obj, compiles it to object
- * code, on IC_COMPILE_THREADS threads (the calling one included). */
+ * code, on IC_COMPILE_THREADS threads (the calling one included). With want_obj and no text
+ * wanted, a job first looks its kernel's object up by key: in the store, then in the
+ * persistent cache (use_cache); a miss compiles it and puts it in the cache. */
 typedef struct ic__build {
     ic_ctx *c;
     const ic_program *prog;
@@ -150,13 +163,24 @@ typedef struct ic__build {
     char **ir, **as;            /* [njobs] optimised IR / assembly text (dumps only) */
     int *job_of;                /* [nkernels] the job of each kernel that runs its own code */
     bool want_ir, want_as, want_obj;
+    const char *target_text;    /* the keys' target: "target <triple> cpu <name> features <list>" */
+    bool use_cache;             /* the persistent cache: look up and store objects */
+    const ic__store *store;     /* saved objects, looked up first (NULL: none) */
+    bool store_only;            /* a kernel the store lacks is an error (an artifact's variant) */
+    char **key;                 /* [njobs] the cache key of each job's kernel (want_obj) */
+    void **blob;                /* [njobs] its packed object (kept for ic_compiled_save) */
+    size_t *nblob;              /* [njobs] bytes */
+    bool *blob_owned;           /* [njobs] false: blob points into the store */
+    int hits, misses;           /* lookups answered and not (store or cache) */
+    int *todo, ntodo;           /* [njobs] the jobs to compile (the misses) */
     ic_codegen_target **target; /* [thread] each compile thread's own target */
     double (*cpu)[3];           /* [thread] CPU ms of each step */
     double cpu_gen, cpu_opt, cpu_obj; /* CPU ms of each step, all threads */
-    int nthreads;               /* threads that ran (after ic__build_run) */
+    int nthreads;               /* threads that compiled (after ic__build_run; 0: none did) */
 } ic__build;
 
-/* ic__build_free(B) afterwards, also on failure. */
+/* ic__build_free(B) afterwards, also on failure. ic__build_run looks every job up first (in
+ * the calling thread), then compiles the misses on the threads. */
 IC_HIDDEN ic_status ic__build_init(ic_ctx *c, const ic_program *prog, const int *code,
                                    const ic_codegen_params *params, ic__build *B);
 IC_HIDDEN ic_status ic__build_run(ic__build *B);

@@ -1,9 +1,15 @@
 /* pool.c - parallel code generation of one program: a job per distinct kernel (loop IR ->
  * LLVM IR -> optimised -> object code, each in its own LLVM context) on the compile threads
- * (ic__run_jobs: IC_COMPILE_THREADS, jobs taken in order), GEMM kernels first. */
+ * (ic__run_jobs: IC_COMPILE_THREADS, jobs taken in order), GEMM kernels first. A kernel whose
+ * object code a saved model (the store) or the persistent cache holds under its key is not
+ * compiled at all: a warm start does no LLVM work. */
+#define _GNU_SOURCE /* asprintf */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cache-impl.h"
+#include "key-impl.h"
 #include "pipeline-impl.h"
 
 static double thread_cpu_ms(void)
@@ -13,12 +19,65 @@ static double thread_cpu_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Whether job j's kernel packs weights into its code (a frozen GEMM). */
+static bool packs_weights(const ic__build *B, int j)
+{
+    int k = B->kernel[j];
+    return B->params[k].gemm.prepack == 1 && ic_kernel_is_gemm(ic_program_kernel(B->prog, k), B->bufs);
+}
+
+/* The key of job j's kernel: its loop IR and buffers (key.c), the weights it packs into its
+ * code (frozen GEMMs only: hashing every weight would cost more than it saves), the target and
+ * every codegen parameter. */
+static ic_status job_key(ic__build *B, int j)
+{
+    int k = B->kernel[j];
+    const ic_codegen_params *p = &B->params[k];
+    char params[1024], *extra = NULL;
+    ic__cg_params_format(p, params, sizeof params);
+    bool frozen = packs_weights(B, j);
+    if (asprintf(&extra, "%s\nparams %s", B->target_text ? B->target_text : "", params) < 0)
+        extra = NULL;
+    B->key[j] = extra ? ic__kernel_key(B->prog, k, frozen, extra) : NULL;
+    free(extra);
+    return B->key[j] ? IC_OK : ic__error(B->c, IC_ENOMEM, "compile: out of memory");
+}
+
+/* Job j's object from the store or the persistent cache; false on a miss (an unreadable
+ * entry is one: it is compiled again and rewritten). */
+static bool find_object(ic__build *B, int j)
+{
+    const void *data = NULL;
+    void *owned = NULL;
+    size_t n = 0;
+    bool in_store = B->store && ic__store_find(B->store, B->key[j], &data, &n);
+    if (!in_store && !(B->use_cache && ic__cache_get(B->c, IC__CACHE_CPU_OBJ, B->key[j], &owned, &n)))
+        return false;
+    if (!ic__jit_object_unpack(B->c, in_store ? data : owned, n, !in_store, &B->obj[j], &B->sym[j])) {
+        free(owned);
+        return false;
+    }
+    B->blob[j] = in_store ? (void *)data : owned;
+    B->nblob[j] = n;
+    B->blob_owned[j] = !in_store;
+    return true;
+}
+
+/* After a miss: job j's object as bytes, kept and put in the cache. */
+static ic_status keep_object(ic__build *B, int j)
+{
+    ic_status s = ic__jit_object_pack(B->c, B->obj[j], B->sym[j], &B->blob[j], &B->nblob[j]);
+    B->blob_owned[j] = true;
+    if (!s && B->use_cache)
+        ic__cache_put(B->c, IC__CACHE_CPU_OBJ, B->key[j], B->blob[j], B->nblob[j]);
+    return s;
+}
+
 /* Job j: loop IR of its kernel -> LLVM IR -> optimised (ic_llvm_module_optimize) -> object
  * code (+ dumps), with the target of the thread that runs it: LLVM's target machines cache
  * per-function subtargets without locks, so threads do not share one. */
-static ic_status build_job(void *arg, int j, int thread)
+static ic_status compile_job(ic__build *B, int j, int thread)
 {
-    ic__build *B = arg;
     ic_ctx *c = B->c;
     ic_status s = B->target[thread] ? IC_OK : ic_codegen_target_create(c, &B->target[thread]);
     if (s)
@@ -41,21 +100,80 @@ static ic_status build_job(void *arg, int j, int thread)
     double t3 = thread_cpu_ms();
     if (!s && B->want_obj)
         s = ic__jit_emit_object(c, m, &B->obj[j]);
+    if (!s && B->want_obj)
+        s = keep_object(B, j);
     double *cpu = B->cpu[thread];
     cpu[0] += t1 - t0, cpu[1] += t2 - t1, cpu[2] += thread_cpu_ms() - t3;
     ic_llvm_module_destroy(m);
     return s;
 }
 
-/* Runs the jobs on the compile threads (ic__run_jobs), the calling one included. */
+static ic_status compile_todo(void *arg, int i, int thread)
+{
+    ic__build *B = arg;
+    return compile_job(B, B->todo[i], thread);
+}
+
+static ic_status key_job(void *arg, int j, int thread)
+{
+    return job_key(arg, j);
+}
+
+/* Every job's key: on the compile threads when some hash frozen weights (megabytes each), else
+ * here. */
+static ic_status make_keys(ic__build *B)
+{
+    bool heavy = false;
+    for (int j = 0; j < B->njobs && !heavy; j++)
+        heavy = packs_weights(B, j);
+    int nthreads;
+    if (heavy)
+        return ic__run_jobs(B->c, B->njobs, key_job, B, &nthreads);
+    for (int j = 0; j < B->njobs; j++) {
+        ic_status s = job_key(B, j);
+        if (s)
+            return s;
+    }
+    return IC_OK;
+}
+
+/* The jobs' objects from the store or the cache (object code wanted, no IR or assembly text):
+ * in the calling thread, as a lookup costs a fraction of a thread's start; the others go to
+ * B->todo. */
+static ic_status look_up(ic__build *B)
+{
+    bool look = B->want_obj && (B->store || B->use_cache) && !B->want_ir && !B->want_as;
+    ic_status s = B->want_obj ? make_keys(B) : IC_OK;
+    if (s)
+        return s;
+    for (int j = 0; j < B->njobs; j++) {
+        if (look && find_object(B, j)) {
+            B->hits++;
+            continue;
+        }
+        B->misses += look;
+        if (B->store_only && look) /* (a dump of LLVM text compiles the saved kernels again) */
+            return ic__error(B->c, IC_EFORMAT, "kernel '%s' has no object code in the saved model for this "
+                             "graph and these options (were the graph or its weights changed since?)",
+                             ic_program_kernel(B->prog, B->kernel[j])->name);
+        B->todo[B->ntodo++] = j;
+    }
+    return IC_OK;
+}
+
+/* Looks the jobs up, then compiles the rest on the compile threads (ic__run_jobs), the calling
+ * one included. */
 ic_status ic__build_run(ic__build *B)
 {
-    int n = ic__compile_threads(B->c, B->njobs);
+    ic_status s = look_up(B);
+    if (s || B->ntodo == 0)
+        return s;
+    int n = ic__compile_threads(B->c, B->ntodo);
     B->target = ic__calloc(B->c, (size_t)n, sizeof *B->target);
     B->cpu = ic__calloc(B->c, (size_t)n, sizeof *B->cpu);
     if (!B->target || !B->cpu)
         return ic__error(B->c, IC_ENOMEM, "compile: out of memory");
-    ic_status s = ic__run_jobs(B->c, B->njobs, build_job, B, &B->nthreads);
+    s = ic__run_jobs(B->c, B->ntodo, compile_todo, B, &B->nthreads);
     for (int t = 0; t < n; t++) {
         B->cpu_gen += B->cpu[t][0], B->cpu_opt += B->cpu[t][1], B->cpu_obj += B->cpu[t][2];
         ic_codegen_target_destroy(B->target[t]);
@@ -69,6 +187,10 @@ void ic__build_free(ic__build *B)
     for (int j = 0; j < B->njobs; j++) {
         if (B->obj)
             ic__jit_object_free(B->c, B->obj[j]);
+        if (B->key)
+            free(B->key[j]);
+        if (B->blob && B->blob_owned[j])
+            free(B->blob[j]);
         if (B->sym)
             ic__free(B->c, B->sym[j]);
         if (B->ir)
@@ -77,6 +199,11 @@ void ic__build_free(ic__build *B)
             free(B->as[j]);
     }
     ic__free(B->c, B->obj);
+    ic__free(B->c, B->key);
+    ic__free(B->c, B->blob);
+    ic__free(B->c, B->nblob);
+    ic__free(B->c, B->blob_owned);
+    ic__free(B->c, B->todo);
     ic__free(B->c, B->sym);
     ic__free(B->c, B->ir);
     ic__free(B->c, B->as);
@@ -124,7 +251,13 @@ static bool alloc_jobs(ic_ctx *c, ic__build *B)
     B->ir = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->ir);
     B->as = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->as);
     B->job_of = ic__calloc(c, (size_t)B->nkernels + 1, sizeof *B->job_of);
-    return B->bufs && B->kernel && B->obj && B->sym && B->ir && B->as && B->job_of;
+    B->key = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->key);
+    B->blob = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->blob);
+    B->nblob = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->nblob);
+    B->blob_owned = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->blob_owned);
+    B->todo = ic__calloc(c, (size_t)B->njobs + 1, sizeof *B->todo);
+    return B->bufs && B->kernel && B->obj && B->sym && B->ir && B->as && B->job_of && B->key && B->blob &&
+           B->nblob && B->blob_owned && B->todo;
 }
 
 ic_status ic__build_init(ic_ctx *c, const ic_program *prog, const int *code, const ic_codegen_params *params,

@@ -6,7 +6,14 @@
  * stream capture and graph launch is appended as one line to $IC_FAKE_CUDA_LOG when set, so a
  * test can see which path ran. Not part of the library; no CUDA header needed (the types are
  * ints and opaque pointers, as in lib/Runtime/cuda-impl.h). When the runtime starts to need
- * another entry point, ic-run says "no usable CUDA driver (... lacks cuX)": add cuX here. */
+ * another entry point, ic-run says "no usable CUDA driver (... lacks cuX)": add cuX here.
+ *
+ * The linker (cuLink*) makes a "cubin" that is the text "FAKECUBIN <device>\n" + the PTX;
+ * cuModuleLoadData takes only a cubin of its own device (else CUDA_ERROR_NO_BINARY_FOR_GPU).
+ * Log lines: "module_load <bytes>" (PTX JIT-loaded), "link <bytes>" (PTX compiled by the
+ * linker), "module_load_cubin <bytes>". Built with -DFAKE_NO_LINKER it has no linker entry
+ * points (a driver the runtime must fall back on cuModuleLoadDataEx with). The device and
+ * the driver version can be changed: IC_FAKE_CUDA_NAME, IC_FAKE_CUDA_DRIVER_VERSION. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +23,7 @@
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
-enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_NOT_FOUND = 500 };
+enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_NO_BINARY = 209, ERR_NOT_FOUND = 500 };
 
 struct fake_module { char *ptx; struct fake_fn *fns; };
 struct fake_fn { char name[256]; struct fake_fn *next; };
@@ -48,13 +55,24 @@ static double now_ms(void)
 }
 
 CUresult cuInit(unsigned flags) { return OK; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+CUresult cuDriverGetVersion(int *v)
+{
+    const char *e = getenv("IC_FAKE_CUDA_DRIVER_VERSION");
+    *v = e && *e ? atoi(e) : 13000;
+    return OK;
+}
+
+static const char *device_name(void)
+{
+    const char *e = getenv("IC_FAKE_CUDA_NAME");
+    return e && *e ? e : "ic fake device";
+}
 CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : ERR_INVALID_VALUE; }
 
 CUresult cuDeviceGetName(char *buf, int n, int dev)
 {
-    snprintf(buf, (size_t)n, "ic fake device");
+    snprintf(buf, (size_t)n, "%s", device_name());
     return OK;
 }
 
@@ -85,6 +103,66 @@ CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *opts
     *mod = m;
     return OK;
 }
+
+#ifndef FAKE_NO_LINKER
+struct fake_link { char *cubin; };
+
+CUresult cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
+{
+    *state = calloc(1, sizeof(struct fake_link));
+    return *state ? OK : ERR_OOM;
+}
+
+/* type 1: CU_JIT_INPUT_PTX; the PTX must hold an entry (our kernels always do) */
+CUresult cuLinkAddData_v2(void *state, int type, void *data, size_t size, const char *name, unsigned n,
+                          int *opts, void **vals)
+{
+    struct fake_link *l = state;
+    const char *ptx = data;
+    if (type != 1 || l->cubin || !strstr(ptx, ".entry "))
+        return ERR_INVALID_VALUE;
+    size_t len = strlen(ptx), head = strlen(device_name()) + 12;
+    if (!(l->cubin = malloc(head + len + 1)))
+        return ERR_OOM;
+    snprintf(l->cubin, head + len + 1, "FAKECUBIN %s\n%s", device_name(), ptx);
+    logf_("link %zu", len);
+    return OK;
+}
+
+CUresult cuLinkComplete(void *state, void **cubin, size_t *size)
+{
+    struct fake_link *l = state;
+    if (!l->cubin)
+        return ERR_INVALID_VALUE;
+    *cubin = l->cubin;
+    *size = strlen(l->cubin) + 1;
+    return OK;
+}
+
+CUresult cuLinkDestroy(void *state)
+{
+    struct fake_link *l = state;
+    free(l->cubin);
+    free(l);
+    return OK;
+}
+
+CUresult cuModuleLoadData(void **mod, const void *image)
+{
+    char head[300];
+    snprintf(head, sizeof head, "FAKECUBIN %s\n", device_name());
+    if (strncmp(image, head, strlen(head)))
+        return ERR_NO_BINARY;
+    struct fake_module *m = calloc(1, sizeof *m);
+    if (!m || !(m->ptx = strdup((const char *)image + strlen(head)))) {
+        free(m);
+        return ERR_OOM;
+    }
+    logf_("module_load_cubin %zu", strlen(m->ptx));
+    *mod = m;
+    return OK;
+}
+#endif
 
 CUresult cuModuleUnload(void *mod)
 {
@@ -213,7 +291,7 @@ CUresult cuGraphDestroy(void *graph) { return OK; }
 CUresult cuGetErrorName(CUresult r, const char **s)
 {
     *s = r == ERR_NOT_FOUND ? "CUDA_ERROR_NOT_FOUND" : r == ERR_OOM ? "CUDA_ERROR_OUT_OF_MEMORY"
-                                                                    : "CUDA_ERROR_INVALID_VALUE";
+       : r == ERR_NO_BINARY ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : "CUDA_ERROR_INVALID_VALUE";
     return OK;
 }
 

@@ -119,13 +119,13 @@ static void build_fake_driver(const char *dir, char *so, size_t n)
     cr_assert_eq(system(cmd), 0, "building the stand-in driver failed: %s", cmd);
 }
 
-/* "IC_CUDA_DRIVER='so' IC_FAKE_CUDA_LOG='dir/cuda.log'" (the log emptied first). */
+/* "IC_CUDA_DRIVER='so' IC_FAKE_CUDA_LOG='dir/cuda.log' IC_CACHE_DIR='dir/cache'" (the log
+ * emptied first; the compiled code cached in the test's folder). */
 static const char *fake_env(const char *dir, const char *so, char *log, size_t n)
 {
     static char env[16384];
     snprintf(log, n, "%s/cuda.log", dir);
     unlink(log);
-    /* the max-autotune modes keep tuning records: in the test's folder */
     snprintf(env, sizeof env, "IC_CUDA_DRIVER='%s' IC_FAKE_CUDA_LOG='%s' IC_CACHE_DIR='%s/cache'", so, log, dir);
     return env;
 }

@@ -1,0 +1,994 @@
+/* artifact.c - saved compiled models (ic_compiled_save / ic_compiled_load), like AOTInductor's
+ * packages: one file holding the graph, optionally its weights, and every compiled variant's
+ * codegen parameters and kernel object code. Loading lowers and fuses the graph again (cheap),
+ * then takes each kernel's object from the file by its cache key (pool.c: the store) and links
+ * it: no LLVM code generation.
+ *
+ * Layout (little-endian; every section at a 64-byte offset, its size a multiple of 64):
+ *     "ICMODEL1"                       magic; the last byte is the format's version
+ *     u64 nsections; per section: char name[24] (NUL-padded), u64 offset, u64 bytes, u64 hash
+ *     u64 hash of everything above
+ *   sections:
+ *     meta      text, one "key value" line each: ic, build (ic_build_id), llvm, device, triple,
+ *               cpu, features, graph, mode, option <name> <int>
+ *     graph     the graph's JSON text (params whose data the file holds have no "file")
+ *     weights   u32 count; per param: u32 n + name, u64 offset in wdata, u64 bytes
+ *     wdata     the weights, each at a 64-byte offset (read in place from the mapping)
+ *     variants  u32 count; per variant: u32 nsyms + i64 values, u32 n + target text, u32 kernels,
+ *               per kernel u32 n + codegen params text (ic__cg_params_format)
+ *     objects   u32 count; per object: u32 n + cache key, u64 offset in odata, u64 bytes
+ *     odata     packed objects (ic__jit_object_pack), each at a 64-byte offset
+ * The meta section is checked first (versions, device, CPU features) so that a file made
+ * elsewhere is refused by name of the mismatch; then every section's hash, so that a damaged
+ * file is an error before any of it is used. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include "cache-impl.h"
+#include "cpu-impl.h"
+#include "key-impl.h"
+#include "llvmgen-impl.h"
+
+static const char art_magic[8] = { 'I', 'C', 'M', 'O', 'D', 'E', 'L', '1' };
+enum { ALIGN = 64, NAME_LEN = 24, MAX_SECTIONS = 16, SEC_ENTRY = NAME_LEN + 24 };
+
+/* ---- a hash of section bytes: 4 independent lanes, so that large weights check fast ---- */
+
+typedef struct {
+    uint64_t h[4], total;
+    unsigned char buf[32];
+    size_t nbuf;
+} hasher;
+
+static void hash_init(hasher *H)
+{
+    memset(H, 0, sizeof *H);
+    for (int i = 0; i < 4; i++)
+        H->h[i] = IC__HASH_SEED + (uint64_t)i;
+}
+
+static void hash_block(hasher *H, const unsigned char *p)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * i, 8);
+        H->h[i] = (H->h[i] ^ w) * 0x9e3779b97f4a7c15ull;
+        H->h[i] ^= H->h[i] >> 29;
+    }
+}
+
+static void hash_feed(hasher *H, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    H->total += n;
+    while (n > 0 && H->nbuf > 0) {
+        size_t k = 32 - H->nbuf < n ? 32 - H->nbuf : n;
+        memcpy(H->buf + H->nbuf, p, k);
+        H->nbuf += k, p += k, n -= k;
+        if (H->nbuf == 32) {
+            hash_block(H, H->buf);
+            H->nbuf = 0;
+        }
+    }
+    for (; n >= 32; p += 32, n -= 32)
+        hash_block(H, p);
+    memcpy(H->buf, p, n);
+    H->nbuf += n;
+}
+
+static uint64_t hash_end(const hasher *H)
+{
+    uint64_t r = ic__hash_bytes(IC__HASH_SEED, H->h, sizeof H->h);
+    r = ic__hash_bytes(r, H->buf, H->nbuf);
+    return ic__hash_bytes(r, &H->total, 8);
+}
+
+static uint64_t hash_of(const void *p, size_t n)
+{
+    hasher H;
+    hash_init(&H);
+    hash_feed(&H, p, n);
+    return hash_end(&H);
+}
+
+/* ---- the host: what a file's code needs of it ---- */
+
+static void llvm_version(char *buf, size_t n)
+{
+    unsigned maj, min, pat;
+    LLVMGetVersion(&maj, &min, &pat);
+    snprintf(buf, n, "%u.%u.%u", maj, min, pat);
+}
+
+/* The "+feature" entries of want that have lacks (a comma list) does not: into buf. */
+static bool missing_features(const char *want, const char *have, char *buf, size_t n)
+{
+    size_t w = 0;
+    buf[0] = 0;
+    for (const char *p = want; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char f[128];
+        if (len > 1 && len < sizeof f && p[0] == '+') {
+            memcpy(f, p + 1, len - 1);
+            f[len - 1] = 0;
+            if (!ic__has_feature(have, f) && w < n)
+                w += (size_t)snprintf(buf + w, n - w, "%s+%s", w ? "," : "", f);
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return w > 0;
+}
+
+/* ======================================================================================
+ * Saving
+ * ==================================================================================== */
+
+/* One section being written: its pieces, each placed at a 64-byte offset. */
+typedef struct {
+    char name[NAME_LEN];
+    int n, cap;
+    struct piece { const void *p; size_t n; } *pc; /* [n] borrowed (or owned below) */
+    char *owned;     /* a text/table section's bytes (open_memstream) */
+    size_t nowned;
+    uint64_t offset, bytes, hash;
+} wsec;
+
+typedef struct {
+    ic_ctx *c;
+    const char *path;
+    wsec sec[MAX_SECTIONS];
+    int nsec;
+    ic_status s;
+} writer;
+
+static size_t pad64(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+static wsec *new_section(writer *W, const char *name)
+{
+    wsec *x = &W->sec[W->nsec++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", name);
+    return x;
+}
+
+static bool add_piece(writer *W, wsec *x, const void *p, size_t n)
+{
+    if (x->n == x->cap) {
+        int cap = x->cap ? 2 * x->cap : 16;
+        struct piece *pc = ic__realloc(W->c, x->pc, sizeof *pc * (size_t)cap);
+        if (!pc)
+            return false;
+        x->pc = pc, x->cap = cap;
+    }
+    x->pc[x->n++] = (struct piece){ p, n };
+    return true;
+}
+
+/* Offsets of the pieces in their section (x->bytes: its size). */
+static uint64_t piece_offset(const wsec *x, int i)
+{
+    uint64_t off = 0;
+    for (int k = 0; k < i; k++)
+        off += pad64(x->pc[k].n);
+    return off;
+}
+
+static void section_close(wsec *x)
+{
+    static const unsigned char zeros[ALIGN];
+    hasher H;
+    hash_init(&H);
+    x->bytes = 0;
+    for (int i = 0; i < x->n; i++) {
+        hash_feed(&H, x->pc[i].p, x->pc[i].n);
+        hash_feed(&H, zeros, pad64(x->pc[i].n) - x->pc[i].n);
+        x->bytes += pad64(x->pc[i].n);
+    }
+    x->hash = hash_end(&H);
+}
+
+static void writer_free(writer *W)
+{
+    for (int i = 0; i < W->nsec; i++) {
+        ic__free(W->c, W->sec[i].pc);
+        free(W->sec[i].owned);
+    }
+}
+
+static void put32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
+static void put64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
+static void putstr(FILE *f, const char *s)
+{
+    put32(f, (uint32_t)strlen(s));
+    fputs(s, f);
+}
+
+/* A section made of one memstream's bytes: f is written by fill, then closed into it. */
+typedef ic_status (*fill_fn)(writer *W, FILE *f, const void *arg);
+
+static ic_status text_section(writer *W, const char *name, fill_fn fill, const void *arg)
+{
+    wsec *x = new_section(W, name);
+    FILE *f = open_memstream(&x->owned, &x->nowned);
+    if (!f)
+        return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    ic_status s = fill(W, f, arg);
+    if (fclose(f) != 0 && !s)
+        s = ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    if (!s && !add_piece(W, x, x->owned, x->nowned))
+        s = ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    return s;
+}
+
+/* The variants worth saving: those compiled to the end. */
+static int nsaved(const ic_compiled *cc)
+{
+    int n = 0;
+    for (int i = 0; i < cc->vc.n; i++)
+        n += ((const ic__variant *)cc->vc.v[i])->build != NULL;
+    return n;
+}
+
+static const ic__variant *saved_variant(const ic_compiled *cc, int i)
+{
+    for (int k = 0; k < cc->vc.n; k++) {
+        const ic__variant *v = (const ic__variant *)cc->vc.v[k];
+        if (v->build && i-- == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static ic_status fill_meta(writer *W, FILE *f, const void *arg)
+{
+    const ic_compiled *cc = arg;
+    const ic__variant *v0 = saved_variant(cc, 0);
+    char llvm[64], triple[256] = "", cpu[256] = "", feat[8192] = "";
+    llvm_version(llvm, sizeof llvm);
+    /* target text: "target <triple> cpu <cpu> features <list>" */
+    if (sscanf(v0->target_text, "target %255s cpu %255s features %8191s", triple, cpu, feat) < 2)
+        return ic__error(W->c, IC_EINVAL, "%s: cannot read the code's target '%s'", W->path, v0->target_text);
+    for (int i = 1; i < nsaved(cc); i++)
+        if (strcmp(saved_variant(cc, i)->target_text, v0->target_text) != 0)
+            return ic__error(W->c, IC_EINVAL, "%s: the compiled variants were made for different CPUs", W->path);
+    const ic_compile_options *o = &cc->o;
+    fprintf(f, "ic %s\nbuild %s\nllvm %s\ndevice cpu\ntriple %s\ncpu %s\nfeatures %s\ngraph %s\nmode %s\n",
+            ic_version(), ic_build_id(), llvm, triple, cpu, feat, ic_graph_name(cc->g), o->mode ? o->mode : "default");
+    fprintf(f, "option fusion %d\noption threads %d\noption vector_width %d\noption serial_threshold %lld\n"
+            "option stream_bytes %lld\noption prefetch_bytes %d\noption freezing %d\noption max_variants %d\n"
+            "option autotune %d\noption cache %d\n", o->fusion, o->threads, o->vector_width,
+            (long long)o->serial_threshold, (long long)o->stream_bytes, o->prefetch_bytes, o->freezing,
+            o->max_variants, o->autotune, o->cache);
+    return IC_OK;
+}
+
+typedef struct {
+    const ic_graph *g;
+    bool with_weights;
+    wsec *data;       /* wdata */
+} weights_arg;
+
+/* A param's data goes into the file unless it comes from a file the graph names and the
+ * weights stay out: then the JSON keeps the file (an absolute path). */
+static ic_status fill_graph(writer *W, FILE *f, const void *arg)
+{
+    const weights_arg *a = arg;
+    char *text = NULL;
+    size_t n = 0;
+    ic_status s = ic__graph_json_text(a->g, !a->with_weights, &text, &n);
+    if (!s)
+        fwrite(text, 1, n, f);
+    free(text);
+    return s;
+}
+
+/* Whether param ni's data goes into the file. */
+static bool stores_weights(const ic_node_info *ni, bool with_weights)
+{
+    return ni->op == IC_OP_PARAM && ni->data && (with_weights || !ni->file);
+}
+
+static size_t param_bytes(const ic_node_info *ni)
+{
+    size_t n = ic_dtype_size(ni->dtype);
+    for (int d = 0; d < ni->rank; d++)
+        n *= (size_t)ni->shape[d].coef; /* params with data have constant shapes */
+    return n;
+}
+
+static ic_status fill_weights(writer *W, FILE *f, const void *arg)
+{
+    const weights_arg *a = arg;
+    uint32_t n = 0;
+    for (int v = 0; v < ic_graph_num_nodes(a->g); v++) {
+        ic_node_info ni;
+        ic_graph_node(a->g, v, &ni);
+        n += stores_weights(&ni, a->with_weights);
+    }
+    put32(f, n);
+    for (int v = 0; v < ic_graph_num_nodes(a->g); v++) {
+        ic_node_info ni;
+        ic_graph_node(a->g, v, &ni);
+        if (!stores_weights(&ni, a->with_weights))
+            continue;
+        size_t bytes = param_bytes(&ni);
+        putstr(f, ni.name);
+        put64(f, piece_offset(a->data, a->data->n));
+        put64(f, bytes);
+        if (!add_piece(W, a->data, ni.data, bytes))
+            return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    }
+    return IC_OK;
+}
+
+static ic_status fill_variants(writer *W, FILE *f, const void *arg)
+{
+    const ic_compiled *cc = arg;
+    int nsyms = ic_graph_num_symbols(cc->g);
+    put32(f, (uint32_t)nsaved(cc));
+    for (int i = 0; i < nsaved(cc); i++) {
+        const ic__variant *v = saved_variant(cc, i);
+        put32(f, (uint32_t)nsyms);
+        for (int s = 0; s < nsyms; s++)
+            put64(f, (uint64_t)v->b.vals[s]);
+        putstr(f, v->target_text);
+        put32(f, (uint32_t)v->nkernels);
+        for (int k = 0; k < v->nkernels; k++) {
+            char p[1024];
+            ic__cg_params_format(&v->params[k], p, sizeof p);
+            putstr(f, p);
+        }
+    }
+    return IC_OK;
+}
+
+/* Whether an earlier job of the variants (before variant i, job j) has key. */
+static bool seen_key(const ic_compiled *cc, int i, int j, const char *key)
+{
+    for (int a = 0; a <= i; a++) {
+        const ic__build *B = saved_variant(cc, a)->build;
+        for (int b = 0; b < (a == i ? j : B->njobs); b++)
+            if (strcmp(B->key[b], key) == 0)
+                return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const ic_compiled *cc;
+    wsec *data;
+} objects_arg;
+
+static ic_status fill_objects(writer *W, FILE *f, const void *arg)
+{
+    const objects_arg *a = arg;
+    uint32_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            put32(f, n);
+        for (int i = 0; i < nsaved(a->cc); i++) {
+            const ic__build *B = saved_variant(a->cc, i)->build;
+            for (int j = 0; j < B->njobs; j++) {
+                if (!B->key[j] || !B->blob[j])
+                    return ic__error(W->c, IC_EINVAL, "%s: a kernel's object code is missing", W->path);
+                if (seen_key(a->cc, i, j, B->key[j]))
+                    continue;
+                if (pass == 0) {
+                    n++;
+                    continue;
+                }
+                putstr(f, B->key[j]);
+                put64(f, piece_offset(a->data, a->data->n));
+                put64(f, B->nblob[j]);
+                if (!add_piece(W, a->data, B->blob[j], B->nblob[j]))
+                    return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+            }
+        }
+    }
+    return IC_OK;
+}
+
+/* A data section whose pieces a table section listed (data: filled by the table's fill). */
+static void add_data_section(writer *W, wsec *data, const char *name)
+{
+    snprintf(data->name, sizeof data->name, "%s", name);
+    W->sec[W->nsec++] = *data;
+    memset(data, 0, sizeof *data);
+}
+
+/* Every section, in file order: each table before the data section it lists. */
+static ic_status build_sections(writer *W, const ic_compiled *cc, bool with_weights)
+{
+    wsec wdata = { .n = 0 }, odata = { .n = 0 };
+    weights_arg wa = { cc->g, with_weights, &wdata };
+    objects_arg oa = { cc, &odata };
+    ic_status s;
+    if (!(s = text_section(W, "meta", fill_meta, cc)) && !(s = text_section(W, "graph", fill_graph, &wa)) &&
+        !(s = text_section(W, "weights", fill_weights, &wa))) {
+        add_data_section(W, &wdata, "wdata");
+        if (!(s = text_section(W, "variants", fill_variants, cc)) && !(s = text_section(W, "objects", fill_objects, &oa)))
+            add_data_section(W, &odata, "odata");
+    }
+    ic__free(W->c, wdata.pc);
+    ic__free(W->c, odata.pc);
+    return s;
+}
+
+static size_t header_bytes(int nsec) { return 8 + 8 + (size_t)nsec * SEC_ENTRY + 8; }
+
+static bool write_all(FILE *f, writer *W)
+{
+    static const unsigned char zeros[ALIGN];
+    uint64_t off = pad64(header_bytes(W->nsec));
+    for (int i = 0; i < W->nsec; i++) {
+        section_close(&W->sec[i]);
+        W->sec[i].offset = off;
+        off += W->sec[i].bytes;
+    }
+    char *hdr = NULL;
+    size_t nh = 0;
+    FILE *h = open_memstream(&hdr, &nh);
+    if (!h)
+        return false;
+    fwrite(art_magic, 1, sizeof art_magic, h);
+    put64(h, (uint64_t)W->nsec);
+    for (int i = 0; i < W->nsec; i++) {
+        fwrite(W->sec[i].name, 1, NAME_LEN, h);
+        put64(h, W->sec[i].offset);
+        put64(h, W->sec[i].bytes);
+        put64(h, W->sec[i].hash);
+    }
+    bool ok = fclose(h) == 0;
+    ok = ok && fwrite(hdr, 1, nh, f) == nh;
+    uint64_t hh = ok ? hash_of(hdr, nh) : 0;
+    ok = ok && fwrite(&hh, 8, 1, f) == 1 && fwrite(zeros, 1, pad64(nh + 8) - nh - 8, f) == pad64(nh + 8) - nh - 8;
+    free(hdr);
+    for (int i = 0; ok && i < W->nsec; i++)
+        for (int k = 0; ok && k < W->sec[i].n; k++) {
+            const struct piece *p = &W->sec[i].pc[k];
+            ok = fwrite(p->p, 1, p->n, f) == p->n && fwrite(zeros, 1, pad64(p->n) - p->n, f) == pad64(p->n) - p->n;
+        }
+    return ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+}
+
+/* path written atomically: a temporary file beside it, then rename(2). */
+static ic_status write_file(writer *W)
+{
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.XXXXXX", W->path) < 0)
+        return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        ic_status s = ic__error(W->c, IC_EIO, "%s: cannot create a temporary file beside it: %s", W->path,
+                                strerror(errno));
+        free(tmp);
+        return s;
+    }
+    fchmod(fd, 0644);
+    FILE *f = fdopen(fd, "wb");
+    bool ok = f && write_all(f, W);
+    int e = errno;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    else
+        close(fd);
+    if (ok && rename(tmp, W->path) != 0)
+        ok = false, e = errno;
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    return ok ? IC_OK : ic__error(W->c, IC_EIO, "%s: cannot write: %s", W->path, strerror(e));
+}
+
+ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_weights)
+{
+    if (!cc || !path || !*path)
+        return cc ? ic__error(cc->c, IC_EINVAL, "ic_compiled_save: no file name") : IC_EINVAL;
+    writer W = { .c = cc->c, .path = path };
+    pthread_mutex_t *lock = (pthread_mutex_t *)&cc->lock; /* the variants must not change meanwhile */
+    pthread_mutex_lock(lock);
+    ic_status s = nsaved(cc) == 0
+                      ? ic__error(cc->c, IC_EINVAL, "%s: '%s' has no compiled code yet (a graph with symbols "
+                                  "compiles at its first ic_run)", path, ic_graph_name(cc->g))
+                      : build_sections(&W, cc, with_weights);
+    if (!s)
+        s = write_file(&W);
+    pthread_mutex_unlock(lock);
+    writer_free(&W);
+    return s;
+}
+
+/* ======================================================================================
+ * Loading
+ * ==================================================================================== */
+
+typedef struct {
+    int64_t *vals;
+    char *target;
+    int nkernels;
+    ic_codegen_params *params;
+} svariant;
+
+typedef struct {
+    char *key;
+    uint64_t hash;
+    const void *data;
+    size_t n;
+} sobject;
+
+struct ic__store {
+    svariant *var;
+    int nvar, nsyms;
+    sobject *obj;
+    int nobj;
+};
+
+struct ic__artifact {
+    ic_ctx *c;
+    char *path;
+    const unsigned char *map;
+    size_t size;
+    struct { char name[NAME_LEN + 1]; const unsigned char *p; uint64_t bytes, hash; } sec[MAX_SECTIONS];
+    int nsec;
+    char *meta;               /* the meta section as a string */
+    ic_graph *parsed;         /* the graph as its JSON loads (params the file holds: no data) */
+    ic_graph *g;              /* with those params' data from the mapping (borrows parsed) */
+    ic__store store;
+};
+
+bool ic__store_find(const ic__store *st, const char *key, const void **data, size_t *n)
+{
+    uint64_t h = ic__hash_bytes(IC__HASH_SEED, key, strlen(key));
+    for (int i = 0; i < st->nobj; i++)
+        if (st->obj[i].hash == h && strcmp(st->obj[i].key, key) == 0) {
+            *data = st->obj[i].data;
+            *n = st->obj[i].n;
+            return true;
+        }
+    return false;
+}
+
+const ic_codegen_params *ic__store_variant(const ic__store *st, const int64_t *vals, int nsyms, int *nkernels,
+                                           const char **target)
+{
+    for (int i = 0; i < st->nvar && nsyms == st->nsyms; i++)
+        if (nsyms == 0 || memcmp(st->var[i].vals, vals, sizeof *vals * (size_t)nsyms) == 0) {
+            *nkernels = st->var[i].nkernels;
+            *target = st->var[i].target;
+            return st->var[i].params;
+        }
+    return NULL;
+}
+
+void ic__artifact_free(ic__artifact *A)
+{
+    if (!A)
+        return;
+    ic_ctx *c = A->c;
+    for (int i = 0; i < A->store.nvar; i++) {
+        ic__free(c, A->store.var[i].vals);
+        ic__free(c, A->store.var[i].target);
+        ic__free(c, A->store.var[i].params);
+    }
+    for (int i = 0; i < A->store.nobj; i++)
+        ic__free(c, A->store.obj[i].key);
+    ic__free(c, A->store.var);
+    ic__free(c, A->store.obj);
+    ic_graph_destroy(A->g); /* borrows from parsed */
+    ic_graph_destroy(A->parsed);
+    ic__free(c, A->meta);
+    if (A->map)
+        munmap((void *)A->map, A->size);
+    ic__free(c, A->path);
+    ic__free(c, A);
+}
+
+#define BAD(A, ...) art_error((A), IC_EFORMAT, __VA_ARGS__)
+
+static ic_status art_error(ic__artifact *A, ic_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ic_status art_error(ic__artifact *A, ic_status code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ic__error(A->c, code, "%s: %s", A->path, msg);
+}
+
+static ic_status map_file(ic__artifact *A)
+{
+    int fd = open(A->path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0)
+        return art_error(A, IC_EIO, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return art_error(A, IC_EIO, "not a regular file");
+    }
+    A->size = (size_t)sb.st_size;
+    void *p = A->size ? mmap(NULL, A->size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (A->size == 0)
+        return BAD(A, "the file is empty: not a saved ic model");
+    if (p == MAP_FAILED)
+        return art_error(A, IC_EIO, "cannot map: %s", strerror(errno));
+    A->map = p;
+    return IC_OK;
+}
+
+/* The magic and the section table (bounds and the table's own hash). */
+static ic_status read_table(ic__artifact *A)
+{
+    if (A->size < 8 || memcmp(A->map, art_magic, 7) != 0)
+        return BAD(A, "not a saved ic model (no ICMODEL header)");
+    if (A->map[7] != art_magic[7])
+        return BAD(A, "a saved ic model of format %c; this ic reads format %c", A->map[7], art_magic[7]);
+    uint64_t nsec;
+    if (A->size < 16)
+        return BAD(A, "truncated: %zu bytes, the header alone needs more", A->size);
+    memcpy(&nsec, A->map + 8, 8);
+    if (nsec == 0 || nsec > MAX_SECTIONS)
+        return BAD(A, "damaged header: %llu sections", (unsigned long long)nsec);
+    size_t nh = header_bytes((int)nsec);
+    if (A->size < nh)
+        return BAD(A, "truncated: %zu bytes, the header alone needs %zu", A->size, nh);
+    uint64_t hh;
+    memcpy(&hh, A->map + nh - 8, 8);
+    if (hh != hash_of(A->map, nh - 8))
+        return BAD(A, "damaged header (checksum mismatch)");
+    A->nsec = (int)nsec;
+    for (int i = 0; i < A->nsec; i++) {
+        const unsigned char *e = A->map + 16 + (size_t)i * SEC_ENTRY;
+        uint64_t off;
+        memcpy(A->sec[i].name, e, NAME_LEN);
+        A->sec[i].name[NAME_LEN] = 0;
+        memcpy(&off, e + NAME_LEN, 8);
+        memcpy(&A->sec[i].bytes, e + NAME_LEN + 8, 8);
+        memcpy(&A->sec[i].hash, e + NAME_LEN + 16, 8);
+        if (off > A->size || A->sec[i].bytes > A->size - off)
+            return BAD(A, "truncated: section '%s' ends at byte %llu of %zu", A->sec[i].name,
+                       (unsigned long long)(off + A->sec[i].bytes), A->size);
+        A->sec[i].p = A->map + off;
+    }
+    return IC_OK;
+}
+
+static int find_section(const ic__artifact *A, const char *name)
+{
+    for (int i = 0; i < A->nsec; i++)
+        if (strcmp(A->sec[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The value of meta line "key value" (up to the line's end) into buf; false when absent. */
+static bool meta_get(const ic__artifact *A, const char *key, char *buf, size_t n)
+{
+    size_t kl = strlen(key);
+    for (const char *l = A->meta; l && *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        if (len > kl && strncmp(l, key, kl) == 0 && l[kl] == ' ') {
+            snprintf(buf, n, "%.*s", (int)(len - kl - 1), l + kl + 1);
+            return true;
+        }
+        l = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* The meta section's versions, device and target against this ic and this host. */
+static ic_status check_meta(ic__artifact *A)
+{
+    int m = find_section(A, "meta");
+    if (m < 0)
+        return BAD(A, "damaged: no meta section");
+    if (!(A->meta = ic__malloc(A->c, (size_t)A->sec[m].bytes + 1)))
+        return art_error(A, IC_ENOMEM, "out of memory");
+    memcpy(A->meta, A->sec[m].p, (size_t)A->sec[m].bytes);
+    A->meta[A->sec[m].bytes] = 0;
+    char v[256], llvm[64], dev[64], triple[256], feat[8192], missing[2048], cpu[256];
+    llvm_version(llvm, sizeof llvm);
+    if (!meta_get(A, "ic", v, sizeof v) || !meta_get(A, "device", dev, sizeof dev) ||
+        !meta_get(A, "triple", triple, sizeof triple) || !meta_get(A, "features", feat, sizeof feat) ||
+        !meta_get(A, "cpu", cpu, sizeof cpu))
+        return BAD(A, "damaged: the meta section lacks a field");
+    if (strcmp(dev, "cpu") != 0)
+        return art_error(A, IC_EUNSUPPORTED, "saved for device '%s'; ic_compiled_load loads CPU models", dev);
+    if (strcmp(v, ic_version()) != 0)
+        return art_error(A, IC_EUNSUPPORTED, "saved by ic %s; this is ic %s (save it again with this version)",
+                         v, ic_version());
+    if (!meta_get(A, "build", v, sizeof v) || strcmp(v, ic_build_id()) != 0)
+        return art_error(A, IC_EUNSUPPORTED, "saved by another build of ic %s (build %s; this is build %s): save "
+                         "it again with this one", ic_version(), v, ic_build_id());
+    if (!meta_get(A, "llvm", v, sizeof v) || strcmp(v, llvm) != 0)
+        return art_error(A, IC_EUNSUPPORTED, "saved with LLVM %s; this ic uses LLVM %s", v, llvm);
+    char *host_triple = LLVMGetDefaultTargetTriple(), *host_feat = LLVMGetHostCPUFeatures();
+    ic_status s = IC_OK;
+    if (strcmp(triple, host_triple) != 0)
+        s = art_error(A, IC_EUNSUPPORTED, "made for target %s; this host is %s", triple, host_triple);
+    else if (missing_features(feat, host_feat, missing, sizeof missing))
+        s = art_error(A, IC_EUNSUPPORTED, "made for CPU '%s' with features this host lacks: %s", cpu, missing);
+    LLVMDisposeMessage(host_triple);
+    LLVMDisposeMessage(host_feat);
+    return s;
+}
+
+static ic_status check_hashes(ic__artifact *A)
+{
+    for (int i = 0; i < A->nsec; i++)
+        if (hash_of(A->sec[i].p, (size_t)A->sec[i].bytes) != A->sec[i].hash)
+            return BAD(A, "damaged: section '%s' does not match its checksum", A->sec[i].name);
+    static const char *const need[] = { "meta", "graph", "weights", "wdata", "variants", "objects", "odata" };
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (find_section(A, need[i]) < 0)
+            return BAD(A, "damaged: no %s section", need[i]);
+    return IC_OK;
+}
+
+/* A bounded reader of a table section. */
+typedef struct {
+    const unsigned char *p, *end;
+} rd;
+
+static rd reader_of(const ic__artifact *A, const char *name)
+{
+    int i = find_section(A, name);
+    return (rd){ A->sec[i].p, A->sec[i].p + A->sec[i].bytes };
+}
+
+static bool get32(rd *r, uint32_t *v)
+{
+    if (r->end - r->p < 4)
+        return false;
+    memcpy(v, r->p, 4);
+    r->p += 4;
+    return true;
+}
+
+static bool get64(rd *r, uint64_t *v)
+{
+    if (r->end - r->p < 8)
+        return false;
+    memcpy(v, r->p, 8);
+    r->p += 8;
+    return true;
+}
+
+/* A string: ic__malloc'd, NUL-terminated; NULL when malformed (or out of memory). */
+static char *getstr(ic_ctx *c, rd *r)
+{
+    uint32_t n;
+    if (!get32(r, &n) || (size_t)(r->end - r->p) < n || memchr(r->p, 0, n))
+        return NULL;
+    char *s = ic__malloc(c, (size_t)n + 1);
+    if (s) {
+        memcpy(s, r->p, n);
+        s[n] = 0;
+        r->p += n;
+    }
+    return s;
+}
+
+/* The data of param name in wdata: true and *p, *n; false when the file holds none. */
+static ic_status find_weights(ic__artifact *A, const char *name, const void **p, size_t *n)
+{
+    rd r = reader_of(A, "weights");
+    int d = find_section(A, "wdata");
+    uint32_t count;
+    *p = NULL;
+    if (!get32(&r, &count))
+        return BAD(A, "damaged weights table");
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t off, bytes;
+        char *nm = getstr(A->c, &r);
+        bool ok = nm && get64(&r, &off) && get64(&r, &bytes) && off <= A->sec[d].bytes &&
+                  bytes <= A->sec[d].bytes - off && off % ALIGN == 0;
+        bool match = ok && strcmp(nm, name) == 0;
+        ic__free(A->c, nm);
+        if (!ok)
+            return BAD(A, "damaged weights table");
+        if (match) {
+            *p = A->sec[d].p + off;
+            *n = (size_t)bytes;
+            return IC_OK;
+        }
+    }
+    return IC_OK;
+}
+
+/* One node of parsed into A->g: a param the file holds gets its data from the mapping. */
+static ic_status copy_node(ic__artifact *A, ic_value v, ic_value *map)
+{
+    ic_node_info ni;
+    ic_graph_node(A->parsed, v, &ni);
+    if (ni.op == IC_OP_PARAM && !ni.data) {
+        const void *p;
+        size_t n = 0;
+        ic_status s = find_weights(A, ni.name, &p, &n);
+        if (s)
+            return s;
+        if (p && n != param_bytes(&ni))
+            return BAD(A, "param '%s': %zu bytes of weights for %zu", ni.name, n, param_bytes(&ni));
+        ni.data = p;
+    }
+    return ic__graph_copy_node(A->g, &ni, map, &map[v]);
+}
+
+/* A->g: the graph's JSON, then its params' data from the file. */
+static ic_status load_graph(ic__artifact *A)
+{
+    int gi = find_section(A, "graph");
+    char *text = ic__malloc(A->c, (size_t)A->sec[gi].bytes + 1);
+    if (!text)
+        return art_error(A, IC_ENOMEM, "out of memory");
+    memcpy(text, A->sec[gi].p, (size_t)A->sec[gi].bytes);
+    text[A->sec[gi].bytes] = 0; /* the padding after the text is zeros: it ends there */
+    ic_status s = ic_graph_load_json_string(A->c, text, NULL, &A->parsed);
+    ic__free(A->c, text);
+    if (s)
+        return art_error(A, s, "its graph: %s", ic_last_error(A->c));
+    const ic_graph *p = A->parsed;
+    if ((s = ic_graph_create(A->c, ic_graph_name(p), &A->g)) || (s = ic__graph_set_source(A->g, A->path)))
+        return s;
+    for (int i = 0; i < ic_graph_num_symbols(p) && !s; i++) {
+        ic_dim d;
+        s = ic_graph_symbol(A->g, ic_graph_symbol_name(p, i), &d);
+    }
+    ic_value *map = ic__calloc(A->c, (size_t)ic_graph_num_nodes(p) + 1, sizeof *map);
+    if (!map)
+        return art_error(A, IC_ENOMEM, "out of memory");
+    for (ic_value v = 0; v < ic_graph_num_nodes(p) && !s; v++)
+        s = copy_node(A, v, map);
+    for (int i = 0; i < ic_graph_num_outputs(p) && !s; i++)
+        s = ic_graph_add_output(A->g, map[ic_graph_output(p, i)]);
+    ic__free(A->c, map);
+    return s ? s : ic_graph_verify(A->g);
+}
+
+static ic_status read_variant(ic__artifact *A, rd *r, svariant *sv)
+{
+    ic_ctx *c = A->c;
+    uint32_t nsyms, nk;
+    if (!get32(r, &nsyms) || nsyms != (uint32_t)A->store.nsyms)
+        return BAD(A, "damaged variants table (symbols)");
+    if (!(sv->vals = ic__calloc(c, nsyms + 1, sizeof *sv->vals)))
+        return art_error(A, IC_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < nsyms; i++)
+        if (!get64(r, (uint64_t *)&sv->vals[i]) || sv->vals[i] < 0)
+            return BAD(A, "damaged variants table (values)");
+    if (!(sv->target = getstr(c, r)) || !get32(r, &nk) || nk > 1u << 20)
+        return BAD(A, "damaged variants table (target)");
+    sv->nkernels = (int)nk;
+    if (!(sv->params = ic__calloc(c, nk + 1, sizeof *sv->params)))
+        return art_error(A, IC_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < nk; k++) {
+        char *t = getstr(c, r);
+        bool ok = t && ic__cg_params_parse(t, &sv->params[k]);
+        ic__free(c, t);
+        if (!ok)
+            return BAD(A, "damaged variants table (kernel %u's parameters)", k);
+    }
+    return IC_OK;
+}
+
+static ic_status load_store(ic__artifact *A)
+{
+    ic_ctx *c = A->c;
+    rd r = reader_of(A, "variants");
+    uint32_t nv, no;
+    A->store.nsyms = ic_graph_num_symbols(A->g);
+    if (!get32(&r, &nv) || nv == 0 || nv > 1u << 16)
+        return BAD(A, "damaged variants table");
+    if (!(A->store.var = ic__calloc(c, nv, sizeof *A->store.var)))
+        return art_error(A, IC_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < nv; i++) {
+        A->store.nvar++;
+        ic_status s = read_variant(A, &r, &A->store.var[i]);
+        if (s)
+            return s;
+    }
+    r = reader_of(A, "objects");
+    int d = find_section(A, "odata");
+    if (!get32(&r, &no) || no > 1u << 20)
+        return BAD(A, "damaged objects table");
+    if (!(A->store.obj = ic__calloc(c, no + 1, sizeof *A->store.obj)))
+        return art_error(A, IC_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < no; i++) {
+        sobject *o = &A->store.obj[A->store.nobj++];
+        uint64_t off, bytes;
+        if (!(o->key = getstr(c, &r)) || !get64(&r, &off) || !get64(&r, &bytes) || off > A->sec[d].bytes ||
+            bytes > A->sec[d].bytes - off || off % ALIGN != 0)
+            return BAD(A, "damaged objects table");
+        o->hash = ic__hash_bytes(IC__HASH_SEED, o->key, strlen(o->key));
+        o->data = A->sec[d].p + off;
+        o->n = (size_t)bytes;
+    }
+    return IC_OK;
+}
+
+/* The options the model was compiled with (meta "option" lines). */
+static void load_options(const ic__artifact *A, ic_compile_options *o, char *mode, size_t nmode)
+{
+    char v[64];
+    ic_compile_options_init(o);
+#define OPT(name, field, type)                          \
+    if (meta_get(A, "option " #name, v, sizeof v))      \
+        o->field = (type)strtoll(v, NULL, 10);
+    OPT(fusion, fusion, int)
+    OPT(threads, threads, int)
+    OPT(vector_width, vector_width, int)
+    OPT(serial_threshold, serial_threshold, int64_t)
+    OPT(stream_bytes, stream_bytes, int64_t)
+    OPT(prefetch_bytes, prefetch_bytes, int)
+    OPT(freezing, freezing, int)
+    OPT(max_variants, max_variants, int)
+    OPT(autotune, autotune, int)
+    OPT(cache, cache, int)
+#undef OPT
+    if (meta_get(A, "mode", mode, nmode))
+        o->mode = mode;
+}
+
+static ic_status open_artifact(ic_ctx *c, const char *path, ic__artifact **out)
+{
+    ic__artifact *A = *out = ic__calloc(c, 1, sizeof *A);
+    if (!A || !(A->path = ic__strdup(c, path)))
+        return ic__error(c, IC_ENOMEM, "%s: out of memory", path);
+    A->c = c;
+    ic_status s;
+    if ((s = map_file(A)) || (s = read_table(A)) || (s = check_meta(A)) || (s = check_hashes(A)) ||
+        (s = load_graph(A)) || (s = load_store(A)))
+        return s;
+    return IC_OK;
+}
+
+ic_status ic_compiled_load(ic_ctx *c, const char *path, ic_compiled **out)
+{
+    if (!out)
+        return ic__error(c, IC_EINVAL, "ic_compiled_load: out is NULL");
+    *out = NULL;
+    if (!path || !*path)
+        return ic__error(c, IC_EINVAL, "ic_compiled_load: no file name");
+    ic__artifact *A = NULL;
+    ic_compiled *cc = NULL;
+    ic_status s = open_artifact(c, path, &A);
+    ic_compile_options o;
+    char mode[64] = "default";
+    if (!s) {
+        load_options(A, &o, mode, sizeof mode);
+        s = ic__compiled_create(c, A->g, &o, &cc);
+    }
+    if (s) {
+        ic__artifact_free(A);
+        return s;
+    }
+    cc->art = A;
+    cc->vc.pipe.store = &A->store;
+    for (int i = 0; i < A->store.nvar && !s; i++) {
+        ic__vbase *v;
+        s = ic__vcache_get(&cc->vc, A->store.var[i].vals, &v);
+    }
+    if (s) {
+        ic_compiled_destroy(cc);
+        return s;
+    }
+    *out = cc;
+    return IC_OK;
+}
+
+const ic_graph *ic_compiled_graph(const ic_compiled *cc)
+{
+    return cc ? cc->g : NULL;
+}
