@@ -11,6 +11,7 @@
 #include "cuda-impl.h"
 #include "cache-impl.h"
 #include "pipeline-impl.h"
+#include "tune_cuda-impl.h"
 
 typedef struct ic__cvar {
     ic__vbase b;              /* graph, loop IR, LRU state */
@@ -132,6 +133,17 @@ static void ptx_options(const ic__cuda_bopts *bo, bool keep_ir, ic_ptx_options *
     po->keep_ir = keep_ir;
 }
 
+/* The autotuner's params for prog when the options select some kind of kernel (*tuned NULL:
+ * every kernel keeps params). Only compiles that load onto a device tune: not dumps. */
+static ic_status tune_params(ic__pipe *P, const ic__cuda_bopts *bo, const ic_program *prog,
+                             const ic_ptx_options *po, const ic_ptx_params *params, ic_ptx_params **tuned)
+{
+    *tuned = NULL;
+    if (!bo->o || !bo->o->autotune || P->stop_after >= 0)
+        return IC_OK;
+    return ic__cuda_tune(P, bo->d, prog, po, params, bo->o, tuned);
+}
+
 /* v->pm for po and params: made from the persistent cache's entries when every kernel has
  * one (no emission, and cuda_load loads their cubins: no JIT), else emitted, keeping the
  * cached cubins of kernels whose PTX came out as stored. Only when compiling for a device
@@ -202,7 +214,11 @@ static ic_status cuda_codegen(ic__pipe *P, ic__vbase *b)
                          bo->o->nparams, nk, ic_graph_name(P->g));
     ic_ptx_options po;
     ptx_options(bo, ic__pipe_wants(P, IC_PIPE_LLVM_OPT), &po);
-    ic_status s = cached_or_emit(P, v, &po, params);
+    ic_ptx_params *tuned = NULL;
+    ic_status s = tune_params(P, bo, v->b.prog, &po, params, &tuned);
+    if (!s)
+        s = cached_or_emit(P, v, &po, tuned ? tuned : params);
+    ic__free(P->c, tuned);
     if (s)
         return s;
     if (po.keep_ir)
