@@ -7,7 +7,8 @@
  * (the loading context's cache is off), and run; a cubin the driver refuses is compiled from
  * its PTX, and without a linker the file holds PTX only (JIT-loaded); files for the CPU,
  * another compute capability, another ic version or build, or LLVM are refused by name;
- * truncated and damaged files are errors. */
+ * truncated and damaged files are errors; a tuned model loads its tuned kernels, tuning
+ * nothing. */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
@@ -588,5 +589,45 @@ Test(gpu_artifact, large_weights_are_checked_in_chunks)
     ict_write_file(f.model, data, n);
     free(data);
     assert_refused(&f, IC_EFORMAT, "damaged", "wdata");
+    ict_rmtree(f.dir);
+}
+
+Test(gpu_artifact, a_tuned_model_loads_its_tuned_kernels_without_tuning)
+{
+    fixture f;
+    setup(&f, "");
+    ic_ctx *c = context(&f, true); /* no tuning records: the compile tunes */
+    ic_graph *g = make_graph(c, "128");
+    ic_cuda *d = NULL;
+    cr_assert_eq(ic_cuda_open(c, 0, &d), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_options o;
+    ic_cuda_options_init(&o);
+    o.autotune = IC_TUNE_MAX;
+    o.autotune_budget_s = 5;
+    ic_cuda_compiled *cc = NULL;
+    cr_assert_eq(ic_cuda_compile(d, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+    ic_autotune_stats st;
+    ic_cuda_compiled_autotune_stats(cc, &st);
+    cr_assert_gt(st.tuned, 0, "the compile tuned");
+    result r;
+    keep(&r, cc);
+    cr_assert_eq(ic_cuda_compiled_save(cc, f.model, false), IC_OK, "%s", ic_last_error(c));
+    ic_cuda_compiled_destroy(cc);
+    ic_graph_destroy(g);
+    close_all(c, d, NULL);
+
+    clear_log(&f);
+    ic_status s;
+    cc = load(&f, &c, &d, &s);
+    cr_assert_eq(s, IC_OK, "load: %s", ic_last_error(c));
+    ic_cuda_compiled_autotune_stats(cc, &st);
+    cr_assert_eq(st.tuned + st.candidates + st.record_hits, 0, "a load tunes nothing");
+    cr_assert_eq(f.emits, 0);
+    result got;
+    keep(&got, cc);
+    assert_same_kernels(&r, &got);
+    free(got.ptx);
+    free(r.ptx);
+    close_all(c, d, cc);
     ict_rmtree(f.dir);
 }
