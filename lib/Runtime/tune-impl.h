@@ -21,7 +21,7 @@
  * IC__TUNE_ROUNDS rounds in which every live candidate runs once (a sample of `reps` calls,
  * reps set so the default's sample lasts about IC__TUNE_SAMPLE_MS), each round starting at
  * the next candidate so that no one is always first after another's cache state; a
- * candidate's time is the median of its samples. After the first round a candidate slower
+ * candidate's time in a race is the median of its samples, relative to the default's. After the first round a candidate slower
  * than 3x the best so far stops (early stop). The default takes part in every race, so the
  * margin test (a candidate replaces it only when faster by IC__TUNE_MARGIN) compares times of
  * the same rounds. Exhaustive (IC_TUNE_EXHAUSTIVE): no early stop and no budget.
@@ -63,8 +63,9 @@ enum { IC__TC_NEW, IC__TC_TIMED, IC__TC_STOPPED, IC__TC_FAILED, IC__TC_REJECTED 
 typedef struct ic__tune_cand {
     char desc[IC__TUNE_DESC]; /* the parameters as the table shows them */
     int state;                /* IC__TC_* */
-    double ms;                /* median of its last race (TIMED, STOPPED) */
-    int nsamples;
+    double ms;                /* its time at the default's speed (below) */
+    int nsamples, races;
+    double rel_sum;           /* sum over its races of its median / the default's */
 } ic__tune_cand;
 
 /* ms of `reps` back-to-back runs of candidate i (all together), < 0 when it cannot run. */
@@ -78,7 +79,9 @@ typedef struct ic__tune {
     void *arg;
     ic__tune_cand *cand;
     int n, cap;
-    int best;                 /* fastest candidate of the last race (0 before any) */
+    int best;                 /* fastest candidate so far (0 before any race) */
+    double def_sum;           /* the default's medians, summed over def_races races */
+    int def_races;
     int reps;                 /* calls per sample, from the default's warm-up */
     double t0, deadline, weight, bench_ms, compile_ms;
     bool oom;
@@ -97,12 +100,15 @@ IC_HIDDEN void ic__tune_begin(ic__tune *K, ic__tune_graph *G, const char *name, 
 IC_HIDDEN int ic__tune_add(ic__tune *K, const char *desc);
 /* Whether the kernel's (or the graph's) time is up; never when exhaustive. */
 IC_HIDDEN bool ic__tune_out_of_time(const ic__tune *K);
-/* Times candidates ids[0..n) (0 is added when absent) in interleaved rounds; sets their ms
- * and K->best, the fastest of this race. Returns K->best. */
+/* Times candidates ids[0..n) (0 is added when absent) in interleaved rounds. Races differ in
+ * what else runs on the machine, so a candidate's time is kept relative to the default's in
+ * the same race: its `ms` is the mean of those ratios times the default's mean time. Sets
+ * K->best, the fastest candidate of all races so far, and returns it. */
 IC_HIDDEN int ic__tune_race(ic__tune *K, int n, const int *ids);
 /* The candidate to take: K->best when its time beats the default's by the margin, else 0. */
 IC_HIDDEN int ic__tune_winner(const ic__tune *K);
-/* Marks candidate i's outputs as wrong: it is never the winner again. */
+/* Marks candidate i (its outputs wrong, or its code failed) out of the running: K->best becomes
+ * the next fastest. */
 IC_HIDDEN void ic__tune_reject(ic__tune *K, int i);
 /* Counts compile time (ms) spent on candidates. */
 IC_HIDDEN void ic__tune_compiled(ic__tune *K, int ncand, double ms);

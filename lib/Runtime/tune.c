@@ -200,6 +200,23 @@ static void rounds(ic__tune *K, int n, const int *ids, double (*s)[IC__TUNE_ROUN
     }
 }
 
+/* Times of every candidate at the default's speed: its mean time relative to the default's
+ * in the races it ran in (the default runs in each), times the default's mean; K->best the
+ * fastest still in the running. */
+static void pick_best(ic__tune *K)
+{
+    double dms = K->def_races ? K->def_sum / K->def_races : 0, best = INFINITY;
+    K->best = 0;
+    for (int i = 0; i < K->n; i++) {
+        ic__tune_cand *t = &K->cand[i];
+        if (!t->races)
+            continue;
+        t->ms = t->rel_sum / t->races * dms;
+        if (t->state == IC__TC_TIMED && t->ms < best)
+            best = t->ms, K->best = i;
+    }
+}
+
 int ic__tune_race(ic__tune *K, int n, const int *ids)
 {
     int *all = ic__malloc(K->G->c, sizeof(int) * (size_t)(n + 1));
@@ -221,19 +238,20 @@ int ic__tune_race(ic__tune *K, int n, const int *ids)
             K->cand[all[j]].state = IC__TC_NEW;
     warm_up(K, m, all);
     rounds(K, m, all, s, ns);
-    double best = INFINITY;
-    K->best = 0;
-    for (int j = 0; j < m; j++) {
+    double d = ns[0] ? median(s[0], ns[0]) : 0;
+    for (int j = 0; j < m && d > 0; j++) {
         ic__tune_cand *t = &K->cand[all[j]];
         if (t->state == IC__TC_FAILED || !ns[j])
             continue;
-        t->nsamples = ns[j];
-        t->ms = median(s[j], ns[j]);
+        t->nsamples += ns[j];
+        t->rel_sum += j ? median(s[j], ns[j]) / d : 1;
+        t->races++;
         if (t->state == IC__TC_NEW)
             t->state = IC__TC_TIMED;
-        if (t->state == IC__TC_TIMED && t->ms < best)
-            best = t->ms, K->best = all[j];
     }
+    if (d > 0)
+        K->def_sum += d, K->def_races++;
+    pick_best(K);
     ic__free(K->G->c, all), ic__free(K->G->c, s), ic__free(K->G->c, ns);
     return K->best;
 }
@@ -248,10 +266,9 @@ int ic__tune_winner(const ic__tune *K)
 
 void ic__tune_reject(ic__tune *K, int i)
 {
-    if (i > 0 && i < K->n)
+    if (i > 0 && i < K->n && K->cand[i].state != IC__TC_FAILED)
         K->cand[i].state = IC__TC_REJECTED;
-    if (K->best == i)
-        K->best = 0;
+    pick_best(K);
 }
 
 /* ---- the table ---- */

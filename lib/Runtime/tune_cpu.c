@@ -576,14 +576,13 @@ static ic_status search(tuner *U, int from)
 {
     int ids[CHUNK + 1];
     for (int i = from; i < U->n && !ic__tune_out_of_time(&U->T); i += CHUNK) {
-        int n = U->n - i < CHUNK ? U->n - i : CHUNK;
+        int n = U->n - i < CHUNK ? U->n - i : CHUNK, best = U->T.best;
         for (int j = 0; j < n; j++)
             ids[j] = i + j;
-        ic_status s = compile(U, n, ids);
+        ids[n] = best; /* its code may have been freed when it lost a race: made again */
+        ic_status s = compile(U, n + (best > 0 && !U->cs[best].fn), ids);
         if (s)
             return s;
-        int best = U->T.best;
-        ids[n] = best;
         ic__tune_race(&U->T, n + (best > 0), ids);
         for (int j = 0; j <= n; j++)
             release(U, ids[j]);
@@ -660,19 +659,14 @@ static int choose(tuner *U)
 {
     for (;;) {
         int w = ic__tune_winner(&U->T);
+        if (w > 0 && !U->cs[w].fn && compile(U, 1, &w))
+            return 0;
         if (w == 0 || (U->cs[w].fn && outputs_match(U, w)))
             return w;
-        ic__logf(U->c, 0, "autotune: %s: candidate '%s' computes other outputs than the default: rejected",
-                 U->T.kernel, U->T.cand[w].desc);
-        ic__tune_reject(&U->T, w);
-        int best = -1; /* the next best of the measured ones */
-        for (int i = 1; i < U->T.n; i++)
-            if (U->T.cand[i].state == IC__TC_TIMED && U->cs[i].fn &&
-                (best < 0 || U->T.cand[i].ms < U->T.cand[best].ms))
-                best = i;
-        if (best < 0)
-            return 0;
-        U->T.best = best;
+        if (U->cs[w].fn)
+            ic__logf(U->c, 0, "autotune: %s: candidate '%s' computes other outputs than the default: rejected",
+                     U->T.kernel, U->T.cand[w].desc);
+        ic__tune_reject(&U->T, w); /* the next best, if any, is tried */
     }
 }
 
