@@ -114,7 +114,8 @@ IC_HIDDEN void ic__tune_reject(ic__tune *K, int i);
 IC_HIDDEN void ic__tune_compiled(ic__tune *K, int ncand, double ms);
 /* Ends the kernel. chosen >= 0: the candidate taken after a search (the AUTOTUNE table when
  * logging; stats tuned, replaced when chosen != 0, seconds); -1: answered by a tuning record
- * (stats record_hits). Frees the candidates. */
+ * (stats record_hits; the backend has described the record's parameters in candidate 0's
+ * desc). Frees the candidates. */
 IC_HIDDEN void ic__tune_end(ic__tune *K, int chosen);
 /* Prints the AUTOTUNE table of K (candidates sorted by time, % of the best) to f. */
 IC_HIDDEN void ic__tune_table(FILE *f, const ic__tune *K, int chosen);
@@ -140,7 +141,8 @@ typedef struct ic__tune_hooks {
     double (*time)(void *user, const char *kernel, int cand, const char *desc, double measured);
     /* whether the backend must spoil candidate cand's outputs before comparing them */
     bool (*corrupt)(void *user, const char *kernel, int cand, const char *desc);
-    /* told the candidate taken for kernel (0: the default) */
+    /* told the candidate taken for kernel (0: the default; -1: a tuning record's parameters,
+     * desc then the record's, as the backend describes them in candidate 0's desc) */
     void (*chosen)(void *user, const char *kernel, int cand, const char *desc);
 } ic__tune_hooks;
 

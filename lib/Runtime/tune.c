@@ -342,6 +342,8 @@ void ic__tune_end(ic__tune *K, int chosen)
     if (chosen < 0) {
         if (G->stats)
             G->stats->record_hits++;
+        if (hooks.chosen && K->n)
+            hooks.chosen(hooks.user, K->kernel, -1, K->cand[0].desc);
     } else {
         end_tuned(K, chosen);
     }

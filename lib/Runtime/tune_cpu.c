@@ -37,7 +37,8 @@ enum { KIND_NONE, KIND_GEMM, KIND_LOOP };
 
 /* One candidate's code. */
 typedef struct {
-    ic_codegen_params p;
+    ic_codegen_params p;      /* canonical */
+    char text[512];           /* p as text (ic__cg_params_format) */
     ic__jit *jit;
     ic__kernel_fn fn;
     bool compiled, failed;
@@ -238,11 +239,11 @@ static int add_cand(tuner *U, ic_codegen_params p)
 {
     if (!(U->kind == KIND_GEMM ? gemm_canon(U, &p) : loop_canon(U, &p)))
         return -1;
-    for (int i = 1; i < U->n; i++)
-        if (!memcmp(&U->cs[i].p, &p, sizeof p))
+    char text[512]; /* compared as text: struct copies need not keep padding bytes equal */
+    ic__cg_params_format(&p, text, sizeof text);
+    for (int i = 0; i < U->n; i++)
+        if (!strcmp(U->cs[i].text, text))
             return -1;
-    if (U->n > 0 && !memcmp(&U->cs[0].p, &p, sizeof p)) /* the default, canonical */
-        return -1;
     if (U->n == U->cap) {
         int cap = U->cap ? 2 * U->cap : 64;
         cand *q = ic__realloc(U->c, U->cs, sizeof *q * (size_t)cap);
@@ -256,6 +257,7 @@ static int add_cand(tuner *U, ic_codegen_params p)
         return -1;
     memset(&U->cs[U->n], 0, sizeof U->cs[U->n]);
     U->cs[U->n].p = p;
+    memcpy(U->cs[U->n].text, text, sizeof text);
     return U->n++;
 }
 
@@ -751,9 +753,13 @@ static ic_status tune_kernel(ic__tune_graph *G, tuner *U, ic_codegen_params *par
     } else {
         char *key = cache ? record_key(U) : NULL;
         if (read_record(U, key, params)) {
+            ic_codegen_params shown = *params; /* as the search described it */
+            U->kind == KIND_GEMM ? gemm_canon(U, &shown) : loop_canon(U, &shown);
+            describe(U, &shown, U->T.cand[0].desc, sizeof U->T.cand[0].desc);
             ic__tune_end(&U->T, -1);
-        } else if (!(s = tune_search(U, params)) && U->cs[0].fn) {
-            write_record(U, key, params);
+        } else if (!(s = tune_search(U, params))) {
+            if (U->T.cand[0].races) /* a search the budget cut before any race records nothing */
+                write_record(U, key, params);
             ic__tune_end(&U->T, U->chosen);
         }
         free(key);
