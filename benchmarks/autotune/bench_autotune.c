@@ -9,7 +9,8 @@
  *     bench_autotune [--scale S] [--only NAME[,NAME..]] [--no-exhaustive] [--rounds R]
  *     bench_autotune --graph benchmarks/cpu/bert_layer.json --bind B=8 [--budget S]
  *
- * --scale S divides every M by S (default 4, so that a 2-core machine finishes in minutes).
+ * --scale S divides every M above 512 by S, down to 512 at least (default 4, so that a 2-core
+ * machine finishes in reasonable time).
  * Exit status: 0 when everything compiled and ran, 1 on an error, 2 on bad usage. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -166,9 +167,15 @@ static int time_all(compiled *r, int n, io *x, int rounds)
     return 0;
 }
 
+/* M divided by scale, but not below 512 (nor above M). */
+static int64_t scaled_m(const shape *sh, int scale)
+{
+    return sh->M <= 512 ? sh->M : sh->M / scale > 512 ? sh->M / scale : 512;
+}
+
 static ic_graph *matmul_graph(ic_ctx *c, const shape *sh, int scale)
 {
-    int64_t M = sh->M / scale > 16 ? sh->M / scale : sh->M < 16 ? sh->M : 16;
+    int64_t M = scaled_m(sh, scale);
     char text[1024], a[64], b[64];
     if (sh->batch > 1) {
         snprintf(a, sizeof a, "%lld, %lld, %lld", (long long)sh->batch, (long long)M, (long long)sh->K);
@@ -221,7 +228,7 @@ static int run_gemms(ic_ctx *c, int scale, const char *only, bool exhaustive, in
         } else {
             char dims[64];
             snprintf(dims, sizeof dims, "%lld x %lld x %lld x %lld", (long long)sh->batch,
-                     (long long)(sh->M / scale > 16 ? sh->M / scale : sh->M < 16 ? sh->M : 16), (long long)sh->N,
+                     (long long)scaled_m(sh, scale), (long long)sh->N,
                      (long long)sh->K);
             double vs_exh = exhaustive ? r[1].med_ms / r[2].med_ms : NAN, vs_def = r[1].med_ms / r[0].med_ms;
             n++;

@@ -273,15 +273,12 @@ void ic__tune_reject(ic__tune *K, int i)
 
 /* ---- the table ---- */
 
-static const ic__tune *sort_K;
-
-static int cmp_cand(const void *a, const void *b)
+/* Whether candidate a goes after b in the table: timed ones first, fastest first. */
+static bool after(const ic__tune *K, int a, int b)
 {
-    const ic__tune_cand *x = &sort_K->cand[*(const int *)a], *y = &sort_K->cand[*(const int *)b];
+    const ic__tune_cand *x = &K->cand[a], *y = &K->cand[b];
     bool tx = x->nsamples > 0, ty = y->nsamples > 0;
-    if (tx != ty)
-        return tx ? -1 : 1;
-    return x->ms < y->ms ? -1 : x->ms > y->ms;
+    return tx != ty ? ty : x->ms > y->ms;
 }
 
 static const char *state_note(const ic__tune_cand *t)
@@ -299,10 +296,12 @@ void ic__tune_table(FILE *f, const ic__tune *K, int chosen)
     int *order = malloc(sizeof(int) * (size_t)(K->n + 1));
     if (!order)
         return;
-    for (int i = 0; i < K->n; i++)
-        order[i] = i;
-    sort_K = K; /* qsort has no context argument; the table is printed by one thread at a time */
-    qsort(order, (size_t)K->n, sizeof *order, cmp_cand);
+    for (int i = 0; i < K->n; i++) { /* insertion sort: a few hundred rows at most */
+        int j = i;
+        for (; j > 0 && after(K, order[j - 1], i); j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
     double best = K->n && K->cand[order[0]].nsamples ? K->cand[order[0]].ms : 0;
     fprintf(f, "AUTOTUNE %s %s\n", K->kernel, K->shape);
     for (int j = 0; j < K->n; j++) {

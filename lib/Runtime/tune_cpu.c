@@ -115,14 +115,15 @@ static bool has_reduce(const ic_kernel *k)
     return false;
 }
 
-/* The kind of tuning kernel k gets under flags: GEMM (the GEMM or, as the CPU expands
- * convolutions into GEMMs, the conv flag), LOOP (pointwise or reduction flag), or none. */
-static int kind_of(const ic_kernel *k, const ic_buffer *bufs, int flags)
+/* The kind of tuning kernel k (default params p) gets under flags: GEMM (the GEMM or, as the
+ * CPU expands convolutions into GEMMs, the conv flag), LOOP (pointwise or reduction flag; also
+ * a contraction whose params turn the GEMM path off), or none. */
+static int kind_of(const ic_kernel *k, const ic_buffer *bufs, const ic_codegen_params *p, int flags)
 {
     if (k->attn || k->nouter < 0 || prod(k->nouter, k->outer) * prod(k->ninner, k->inner) <= 0 ||
         loads_integers(k, bufs))
         return KIND_NONE;
-    if (ic_kernel_is_gemm(k, bufs))
+    if (ic_kernel_is_gemm(k, bufs) && p->vector_width != 1 && p->gemm.disable != 1)
         return flags & (IC_TUNE_GEMM | IC_TUNE_CONV) ? KIND_GEMM : KIND_NONE;
     bool red = ic_kernel_mode_of(k) != IC_KMODE_POINTWISE && has_reduce(k);
     return flags & (red ? IC_TUNE_REDUCTION : IC_TUNE_POINTWISE) ? KIND_LOOP : KIND_NONE;
@@ -149,11 +150,10 @@ static void gemm_facts(tuner *U, const ic_codegen_params *def)
     U->x_k_contig = m.x.s_k == 1;
     U->serial_gemm = 2.0 * (double)m.M * (double)m.N * (double)m.K * (double)m.batch < (double)def->gemm.serial_flops ||
                      U->host == 1;
-    snprintf(U->T.shape, sizeof U->T.shape, "(M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 "%s%s)", m.M, m.N, m.K,
-             m.batch > 1 ? ", batch=" : "", "");
+    char batch[48] = "";
     if (m.batch > 1)
-        snprintf(U->T.shape + strlen(U->T.shape) - 1, sizeof U->T.shape - strlen(U->T.shape) + 1, "%" PRId64 ")",
-                 m.batch);
+        snprintf(batch, sizeof batch, ", batch=%" PRId64, m.batch);
+    snprintf(U->T.shape, sizeof U->T.shape, "(M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 "%s)", m.M, m.N, m.K, batch);
 }
 
 static bool output_streams(const tuner *U)
@@ -234,9 +234,26 @@ static bool loop_canon(const tuner *U, ic_codegen_params *p)
     return true;
 }
 
+/* Parameters the compile options set explicitly are not searched: the user's value stays. */
+static void keep_options(const tuner *U, ic_codegen_params *p)
+{
+    const ic_compile_options *o = U->o;
+    if (o->vector_width)
+        p->vector_width = U->def.vector_width;
+    if (o->serial_threshold)
+        p->serial_threshold = U->def.serial_threshold;
+    if (o->stream_bytes)
+        p->stream_bytes = U->def.stream_bytes;
+    if (o->prefetch_bytes)
+        p->prefetch_bytes = U->def.prefetch_bytes;
+    if (o->threads)
+        p->threads = U->def.threads, p->gemm.threads = U->def.gemm.threads;
+}
+
 /* Adds p (made canonical) unless invalid or already there; index or -1. */
 static int add_cand(tuner *U, ic_codegen_params p)
 {
+    keep_options(U, &p);
     if (!(U->kind == KIND_GEMM ? gemm_canon(U, &p) : loop_canon(U, &p)))
         return -1;
     char text[512]; /* compared as text: struct copies need not keep padding bytes equal */
@@ -681,8 +698,7 @@ static char *record_key(const tuner *U)
     char dp[1024], extra[4096];
     ic__cg_params_format(&U->cs[0].p, dp, sizeof dp);
     snprintf(extra, sizeof extra, "cpu-tune %s %s %s threads %d flags %d\n%s", ic_codegen_target_triple(U->t),
-             ic_codegen_target_cpu(U->t), ic_codegen_target_features(U->t), U->o->threads,
-             U->o->autotune & ~IC_TUNE_COORDESC ? U->o->autotune : U->o->autotune, dp);
+             ic_codegen_target_cpu(U->t), ic_codegen_target_features(U->t), U->o->threads, U->o->autotune, dp);
     return ic__kernel_key(U->prog, U->k, U->cs[0].p.gemm.prepack == 1, extra);
 }
 
@@ -773,14 +789,14 @@ static ic_status tune_kernel(ic__tune_graph *G, tuner *U, ic_codegen_params *par
 }
 
 /* The order of tuning: GEMM kernels first (most of the time, most to gain). */
-static int order_kernels(const ic_program *prog, const int *code, const ic_buffer *bufs, int flags, int *ks,
-                         int *kinds, double *weight)
+static int order_kernels(const ic_program *prog, const int *code, const ic_buffer *bufs,
+                         const ic_codegen_params *params, int flags, int *ks, int *kinds, double *weight)
 {
     int n = 0;
     *weight = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < ic_program_num_kernels(prog); k++) {
-            int kind = code[k] == k ? kind_of(ic_program_kernel(prog, k), bufs, flags) : KIND_NONE;
+            int kind = code[k] == k ? kind_of(ic_program_kernel(prog, k), bufs, &params[k], flags) : KIND_NONE;
             if (kind == KIND_NONE || (kind == KIND_GEMM) != (pass == 0))
                 continue;
             ks[n] = k, kinds[n++] = kind;
@@ -806,7 +822,7 @@ ic_status ic__tune_cpu(ic__pipe *P, const ic_program *prog, const ic_codegen_tar
     for (int b = 0; b < nb; b++)
         bufs[b] = *ic_program_buffer(prog, b);
     double weight;
-    int n = order_kernels(prog, code, bufs, o->autotune, ks, kinds, &weight);
+    int n = order_kernels(prog, code, bufs, params, o->autotune, ks, kinds, &weight);
     ic__tune_graph G;
     ic__tune_graph_init(&G, c, o->autotune, o->autotune_budget_s, P->tune, n, weight);
     if (P->tune)
