@@ -60,7 +60,7 @@ typedef struct {
     bool x_k_contig;          /* A is contiguous along k */
     bool serial_gemm;         /* too few flops for threads anyway */
     /* loop facts */
-    int64_t elems, inner_extent;
+    int64_t elems;
     bool stream_matters;
     ic_codegen_params def;    /* the default exactly as the compile makes it (candidate 0) */
     int chosen;               /* the candidate taken */
@@ -171,8 +171,6 @@ static void loop_facts(tuner *U)
     const ic_kernel *k = U->kern;
     U->elems = prod(k->nouter, k->outer) * prod(k->ninner, k->inner);
     ic_kernel_mode mode = ic_kernel_mode_of(k);
-    U->inner_extent = mode == IC_KMODE_ROW && k->ninner ? k->inner[k->ninner - 1]
-                      : k->nouter                      ? k->outer[k->nouter - 1] : 1;
     U->stream_matters = output_streams(U);
     U->host = host_threads();
     const char *what = mode == IC_KMODE_POINTWISE ? "pointwise" : mode == IC_KMODE_ROW ? "row" : "column";
