@@ -28,7 +28,9 @@
  *
  * Budget. The graph's deadline is now + budget_s (0 = 60 s); each kernel gets a share of what
  * is left, by weight (a GEMM counts more than a pointwise kernel); compile and benchmark time
- * both count. A race that runs out of time keeps the samples it has.
+ * both count. A race that runs out of time keeps the samples it has (every candidate has at
+ * least one: the first round always ends), and a backend does not start a batch of
+ * candidates it expects to end past the deadline (ic__tune_left_ms).
  *
  * Test hooks (ic__tune_hooks): a timer that replaces measured times, a corruption predicate
  * the backend asks before comparing a winner's outputs, and a callback told each choice. */
@@ -100,6 +102,9 @@ IC_HIDDEN void ic__tune_begin(ic__tune *K, ic__tune_graph *G, const char *name, 
 IC_HIDDEN int ic__tune_add(ic__tune *K, const char *desc);
 /* Whether the kernel's (or the graph's) time is up; never when exhaustive. */
 IC_HIDDEN bool ic__tune_out_of_time(const ic__tune *K);
+/* ms left to the kernel (INFINITY when exhaustive): a backend does not start a batch of
+ * candidates that it expects to take longer. */
+IC_HIDDEN double ic__tune_left_ms(const ic__tune *K);
 /* Times candidates ids[0..n) (0 is added when absent) in interleaved rounds. Races differ in
  * what else runs on the machine, so a candidate's time is kept relative to the default's in
  * the same race: its `ms` is the mean of those ratios times the default's mean time. Sets

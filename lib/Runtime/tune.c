@@ -104,7 +104,12 @@ int ic__tune_add(ic__tune *K, const char *desc)
 
 bool ic__tune_out_of_time(const ic__tune *K)
 {
-    return K->deadline && ic__now_ms() >= K->deadline;
+    return ic__tune_left_ms(K) <= 0;
+}
+
+double ic__tune_left_ms(const ic__tune *K)
+{
+    return K->deadline ? K->deadline - ic__now_ms() : INFINITY;
 }
 
 void ic__tune_compiled(ic__tune *K, int ncand, double ms)

@@ -32,7 +32,7 @@
 #include "gemm-impl.h"
 
 enum { KIND_NONE, KIND_GEMM, KIND_LOOP };
-#define CHUNK 16        /* candidates compiled and raced together */
+#define CHUNK 8         /* candidates compiled and raced together */
 #define COORDESC_PASSES 3
 
 /* One candidate's code. */
@@ -64,6 +64,7 @@ typedef struct {
     bool stream_matters;
     ic_codegen_params def;    /* the default exactly as the compile makes it (candidate 0) */
     int chosen;               /* the candidate taken */
+    double per_cand_ms;       /* what the last chunk cost per candidate raced */
     /* candidates */
     cand *cs;
     int n, cap;
@@ -592,8 +593,13 @@ static bool outputs_match(tuner *U, int w)
 static ic_status search(tuner *U, int from)
 {
     int ids[CHUNK + 1];
-    for (int i = from; i < U->n && !ic__tune_out_of_time(&U->T); i += CHUNK) {
+    for (int i = from; i < U->n; i += CHUNK) {
         int n = U->n - i < CHUNK ? U->n - i : CHUNK, best = U->T.best;
+        /* a chunk costs about what the last one did per candidate, the default's and the best's
+         * runs included: one that cannot end before the deadline does not start */
+        if (ic__tune_left_ms(&U->T) < U->per_cand_ms * (n + 2))
+            break;
+        double t0 = ic__now_ms();
         for (int j = 0; j < n; j++)
             ids[j] = i + j;
         ids[n] = best; /* its code may have been freed when it lost a race: made again */
@@ -603,6 +609,7 @@ static ic_status search(tuner *U, int from)
         ic__tune_race(&U->T, n + (best > 0), ids);
         for (int j = 0; j <= n; j++)
             release(U, ids[j]);
+        U->per_cand_ms = (ic__now_ms() - t0) / (n + 2);
     }
     return U->T.oom ? ic__error(U->c, IC_ENOMEM, "autotune: out of memory") : IC_OK;
 }
@@ -651,7 +658,7 @@ static ic_status coordesc(tuner *U)
 {
     for (int pass = 0; pass < COORDESC_PASSES; pass++) {
         bool moved = false;
-        for (int f = 0; f < 6 && !ic__tune_out_of_time(&U->T); f++) {
+        for (int f = 0; f < 6 && ic__tune_left_ms(&U->T) > 0; f++) {
             int w = U->T.best;
             ic_codegen_params nb[2];
             int nn = neighbours(U, &U->cs[w].p, f, nb), from = U->n;
