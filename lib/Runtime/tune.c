@@ -278,12 +278,26 @@ void ic__tune_reject(ic__tune *K, int i)
 
 /* ---- the table ---- */
 
-/* Whether candidate a goes after b in the table: timed ones first, fastest first. */
+/* The table's groups: candidates still in the running, then stopped early (one sample, a
+ * time to take with salt), rejected, failed, never timed. */
+static int group(const ic__tune_cand *t)
+{
+    if (!t->nsamples)
+        return 4;
+    switch (t->state) {
+    case IC__TC_TIMED: return 0;
+    case IC__TC_STOPPED: return 1;
+    case IC__TC_REJECTED: return 2;
+    default: return 3;
+    }
+}
+
+/* Whether candidate a goes after b in the table: by group, then fastest first. */
 static bool after(const ic__tune *K, int a, int b)
 {
     const ic__tune_cand *x = &K->cand[a], *y = &K->cand[b];
-    bool tx = x->nsamples > 0, ty = y->nsamples > 0;
-    return tx != ty ? ty : x->ms > y->ms;
+    int gx = group(x), gy = group(y);
+    return gx != gy ? gx > gy : x->ms > y->ms;
 }
 
 static const char *state_note(const ic__tune_cand *t)
@@ -307,15 +321,15 @@ void ic__tune_table(FILE *f, const ic__tune *K, int chosen)
             order[j] = order[j - 1];
         order[j] = i;
     }
-    double best = K->n && K->cand[order[0]].nsamples ? K->cand[order[0]].ms : 0;
+    double best = K->n && group(&K->cand[order[0]]) == 0 ? K->cand[order[0]].ms : 0;
     fprintf(f, "AUTOTUNE %s %s\n", K->kernel, K->shape);
     for (int j = 0; j < K->n; j++) {
         const ic__tune_cand *t = &K->cand[order[j]];
         if (t->nsamples)
-            fprintf(f, "  %-72s %9.4f ms %6.1f%%%s%s%s\n", t->desc, t->ms, best > 0 ? 100 * best / t->ms : 0,
+            fprintf(f, "  %-78s %9.4f ms %6.1f%%%s%s%s\n", t->desc, t->ms, best > 0 ? 100 * best / t->ms : 0,
                     order[j] == 0 ? "  (default)" : "", order[j] == chosen ? "  <- chosen" : "", state_note(t));
         else
-            fprintf(f, "  %-72s %9s    %6s %s%s\n", t->desc, "-", "", order[j] == 0 ? "  (default)" : "",
+            fprintf(f, "  %-78s %9s    %6s %s%s\n", t->desc, "-", "", order[j] == 0 ? "  (default)" : "",
                     state_note(t));
     }
     fprintf(f, "SingleProcess AUTOTUNE benchmarking takes %.4f seconds and compiling %.4f seconds\n",

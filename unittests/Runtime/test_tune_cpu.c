@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include "ic/ic.h"
 #include "testutil.h"
 #include "tune-impl.h"
@@ -433,4 +434,42 @@ Test(tune_cpu, reference_column_sum)
     check_graph("{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [500, 200]}",
                 "{\"name\": \"y\", \"op\": \"sum\", \"inputs\": [\"x\"], \"attrs\": {\"dims\": [0]}}",
                 (const int64_t[][3]){ { 500, 200 } }, 1);
+}
+
+/* ---- the AUTOTUNE table (IC_AUTOTUNE_LOG) ---- */
+
+Test(tune_cpu, autotune_table, .init = cr_redirect_stderr)
+{
+    ic_ctx *c = tune_ctx();
+    ic_switches sw;
+    ic_ctx_switches(c, &sw);
+    sw.autotune_log = true;
+    cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
+    ic_graph *g = pointwise_graph(c);
+    seen *s = watch();
+    s->other = 1.0;
+    s->rig[3] = 0.5;
+    compile_tuned(c, g, IC_TUNE_POINTWISE, 0, NULL);
+    fflush(stderr);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+    text[n] = 0;
+    const char *head = strstr(text, "AUTOTUNE cpu_");
+    cr_assert(head, "no table in:\n%s", text);
+    cr_assert(strstr(head, "(pointwise, 64000 x 1)"), "%s", head);
+    /* the first row is the chosen one, at 100%; the default at half its speed */
+    const char *row = strchr(head, '\n') + 1;
+    const char *eol = strchr(row, '\n');
+    cr_assert(strstr(row, "100.0%") && strstr(row, "<- chosen") && strstr(row, "<- chosen") < eol, "%s", head);
+    cr_assert(strncmp(row + 2, s->desc[3], strlen(s->desc[3])) == 0, "%s", head);
+    const char *def = strstr(head, "(default)");
+    cr_assert(def, "%s", head);
+    const char *line = def;
+    while (line > head && line[-1] != '\n')
+        line--;
+    cr_assert(strstr(line, " 50.0%") && strstr(line, " 50.0%") < def, "%s", head);
+    cr_assert(strstr(head, "SingleProcess AUTOTUNE benchmarking takes"), "%s", head);
+    unwatch(s);
+    ic_graph_destroy(g);
+    done(c);
 }
