@@ -41,7 +41,7 @@ typedef struct {
     char text[512];           /* p as text (ic__cg_params_format) */
     ic__jit *jit;
     ic__kernel_fn fn;
-    bool compiled, failed;
+    bool failed;
 } cand;
 
 /* What the tuner knows of one kernel. */
@@ -312,8 +312,9 @@ static void gemm_full(tuner *U, const ic_codegen_params *d)
                             }
 }
 
-/* Tiles taller than M or wider than N are pointless (the default's excepted); each tile with
- * the default depth and 256; then one change at a time from the default. */
+/* Each tile not taller than M nor wider than N by a whole vector (pointless: padding), with
+ * its heuristic blocks at the heuristic depth and at 256; then one change at a time from the
+ * default: packing, one thread, unroll x2, nc all of N, mc x2. */
 static void gemm_pruned(tuner *U, const ic_codegen_params *d)
 {
     const tile *ts;
@@ -325,8 +326,9 @@ static void gemm_pruned(tuner *U, const ic_codegen_params *d)
             continue;
         int64_t kcs[] = { 0, 256 };
         for (int b = 0; b < 2; b++) {
-            ic_codegen_params p = *d;
+            ic_codegen_params p = *d; /* blocks: the heuristic's for this tile */
             p.gemm.mr = ts[a].mr, p.gemm.nr = ts[a].nv * U->vl, p.gemm.kc = kcs[b];
+            p.gemm.mc = p.gemm.nc = 0;
             add_cand(U, p);
         }
     }
@@ -363,8 +365,8 @@ static void loop_full(tuner *U, const ic_codegen_params *d)
                             }
 }
 
-/* Vector width x interleave (narrower than the row or wider than the host: pointless),
- * then one change at a time: prefetch, streaming stores, one thread, grain, strip. */
+/* Vector width (the host's and half) x interleave (LLVM's, 2, 4), then one change at a time:
+ * prefetch distance, streaming stores, one thread, grain, strip. */
 static void loop_pruned(tuner *U, const ic_codegen_params *d)
 {
     int vws[] = { d->vector_width, d->vector_width / 2 }, unrolls[] = { 0, 2, 4 };
@@ -406,7 +408,6 @@ static ic_status compile_job(void *arg, int j, int thread)
     cand *x = &U->cs[i];
     ic_kernel kern = *U->kern;
     ic_status s = ic__jit_kernels(U->c, 1, &kern, U->nb, U->bufs, i ? &x->p : &U->def, &x->jit, &x->fn);
-    x->compiled = true;
     x->failed = s != IC_OK;
     return s == IC_ENOMEM ? s : IC_OK; /* a candidate that does not compile just drops out */
 }
