@@ -473,3 +473,28 @@ Test(tune_cpu, autotune_table, .init = cr_redirect_stderr)
     ic_graph_destroy(g);
     done(c);
 }
+
+Test(tune_cpu, no_records_with_the_cache_off)
+{
+    ic_ctx *c = tune_ctx();
+    ic_graph *g = pointwise_graph(c);
+    seen *s = watch();
+    s->other = 1.0;
+    ic_compile_options o;
+    ic_compile_options_init(&o);
+    o.autotune = IC_TUNE_POINTWISE;
+    o.cache = -1;
+    for (int i = 0; i < 2; i++) {
+        ic_compiled *cc;
+        cr_assert_eq(ic_compile(c, g, &o, &cc), IC_OK, "%s", ic_last_error(c));
+        ic_autotune_stats st;
+        ic_compiled_autotune_stats(cc, &st);
+        cr_assert_eq(st.tuned, 1, "compile %d searched again", i);
+        cr_assert_eq(st.record_hits, 0);
+        ic_compiled_destroy(cc);
+    }
+    cr_assert_eq(ict_count_files(cache_dir), 0, "the cache folder was written");
+    unwatch(s);
+    ic_graph_destroy(g);
+    done(c);
+}
