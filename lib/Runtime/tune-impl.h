@@ -13,6 +13,7 @@
  *         ic__tune_race(&K, n, ids)                     // interleaved rounds, medians, early stop
  *         ... more chunks / coordinate descent while !ic__tune_out_of_time(&K)
  *         int w = ic__tune_winner(&K);                  // the default unless faster by the margin
+ *         the backend may race w again (ic__tune_race(&K, 1, &w)) and ask ic__tune_winner again
  *         the backend checks w's outputs against the default's; ic__tune_reject(&K, w) if wrong
  *         ic__tune_end(&K);                             // table (IC_AUTOTUNE_LOG), stats
  *     ic__tune_graph_end(&G);                           // clears the progress line

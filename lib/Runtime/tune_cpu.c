@@ -42,6 +42,7 @@ typedef struct {
     ic__jit *jit;
     ic__kernel_fn fn;
     bool failed;
+    bool confirmed;           /* raced again as the winner (choose) */
 } cand;
 
 /* What the tuner knows of one kernel. */
@@ -679,13 +680,20 @@ static ic_status coordesc(tuner *U)
     return IC_OK;
 }
 
-/* The winner, its outputs checked; the default when none passes. */
+/* The winner, raced once more against the default (a candidate that won one race by luck,
+ * or while the machine was busier, loses its lead here) and its outputs checked; the
+ * default when none passes. */
 static int choose(tuner *U)
 {
     for (;;) {
         int w = ic__tune_winner(&U->T);
         if (w > 0 && !U->cs[w].fn && compile(U, 1, &w))
             return 0;
+        if (w > 0 && U->cs[w].fn && !U->cs[w].confirmed) {
+            U->cs[w].confirmed = true;
+            ic__tune_race(&U->T, 1, &w);
+            continue;
+        }
         if (w == 0 || (U->cs[w].fn && outputs_match(U, w)))
             return w;
         if (U->cs[w].fn)
