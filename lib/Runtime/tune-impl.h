@@ -123,6 +123,8 @@ IC_HIDDEN void ic__tune_compiled(ic__tune *K, int ncand, double ms);
  * (stats record_hits; the backend has described the record's parameters in candidate 0's
  * desc). Frees the candidates. */
 IC_HIDDEN void ic__tune_end(ic__tune *K, int chosen);
+/* Ends the kernel without a choice (the backend could not tune it): the default stays. */
+IC_HIDDEN void ic__tune_skip(ic__tune *K);
 /* Prints the AUTOTUNE table of K (candidates sorted by time, % of the best) to f. */
 IC_HIDDEN void ic__tune_table(FILE *f, const ic__tune *K, int chosen);
 

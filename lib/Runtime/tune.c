@@ -354,6 +354,15 @@ static void end_tuned(ic__tune *K, int chosen)
     }
 }
 
+void ic__tune_skip(ic__tune *K)
+{
+    K->G->weight_left -= K->weight;
+    K->G->done++;
+    ic__free(K->G->c, K->cand);
+    K->cand = NULL;
+    K->n = K->cap = 0;
+}
+
 void ic__tune_end(ic__tune *K, int chosen)
 {
     ic__tune_graph *G = K->G;
@@ -365,11 +374,7 @@ void ic__tune_end(ic__tune *K, int chosen)
     } else {
         end_tuned(K, chosen);
     }
-    G->weight_left -= K->weight;
-    G->done++;
-    ic__free(G->c, K->cand);
-    K->cand = NULL;
-    K->n = K->cap = 0;
+    ic__tune_skip(K);
 }
 
 /* ---- records ---- */

@@ -74,6 +74,7 @@ typedef struct {
     void **init;              /* [nb] the initial random contents (copies) */
     size_t *bytes;            /* [nb] */
     bool *stored;             /* [nb] buffers the kernel writes */
+    bool *used;               /* [nb] buffers it reads or writes */
     ic__tune T;
 } tuner;
 
@@ -466,43 +467,46 @@ static void mark_used(const ic_kernel *k, bool *used, bool *stored)
         }
 }
 
-/* Buffers of the kernel's own sizes, random (never the caller's data), and a copy of the
- * initial contents for the output check. */
-static bool make_data(tuner *U)
+/* The buffers the kernel touches (U->used) and writes (U->stored): what the facts and the
+ * data need; no data yet (a record makes it unneeded). */
+static bool mark_buffers(tuner *U)
 {
     ic_ctx *c = U->c;
     U->table = ic__calloc(c, (size_t)U->nb + 1, sizeof *U->table);
     U->init = ic__calloc(c, (size_t)U->nb + 1, sizeof *U->init);
     U->bytes = ic__calloc(c, (size_t)U->nb + 1, sizeof *U->bytes);
     U->stored = ic__calloc(c, (size_t)U->nb + 1, sizeof *U->stored);
-    bool *used = ic__calloc(c, (size_t)U->nb + 1, sizeof *used);
-    if (!U->table || !U->init || !U->bytes || !U->stored || !used) {
-        ic__free(c, used);
+    U->used = ic__calloc(c, (size_t)U->nb + 1, sizeof *U->used);
+    if (!U->table || !U->init || !U->bytes || !U->stored || !U->used)
         return false;
-    }
-    mark_used(U->kern, used, U->stored);
+    mark_used(U->kern, U->used, U->stored);
+    return true;
+}
+
+/* Buffers of the kernel's own sizes, random (never the caller's data), and a copy of the
+ * initial contents for the output check. */
+static bool make_data(tuner *U)
+{
     unsigned seed = 12345;
-    bool ok = true;
-    for (int b = 0; b < U->nb && ok; b++) {
-        if (!used[b])
+    for (int b = 0; b < U->nb; b++) {
+        if (!U->used[b])
             continue;
         size_t n = (size_t)U->bufs[b].numel * ic_dtype_size(U->bufs[b].dtype);
         U->bytes[b] = n;
         n = (size_t)round_up((int64_t)n + 1, 64);
         U->table[b] = aligned_alloc(64, n);
         U->init[b] = malloc(n);
-        if (!(ok = U->table[b] && U->init[b]))
-            break;
+        if (!U->table[b] || !U->init[b])
+            return false;
         fill(U->table[b], U->bufs[b].dtype, U->bufs[b].numel, &seed);
         memcpy(U->init[b], U->table[b], U->bytes[b]);
     }
-    ic__free(c, used);
-    return ok;
+    return true;
 }
 
 static void free_data(tuner *U)
 {
-    for (int b = 0; b < U->nb && U->table; b++) {
+    for (int b = 0; b < U->nb && U->table && U->init; b++) {
         free(U->table[b]);
         free(U->init[b]);
     }
@@ -510,6 +514,7 @@ static void free_data(tuner *U)
     ic__free(U->c, U->init);
     ic__free(U->c, U->bytes);
     ic__free(U->c, U->stored);
+    ic__free(U->c, U->used);
 }
 
 static double run_cand(void *arg, int i, int reps)
@@ -772,7 +777,7 @@ static ic_status tune_kernel(ic__tune_graph *G, tuner *U, ic_codegen_params *par
 {
     U->def = *params;
     ic__tune_begin(&U->T, G, U->kern->name, "", U->kind == KIND_GEMM ? 4 : 1, run_cand, U);
-    if (!make_data(U)) {
+    if (!mark_buffers(U)) {
         free_data(U);
         return ic__error(U->c, IC_ENOMEM, "autotune: out of memory");
     }
@@ -787,6 +792,9 @@ static ic_status tune_kernel(ic__tune_graph *G, tuner *U, ic_codegen_params *par
             U->kind == KIND_GEMM ? gemm_canon(U, &shown) : loop_canon(U, &shown);
             describe(U, &shown, U->T.cand[0].desc, sizeof U->T.cand[0].desc);
             ic__tune_end(&U->T, -1);
+        } else if (!make_data(U)) { /* the default stays: a compile that can run needs less */
+            ic__logf(U->c, 0, "autotune: %s: no memory for the benchmark's buffers: not tuned", U->T.kernel);
+            ic__tune_skip(&U->T);
         } else if (!(s = tune_search(U, params))) {
             if (U->T.cand[0].races) /* a search the budget cut before any race records nothing */
                 write_record(U, key, params);
