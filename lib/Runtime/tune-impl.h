@@ -13,7 +13,7 @@
  *         ic__tune_race(&K, n, ids)                     // interleaved rounds, medians, early stop
  *         ... more chunks / coordinate descent while !ic__tune_out_of_time(&K)
  *         int w = ic__tune_winner(&K);                  // the default unless faster by the margin
- *         the backend may race w again (ic__tune_race(&K, 1, &w)) and ask ic__tune_winner again
+ *         if (w && !ic__tune_confirm(&K, w)) ask ic__tune_winner again (a few times at most)
  *         the backend checks w's outputs against the default's; ic__tune_reject(&K, w) if wrong
  *         ic__tune_end(&K);                             // table (IC_AUTOTUNE_LOG), stats
  *     ic__tune_graph_end(&G);                           // clears the progress line
@@ -61,7 +61,7 @@ typedef struct ic__tune_graph {
     bool progress_shown;
 } ic__tune_graph;
 
-enum { IC__TC_NEW, IC__TC_TIMED, IC__TC_STOPPED, IC__TC_FAILED, IC__TC_REJECTED };
+enum { IC__TC_NEW, IC__TC_TIMED, IC__TC_STOPPED, IC__TC_FAILED, IC__TC_REJECTED, IC__TC_UNCONFIRMED };
 
 typedef struct ic__tune_cand {
     char desc[IC__TUNE_DESC]; /* the parameters as the table shows them */
@@ -69,6 +69,7 @@ typedef struct ic__tune_cand {
     double ms;                /* its time at the default's speed (below) */
     int nsamples, races;
     double rel_sum;           /* sum over its races of its median / the default's */
+    double last_rel;          /* that ratio in its last race */
 } ic__tune_cand;
 
 /* ms of `reps` back-to-back runs of candidate i (all together), < 0 when it cannot run. */
@@ -113,6 +114,10 @@ IC_HIDDEN double ic__tune_left_ms(const ic__tune *K);
 IC_HIDDEN int ic__tune_race(ic__tune *K, int n, const int *ids);
 /* The candidate to take: K->best when its time beats the default's by the margin, else 0. */
 IC_HIDDEN int ic__tune_winner(const ic__tune *K);
+/* Races the winner w once more against the default: true when it beats the default by the
+ * margin in that race alone. Else it is out of the running (the best of hundreds of noisy
+ * times is optimistic: the winner's curse) and K->best becomes the next fastest. */
+IC_HIDDEN bool ic__tune_confirm(ic__tune *K, int w);
 /* Marks candidate i (its outputs wrong, or its code failed) out of the running: K->best becomes
  * the next fastest. */
 IC_HIDDEN void ic__tune_reject(ic__tune *K, int i);

@@ -249,7 +249,8 @@ int ic__tune_race(ic__tune *K, int n, const int *ids)
         if (t->state == IC__TC_FAILED || !ns[j])
             continue;
         t->nsamples += ns[j];
-        t->rel_sum += j ? median(s[j], ns[j]) / d : 1;
+        t->last_rel = j ? median(s[j], ns[j]) / d : 1;
+        t->rel_sum += t->last_rel;
         t->races++;
         if (t->state == IC__TC_NEW)
             t->state = IC__TC_TIMED;
@@ -267,6 +268,20 @@ int ic__tune_winner(const ic__tune *K)
     if (b <= 0 || K->cand[b].state != IC__TC_TIMED || K->cand[0].state != IC__TC_TIMED)
         return 0;
     return K->cand[b].ms < K->cand[0].ms * (1 - IC__TUNE_MARGIN) ? b : 0;
+}
+
+bool ic__tune_confirm(ic__tune *K, int w)
+{
+    if (w <= 0 || w >= K->n)
+        return false;
+    ic__tune_race(K, 1, &w);
+    ic__tune_cand *t = &K->cand[w];
+    if (t->state == IC__TC_TIMED && t->last_rel < 1 - IC__TUNE_MARGIN)
+        return true;
+    if (t->state == IC__TC_TIMED)
+        t->state = IC__TC_UNCONFIRMED;
+    pick_best(K);
+    return false;
 }
 
 void ic__tune_reject(ic__tune *K, int i)
@@ -287,7 +302,7 @@ static int group(const ic__tune_cand *t)
     switch (t->state) {
     case IC__TC_TIMED: return 0;
     case IC__TC_STOPPED: return 1;
-    case IC__TC_REJECTED: return 2;
+    case IC__TC_REJECTED: case IC__TC_UNCONFIRMED: return 2;
     default: return 3;
     }
 }
@@ -306,6 +321,7 @@ static const char *state_note(const ic__tune_cand *t)
     case IC__TC_STOPPED: return "  (early stop)";
     case IC__TC_FAILED: return "  (failed)";
     case IC__TC_REJECTED: return "  (wrong outputs)";
+    case IC__TC_UNCONFIRMED: return "  (lost its lead when raced again)";
     default: return t->nsamples ? "" : "  (not timed: budget)";
     }
 }

@@ -34,6 +34,7 @@
 enum { KIND_NONE, KIND_GEMM, KIND_LOOP };
 #define CHUNK 8         /* candidates compiled and raced together */
 #define COORDESC_PASSES 3
+#define CONFIRMATIONS 3   /* winners raced again before the default is kept */
 
 /* One candidate's code. */
 typedef struct {
@@ -685,19 +686,20 @@ static ic_status coordesc(tuner *U)
     return IC_OK;
 }
 
-/* The winner, raced once more against the default (a candidate that won one race by luck,
- * or while the machine was busier, loses its lead here) and its outputs checked; the
- * default when none passes. */
+/* The winner, confirmed by one more race against the default (ic__tune_confirm; at most
+ * CONFIRMATIONS tries) and its outputs checked; the default when none passes. */
 static int choose(tuner *U)
 {
-    for (;;) {
+    for (int tries = 0;;) {
         int w = ic__tune_winner(&U->T);
         if (w > 0 && !U->cs[w].fn && compile(U, 1, &w))
             return 0;
         if (w > 0 && U->cs[w].fn && !U->cs[w].confirmed) {
+            if (tries++ == CONFIRMATIONS)
+                return 0;
             U->cs[w].confirmed = true;
-            ic__tune_race(&U->T, 1, &w);
-            continue;
+            if (!ic__tune_confirm(&U->T, w))
+                continue;
         }
         if (w == 0 || (U->cs[w].fn && outputs_match(U, w)))
             return w;

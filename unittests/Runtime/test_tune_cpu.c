@@ -20,6 +20,7 @@ typedef struct {
     double rig[MAXC];       /* > 0: the time of candidate i; 0: `other` */
     double other;           /* times of candidates not rigged (0: measured) */
     int corrupt;            /* candidate whose outputs are spoiled (0: none) */
+    int fade;               /* candidate whose rigged time holds for its first race only */
     int samples[MAXC];      /* samples timed per candidate */
     char desc[MAXC][IC__TUNE_DESC];
     int ncand;              /* highest candidate index seen + 1 */
@@ -38,6 +39,8 @@ static double hook_time(void *user, const char *kernel, int cand, const char *de
     snprintf(s->desc[cand], sizeof s->desc[cand], "%s", desc);
     if (cand + 1 > s->ncand)
         s->ncand = cand + 1;
+    if (cand == s->fade && s->samples[cand] > IC__TUNE_ROUNDS)
+        return s->other;
     return s->rig[cand] > 0 ? s->rig[cand] : s->other > 0 ? s->other : -1;
 }
 
@@ -257,6 +260,23 @@ Test(tune_cpu, early_stop)
     cr_assert_eq(s->samples[2], IC__TUNE_ROUNDS);
     cr_assert_eq(s->chosen, 0);
     free(s);
+}
+
+Test(tune_cpu, a_lucky_winner_is_not_confirmed)
+{
+    ic_ctx *c = tune_ctx();
+    ic_graph *g = pointwise_graph(c);
+    seen *s = watch();
+    s->other = 1.0;
+    s->rig[3] = 0.5;
+    s->fade = 3; /* fast in its race, as slow as the default when raced again */
+    ic_autotune_stats st = compile_tuned(c, g, IC_TUNE_POINTWISE, 0, NULL);
+    cr_assert_eq(s->chosen, 0);
+    cr_assert_eq(st.replaced, 0);
+    cr_assert_eq(s->samples[3], 2 * IC__TUNE_ROUNDS, "raced twice");
+    unwatch(s);
+    ic_graph_destroy(g);
+    done(c);
 }
 
 Test(tune_cpu, budget)
