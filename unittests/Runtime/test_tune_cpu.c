@@ -273,7 +273,7 @@ Test(tune_cpu, a_lucky_winner_is_not_confirmed)
     ic_autotune_stats st = compile_tuned(c, g, IC_TUNE_POINTWISE, 0, NULL);
     cr_assert_eq(s->chosen, 0);
     cr_assert_eq(st.replaced, 0);
-    cr_assert_eq(s->samples[3], 2 * IC__TUNE_ROUNDS, "raced twice");
+    cr_assert_geq(s->samples[3], 2 * IC__TUNE_ROUNDS, "raced again");
     unwatch(s);
     ic_graph_destroy(g);
     done(c);
