@@ -268,12 +268,14 @@ Test(tune_cpu, a_lucky_winner_is_not_confirmed)
     ic_graph *g = pointwise_graph(c);
     seen *s = watch();
     s->other = 1.0;
-    s->rig[3] = 0.5;
-    s->fade = 3; /* fast in its race, as slow as the default when raced again */
+    int last = 9; /* of the last batch: no later race re-times it before the confirmation */
+    s->rig[last] = 0.5;
+    s->fade = last; /* fast in its race, as slow as the default when raced again */
     ic_autotune_stats st = compile_tuned(c, g, IC_TUNE_POINTWISE, 0, NULL);
+    cr_assert_eq(s->ncand, last + 1, "the space changed: rig the last candidate (%d)", s->ncand - 1);
+    cr_assert_eq(s->samples[last], 2 * IC__TUNE_ROUNDS, "raced again");
     cr_assert_eq(s->chosen, 0);
     cr_assert_eq(st.replaced, 0);
-    cr_assert_geq(s->samples[3], 2 * IC__TUNE_ROUNDS, "raced again");
     unwatch(s);
     ic_graph_destroy(g);
     done(c);
