@@ -131,7 +131,7 @@ IC_HIDDEN void ic__tune_end(ic__tune *K, int chosen);
 /* Ends the kernel without a choice (the backend could not tune it): the default stays. */
 IC_HIDDEN void ic__tune_skip(ic__tune *K);
 /* Prints the AUTOTUNE table of K (candidates sorted by time, % of the best) to f. */
-IC_HIDDEN void ic__tune_table(FILE *f, const ic__tune *K, int chosen);
+IC_HIDDEN void ic__tune_print_table(FILE *f, const ic__tune *K, int chosen);
 
 /* ---- tuning records: the winner of one kernel, as the persistent cache stores it ---- */
 

@@ -326,7 +326,7 @@ static const char *state_note(const ic__tune_cand *t)
     }
 }
 
-void ic__tune_table(FILE *f, const ic__tune *K, int chosen)
+void ic__tune_print_table(FILE *f, const ic__tune *K, int chosen)
 {
     int *order = malloc(sizeof(int) * (size_t)(K->n + 1));
     if (!order)
@@ -358,7 +358,7 @@ static void end_tuned(ic__tune *K, int chosen)
     ic__tune_graph *G = K->G;
     if (G->log) {
         ic__tune_graph_end(G);
-        ic__tune_table(stderr, K, chosen);
+        ic__tune_print_table(stderr, K, chosen);
     }
     if (hooks.chosen)
         hooks.chosen(hooks.user, K->kernel, chosen, K->cand[chosen].desc);
