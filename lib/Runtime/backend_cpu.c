@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cache-impl.h"
 #include "cpu-impl.h"
+#include "tune-impl.h"
 
 /* Codegen parameters for every kernel: the heuristic, then the options' overrides. */
 static ic_codegen_params *kernel_params(ic_ctx *c, const ic_program *p, const ic_codegen_target *t,
@@ -255,7 +256,8 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
         return ic__error(c, IC_ENOMEM, "compile: out of memory");
     if ((s = emit_whole_module(P, v)) || P->stop_after == IC_PIPE_LLVM)
         return s;
-    if ((s = find_same_code(c, v, v->params)) || (s = ic__build_init(c, v->b.prog, v->code, v->params, v->build)))
+    if ((s = find_same_code(c, v, v->params)) || (s = ic__tune_cpu(P, v->b.prog, v->target, v->code, v->params)) ||
+        (s = ic__build_init(c, v->b.prog, v->code, v->params, v->build)))
         return s;
     ic__build *B = v->build;
     B->want_ir = ic__pipe_wants(P, IC_PIPE_LLVM_OPT);
