@@ -256,7 +256,8 @@ static ic_status cpu_codegen(ic__pipe *P, ic__vbase *b)
         return ic__error(c, IC_ENOMEM, "compile: out of memory");
     if ((s = emit_whole_module(P, v)) || P->stop_after == IC_PIPE_LLVM)
         return s;
-    if ((s = find_same_code(c, v, v->params)) || (s = ic__tune_cpu(P, v->b.prog, v->target, v->code, v->params)) ||
+    if ((s = find_same_code(c, v, v->params)) ||
+        (!saved && (s = ic__tune_cpu(P, v->b.prog, v->target, v->code, v->params))) || /* saved: tuned already */
         (s = ic__build_init(c, v->b.prog, v->code, v->params, v->build)))
         return s;
     ic__build *B = v->build;
