@@ -26,6 +26,7 @@
 #include "key-impl.h"
 #include "llvmgen-impl.h" /* ic__program_arrays */
 #include "pgemm-impl.h"   /* ic__iconv_find */
+#include "tune_cuda-impl.h" /* ic__ptx_params_format */
 
 /* A new field in either struct changes what code is made: it must enter the key below (and,
  * for the params, the entry), then these sizes move with it. */
@@ -38,12 +39,12 @@ static const char entry_magic[8] = "icgpu01";
 
 /* ---- the key ---- */
 
+/* Params as key text: the tuner's records use the same text (ic__ptx_params_format). */
 static void params_text(FILE *f, const ic_ptx_params *p)
 {
-    fprintf(f, "mode=%d block=%d vec=%d ept=%d tpr=%d regs=%d bpr=%d tile=%dx%dx%d warps=%dx%d stages=%d "
-               "split_k=%d wgmma=%d",
-            (int)p->mode, p->block, p->vec, p->ept, p->threads_per_row, p->regs_elems, p->blocks_per_row,
-            p->tile_m, p->tile_n, p->tile_k, p->warps_m, p->warps_n, p->stages, p->split_k, p->wgmma);
+    char buf[IC__PTX_PARAMS_TEXT];
+    ic__ptx_params_format(p, buf, sizeof buf);
+    fputs(buf, f);
 }
 
 /* What every kernel's code depends on besides itself: device, driver, options, switches. */

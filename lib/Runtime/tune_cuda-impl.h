@@ -42,8 +42,10 @@ IC_HIDDEN ic_status ic__tune_cuda_neighbours(ic_ctx *c, const ic_kernel *k, int 
                                              const ic_ptx_options *po, const ic_ptx_params *w,
                                              const ic__tcand *seen, int nseen, ic__tcand **out, int *n);
 
-/* Params as one line "mode=3 block=256 ... wgmma=1" (every field) and back (fields it does not
- * name keep their value; false on an unknown field or a bad integer). */
+/* Params as one line "mode=3 block=256 ... wgmma=1" (every field; IC__PTX_PARAMS_TEXT bytes
+ * hold it) and back (fields it does not name keep their value; false on an unknown field or a
+ * bad integer). The one text of params: tuning records and the GPU code cache's keys. */
+#define IC__PTX_PARAMS_TEXT 512
 IC_HIDDEN void ic__ptx_params_format(const ic_ptx_params *p, char *buf, size_t n);
 IC_HIDDEN bool ic__ptx_params_parse(const char *text, ic_ptx_params *p);
 /* A short label of resolved params for the AUTOTUNE table: "wgmma 128x192x64 st4". */

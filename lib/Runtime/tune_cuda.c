@@ -540,12 +540,12 @@ bool ic__tune_cuda_record_get(ic_ctx *c, const char *key, int n, ic_ptx_params *
 
 void ic__tune_cuda_record_put(ic_ctx *c, const char *key, int n, const ic_ptx_params *p)
 {
-    char *text = malloc(strlen(RECORD_HEAD) + (size_t)n * 256 + 1);
+    char *text = malloc(strlen(RECORD_HEAD) + (size_t)n * (IC__PTX_PARAMS_TEXT + 1) + 1);
     if (!text)
         return;
     size_t w = (size_t)sprintf(text, "%s", RECORD_HEAD);
     for (int i = 0; i < n; i++) {
-        ic__ptx_params_format(&p[i], text + w, 250);
+        ic__ptx_params_format(&p[i], text + w, IC__PTX_PARAMS_TEXT);
         w += strlen(text + w);
         text[w++] = '\n';
     }
