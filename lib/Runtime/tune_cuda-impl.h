@@ -1,17 +1,17 @@
 /* tune_cuda-impl.h - the GPU autotuner (tune_cuda.c): per distinct kernel of a variant, a
  * statically pruned space of ic_ptx_params (the heuristic's choice first), candidates emitted
  * on the compile threads and loaded together, timed on the device with CUDA events (random
- * inputs, an L2 flush before each launch, interleaved rounds, medians, early stop at 3x the
- * best), the default replaced only by a candidate faster by a margin whose outputs match the
- * default's, winners kept as tuning records of the persistent cache (IC__CACHE_GPU_TUNE).
+ * inputs, an L2 flush before each launch when the data outgrows the L2), the default replaced
+ * only by a candidate faster by the margin, confirmed in a race of its own, whose outputs
+ * match the default's; winners kept as tuning records of the persistent cache
+ * (IC__CACHE_GPU_TUNE). The races, the margin, the budget, the progress line and the AUTOTUNE
+ * table are the shared machinery of tune.c (tune-impl.h); this file supplies the space, the
+ * device timer and the numerics check.
  *
  *     ic_ptx_params *tuned = NULL;   // [nkernels] or NULL when nothing was tuned
  *     ic__cuda_tune(P, d, prog, &po, given, o, &tuned);
  *     ic_ptx_emit(c, prog, &po, tuned ? tuned : given, &m);
- *
- * The parts below the "selection" line are backend-neutral (no CUDA, no PTX): the median,
- * the margin rule, the progress line and the AUTOTUNE table, driven by a timer callback so
- * that tests inject theirs. */
+ */
 #ifndef IC_TUNE_CUDA_IMPL_H
 #define IC_TUNE_CUDA_IMPL_H
 
@@ -69,42 +69,6 @@ IC_HIDDEN char *ic__tune_cuda_key(const ic_program *prog, int n, const int *ks, 
  * is logged and left out; only running out of memory is an error. */
 IC_HIDDEN ic_status ic__cuda_tune(ic__pipe *P, ic_cuda *d, const ic_program *prog, const ic_ptx_options *po,
                                   const ic_ptx_params *given, const ic_cuda_options *o, ic_ptx_params **out);
-
-/* ------------------------------ selection (backend-neutral) ------------------------------ */
-
-/* Times candidate j once (one launch group): *ms per launch. An error drops the candidate
- * (candidate 0, the default, failing fails the selection). */
-typedef ic_status (*ic__tune_time_fn)(void *user, int j, double *ms);
-/* Whether candidate j's outputs match the default's (candidate 0) on the same inputs. */
-typedef ic_status (*ic__tune_check_fn)(void *user, int j, bool *ok);
-
-typedef struct ic__tune_sel {
-    int rounds;               /* interleaved rounds: every live candidate timed once a round */
-    double margin;            /* the default is replaced only by a candidate this much faster
-                               * (0.03: 3%) */
-    double early_stop;        /* after a round, drop candidates whose median passes this times
-                               * the best median (3); 0: never */
-    double deadline_s;        /* stop starting rounds once now_s passes it; 0: no budget */
-    double (*now_s)(void *user); /* the clock for the deadline (NULL: monotonic seconds) */
-} ic__tune_sel;
-
-/* Runs the rounds over candidates 0..n-1 (0 = the default) and picks: *winner is the fastest
- * candidate (by median) whose check passes and that beats the default by the margin, else 0.
- * ms[j]: candidate j's median, or -1 when it was not timed, failed or was dropped early;
- * rejected[j] (may be NULL): its numerics check failed. */
-IC_HIDDEN ic_status ic__tune_select(ic_ctx *c, const ic__tune_sel *cfg, int n, ic__tune_time_fn time,
-                                    ic__tune_check_fn check, void *user, double *ms, bool *rejected,
-                                    int *winner);
-
-/* The median of v[0..n) (v is reordered); 0 when n is 0. */
-IC_HIDDEN double ic__tune_median(double *v, int n);
-/* "autotune: kernel i/n NAME  best X us (default Y us)  Z s left" on one rewritten line of f. */
-IC_HIDDEN void ic__tune_progress(FILE *f, int i, int n, const char *name, double best_ms, double default_ms,
-                                 double left_s);
-/* The AUTOTUNE table of one kernel: each timed candidate (label, ms, % of the best's speed),
- * fastest first, the chosen one marked; untimed ones counted at the end. */
-IC_HIDDEN void ic__tune_table(FILE *f, const char *name, const char *kind, int n, const char *const *labels,
-                              const double *ms, const bool *rejected, int winner);
 
 /* got[0..n) matches want (the default's results) within dtype t's tolerance: |g - w| <=
  * rtol |w| + atol max(1, max|w|); integers bit for bit; NaN only where want has NaN. */

@@ -23,22 +23,14 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "tune_cuda-impl.h"
+#include "tune-impl.h"
 #include "cache-impl.h"
 #include "key-impl.h"
 #include "pgemm-impl.h" /* ic__iconv_find (the im2col copies a GEMM may read through) and
                          * ic__pplan_make (a GEMM's M, N, K, to leave out dominated tiles) */
 
 size_t ic__tune_cuda_flush_bytes;
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---------------------------------- params as text ---------------------------------- */
 
@@ -553,174 +545,6 @@ void ic__tune_cuda_record_put(ic_ctx *c, const char *key, int n, const ic_ptx_pa
     free(text);
 }
 
-/* ----------------------------- selection (backend-neutral) ----------------------------- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double ic__tune_median(double *v, int n)
-{
-    if (n <= 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static double sel_now(const ic__tune_sel *cfg, void *user)
-{
-    return cfg->now_s ? cfg->now_s(user) : mono_s();
-}
-
-/* One round: every live candidate timed once, in order (interleaved: drifts of the clock or
- * the temperature hit all candidates alike). */
-static ic_status sel_round(ic_ctx *c, int n, ic__tune_time_fn time, void *user, bool *live, double *samples,
-                           int round, int rounds)
-{
-    for (int j = 0; j < n; j++) {
-        if (!live[j])
-            continue;
-        double ms = -1;
-        ic_status s = time(user, j, &ms);
-        if (s || !(ms >= 0) || !isfinite(ms)) {
-            if (j == 0)
-                return s ? s : ic__error(c, IC_ECUDA, "autotune: the default kernel could not be timed");
-            ic__logf(c, 1, "autotune: candidate %d dropped: %s", j, s ? ic_last_error(c) : "no time");
-            ic_clear_error(c);
-            live[j] = false;
-            continue;
-        }
-        samples[(size_t)j * (size_t)rounds + (size_t)round] = ms;
-    }
-    return IC_OK;
-}
-
-/* Medians of the rounds done; drops (early stop) candidates past early_stop x the best. */
-static void sel_medians(const ic__tune_sel *cfg, int n, int done, int rounds, const double *samples, bool *live,
-                        double *ms)
-{
-    double best = -1, tmp[64];
-    for (int j = 0; j < n; j++) {
-        if (!live[j]) {
-            ms[j] = -1;
-            continue;
-        }
-        int m = done < 64 ? done : 64;
-        memcpy(tmp, samples + (size_t)j * (size_t)rounds, sizeof *tmp * (size_t)m);
-        ms[j] = ic__tune_median(tmp, m);
-        if (best < 0 || ms[j] < best)
-            best = ms[j];
-    }
-    for (int j = 1; j < n && cfg->early_stop > 0; j++)
-        if (live[j] && ms[j] > cfg->early_stop * best)
-            live[j] = false, ms[j] = -1;
-}
-
-/* The fastest candidate beating the default by the margin whose check passes; 0 if none. */
-static ic_status sel_pick(ic_ctx *c, const ic__tune_sel *cfg, int n, ic__tune_check_fn check, void *user,
-                          double *ms, bool *rejected, int *winner)
-{
-    *winner = 0;
-    for (;;) {
-        int best = -1;
-        for (int j = 1; j < n; j++)
-            if (ms[j] >= 0 && !(rejected && rejected[j]) && (best < 0 || ms[j] < ms[best]))
-                best = j;
-        if (best < 0 || !(ms[best] < ms[0] * (1 - cfg->margin)))
-            return IC_OK;
-        bool ok = false;
-        ic_status s = check ? check(user, best, &ok) : (ok = true, IC_OK);
-        if (s) {
-            if (s == IC_ENOMEM)
-                return s;
-            ic__logf(c, 1, "autotune: checking candidate %d failed: %s", best, ic_last_error(c));
-            ic_clear_error(c);
-        }
-        if (ok) {
-            *winner = best;
-            return IC_OK;
-        }
-        if (rejected)
-            rejected[best] = true;
-        ms[best] = rejected ? ms[best] : -1; /* without a rejected array: forget it */
-    }
-}
-
-ic_status ic__tune_select(ic_ctx *c, const ic__tune_sel *cfg, int n, ic__tune_time_fn time,
-                          ic__tune_check_fn check, void *user, double *ms, bool *rejected, int *winner)
-{
-    *winner = 0;
-    int rounds = cfg->rounds > 0 ? cfg->rounds : 5;
-    bool *live = ic__calloc(c, (size_t)n + 1, sizeof *live);
-    double *samples = ic__calloc(c, (size_t)n * (size_t)rounds + 1, sizeof *samples);
-    if (!live || !samples) {
-        ic__free(c, live);
-        ic__free(c, samples);
-        return ic__error(c, IC_ENOMEM, "autotune: out of memory");
-    }
-    for (int j = 0; j < n; j++) {
-        live[j] = true;
-        ms[j] = -1;
-        if (rejected)
-            rejected[j] = false;
-    }
-    ic_status s = IC_OK;
-    int done = 0;
-    while (done < rounds && !s) {
-        /* the first round always runs: the default needs a time */
-        if (done > 0 && cfg->deadline_s > 0 && sel_now(cfg, user) >= cfg->deadline_s)
-            break;
-        if (!(s = sel_round(c, n, time, user, live, samples, done, rounds)))
-            sel_medians(cfg, n, ++done, rounds, samples, live, ms);
-    }
-    if (!s)
-        s = sel_pick(c, cfg, n, check, user, ms, rejected, winner);
-    ic__free(c, live);
-    ic__free(c, samples);
-    return s;
-}
-
-void ic__tune_progress(FILE *f, int i, int n, const char *name, double best_ms, double default_ms, double left_s)
-{
-    fprintf(f, "\rautotune: kernel %d/%d %-40.40s best %.1f us (default %.1f us), %.0f s left\033[K", i, n,
-            name, best_ms * 1e3, default_ms * 1e3, left_s > 0 ? left_s : 0);
-    fflush(f);
-}
-
-void ic__tune_table(FILE *f, const char *name, const char *kind, int n, const char *const *labels,
-                    const double *ms, const bool *rejected, int winner)
-{
-    int *order = malloc(sizeof *order * (size_t)(n + 1)), m = 0, untimed = 0;
-    if (!order)
-        return;
-    double best = -1;
-    for (int j = 0; j < n; j++) {
-        if (ms[j] < 0) {
-            untimed++;
-            continue;
-        }
-        int at = m++;
-        while (at > 0 && ms[order[at - 1]] > ms[j]) {
-            order[at] = order[at - 1];
-            at--;
-        }
-        order[at] = j;
-        best = best < 0 || ms[j] < best ? ms[j] : best;
-    }
-    fprintf(f, "AUTOTUNE %s (%s): %d candidates timed\n", name, kind, m);
-    for (int i = 0; i < m; i++) {
-        int j = order[i];
-        fprintf(f, "  %-36s %10.4f ms %6.1f%%%s%s%s\n", labels[j], ms[j], 100.0 * best / ms[j],
-                j == 0 ? " default" : "", j == winner ? " chosen" : "",
-                rejected && rejected[j] ? " (outputs differ: rejected)" : "");
-    }
-    if (untimed)
-        fprintf(f, "  %d more failed or stopped early (slower than 3x the best)\n", untimed);
-    free(order);
-}
-
 /* ------------------------------------- the device ------------------------------------- */
 
 #ifndef IC_HAVE_CUDA_H
@@ -729,8 +553,8 @@ void ic__tune_table(FILE *f, const char *name, const char *kind, int n, const ch
 
 #define MAXREPS 32          /* launches of one timed group, each after its own L2 flush */
 #define GROUP_MS 0.5        /* kernel time a timed group aims at */
-#define MARGIN 0.03
 #define COORDESC_STEPS 4
+#define CONFIRMATIONS 3     /* winners raced again before the default is kept */
 
 /* What one graph's tuning shares: the program, the device, the flush buffer and events. */
 typedef struct tctx {
@@ -747,12 +571,12 @@ typedef struct tctx {
     size_t flush_bytes;
     CUevent ev[2 * MAXREPS];
     bool have_ev;
-    double deadline;          /* the graph's budget (0: none) */
+    ic__tune_graph G;         /* the budget, progress line, stats (tune.c) */
     ic_autotune_stats *st;
-    bool log, progress;
 } tctx;
 
-/* One unit being benchmarked: its buffers on the device and, per round, its candidates. */
+/* One unit being benchmarked: its buffers on the device and its candidates (K's, by index),
+ * each loaded until the unit ends so that any of them can race again or be checked. */
 typedef struct tbench {
     tctx *T;
     int nu, tk;               /* kernels of the unit; which one is tuned */
@@ -762,15 +586,17 @@ typedef struct tbench {
     void **ref, **got;        /* [nbufs] host copies: the default's results, a candidate's */
     bool have_ref;
     void **kargs;             /* [nbufs] one launch's parameters */
-    /* the round's candidates */
-    int n;
-    const ic__tcand *cand;
+    ic__tune K;               /* the race (tune.c) */
+    int n, cap, from;         /* candidates; the current round's are [from, n) */
+    ic__tcand *cand;          /* [n] */
     ic_ptx_module **pm;       /* [n] NULL: failed to emit or load */
     ic_cuda_module **cm;      /* [n] where its entries are */
-    bool *own;                /* [n] cm[j] is its own (else the round's shared one) */
-    ic_cuda_module *shared;
+    bool *own;                /* [n] cm[j] is its own (else its round's shared one) */
+    ic_cuda_module *shared[1 + COORDESC_STEPS]; /* one per round */
+    int nshared;
     char (*names)[2][160];    /* [n] its kernels' entry names */
     int *reps;                /* [n] launches per timed group (0: not yet calibrated) */
+    bool *confirmed;          /* [n] raced again against the default (ic__tune_confirm) */
     size_t bytes;             /* device memory of the unit's buffers (ensure_buffers) */
 } tbench;
 
@@ -779,10 +605,11 @@ static ic_status cu_err(tctx *T, CUresult r, const char *what)
     return ic__cuda_error(T->d, r, what);
 }
 
-static ic_status emit_job(void *arg, int j, int thread)
+static ic_status emit_job(void *arg, int job, int thread)
 {
     (void)thread;
     tbench *B = arg;
+    int j = B->from + job;
     tctx *T = B->T;
     ic_kernel ks[2];
     ic_ptx_params prm[2];
@@ -817,20 +644,22 @@ static void cand_texts(const tbench *B, int j, const char **texts, int *nt)
 static ic_status load_round(tbench *B)
 {
     tctx *T = B->T;
-    const char **texts = ic__calloc(T->c, (size_t)B->n * 2 + 1, sizeof *texts);
+    const char **texts = ic__calloc(T->c, (size_t)(B->n - B->from) * 2 + 1, sizeof *texts);
     if (!texts)
         return ic__error(T->c, IC_ENOMEM, "autotune: out of memory");
     int nt = 0;
-    for (int j = 0; j < B->n; j++)
+    for (int j = B->from; j < B->n; j++)
         cand_texts(B, j, texts, &nt);
-    if (nt && !ic_cuda_module_load_many(T->d, nt, texts, &B->shared)) {
-        for (int j = 0; j < B->n; j++)
-            B->cm[j] = B->shared;
+    ic_cuda_module **sh = &B->shared[B->nshared];
+    if (nt && !ic_cuda_module_load_many(T->d, nt, texts, sh)) {
+        for (int j = B->from; j < B->n; j++)
+            B->cm[j] = *sh;
+        B->nshared++;
         ic__free(T->c, texts);
         return IC_OK;
     }
     ic_clear_error(T->c);
-    for (int j = 0; j < B->n; j++) {
+    for (int j = B->from; j < B->n; j++) {
         int n = 0;
         cand_texts(B, j, texts, &n);
         if (n && !ic_cuda_module_load_many(T->d, n, texts, &B->cm[j])) {
@@ -963,8 +792,9 @@ static ic_status launch(tbench *B, int j)
     return IC_OK;
 }
 
-/* Launches in a group: enough for GROUP_MS of kernel time, after a warm-up launch. */
-static ic_status calibrate(tbench *B, int j)
+/* Launches in a group: enough for GROUP_MS of kernel time, after a warm-up launch; *one: the
+ * time of one launch. */
+static ic_status calibrate(tbench *B, int j, double *one)
 {
     tctx *T = B->T;
     ic__cu *cu = &T->d->cu;
@@ -981,6 +811,7 @@ static ic_status calibrate(tbench *B, int j)
         return cu_err(T, r, "autotune: timing a candidate");
     int reps = ms > 0 ? (int)(GROUP_MS / ms) : MAXREPS;
     B->reps[j] = reps < 1 ? 1 : reps > MAXREPS ? MAXREPS : reps;
+    *one = ms;
     return IC_OK;
 }
 
@@ -994,17 +825,14 @@ static bool flushed(const tbench *B)
     return B->bytes > B->T->flush_bytes / 8;
 }
 
-/* ic__tune_time_fn on the device: each launch after a memset of the flush buffer (4x the L2:
- * the L2 holds nothing of the inputs then) when the unit's data outgrows the L2 (flushed),
- * between its own pair of events. */
-static ic_status time_on_device(void *user, int j, double *ms)
+/* One timed group of candidate j on the device: each launch after a memset of the flush
+ * buffer (4x the L2: the L2 holds nothing of the inputs then) when the unit's data outgrows
+ * the L2 (flushed), between its own pair of events; *ms per launch. */
+static ic_status time_on_device(tbench *B, int j, double *ms)
 {
-    tbench *B = user;
     tctx *T = B->T;
     ic__cu *cu = &T->d->cu;
-    if (!B->pm[j])
-        return ic__error(T->c, IC_EINVAL, "autotune: candidate %d has no code", j);
-    ic_status s = B->reps[j] ? IC_OK : calibrate(B, j);
+    ic_status s = IC_OK;
     CUresult r = CUDA_SUCCESS;
     int reps = B->reps[j];
     bool flush = flushed(B);
@@ -1099,10 +927,9 @@ bool ic__tune_close(ic_dtype t, int64_t n, const void *want, const void *got)
     return true;
 }
 
-/* ic__tune_check_fn on the device: candidate j's results against the default's. */
-static ic_status check_on_device(void *user, int j, bool *ok)
+/* Candidate j's results against the default's. */
+static ic_status check_on_device(tbench *B, int j, bool *ok)
 {
-    tbench *B = user;
     tctx *T = B->T;
     *ok = false;
     ic_status s = run_results(B, j, B->got);
@@ -1115,176 +942,244 @@ static ic_status check_on_device(void *user, int j, bool *ok)
     return IC_OK;
 }
 
-static void free_round(tbench *B)
+/* The tuner's run function (ic__tune_run_fn; K->reps is 1: each sample is one timed group,
+ * its launches calibrated per candidate): the first call of a candidate calibrates its group
+ * (the race's warm-up), later ones time a group. ms per launch, < 0 when it cannot run. */
+static double run_cand(void *arg, int j, int reps)
 {
-    ic_ctx *c = B->T->c;
-    for (int j = 0; j < B->n; j++) {
-        if (B->own && B->own[j])
-            ic_cuda_module_unload(B->cm[j]);
-        if (B->pm)
-            ic_ptx_module_destroy(B->pm[j]);
+    tbench *B = arg;
+    tctx *T = B->T;
+    double ms = -1;
+    ic_status s = !B->pm[j] ? ic__error(T->c, IC_EINVAL, "autotune: candidate %d has no code", j)
+                  : B->reps[j] ? time_on_device(B, j, &ms)
+                               : calibrate(B, j, &ms);
+    if (s || !(ms >= 0) || !isfinite(ms)) {
+        ic__logf(T->c, 1, "autotune: candidate %d of '%s' dropped: %s", j, B->K.kernel,
+                 s ? ic_last_error(T->c) : "no time");
+        ic_clear_error(T->c);
+        return -1;
     }
-    if (B->shared)
-        ic_cuda_module_unload(B->shared);
-    B->shared = NULL;
+    return ms * reps;
+}
+
+static void free_bench(tbench *B)
+{
+    tctx *T = B->T;
+    ic_ctx *c = T->c;
+    for (int j = 0; j < B->n; j++) {
+        if (B->own[j])
+            ic_cuda_module_unload(B->cm[j]);
+        ic_ptx_module_destroy(B->pm[j]);
+    }
+    for (int i = 0; i < B->nshared; i++)
+        ic_cuda_module_unload(B->shared[i]);
+    for (int b = 0; b < T->nbufs; b++) {
+        if (B->dev && B->dev[b])
+            ic_cuda_free(T->d, B->dev[b]);
+        if (B->ref)
+            ic__free(c, B->ref[b]);
+        if (B->got)
+            ic__free(c, B->got[b]);
+    }
+    ic__free(c, B->cand);
     ic__free(c, B->pm);
     ic__free(c, B->cm);
     ic__free(c, B->own);
     ic__free(c, B->names);
     ic__free(c, B->reps);
-    B->pm = NULL, B->cm = NULL, B->own = NULL, B->names = NULL, B->reps = NULL;
-    B->n = 0;
+    ic__free(c, B->confirmed);
+    ic__free(c, B->dev);
+    ic__free(c, B->out);
+    ic__free(c, B->ref);
+    ic__free(c, B->got);
+    ic__free(c, B->kargs);
 }
 
-/* Emits and loads cands[0..n) as the round's candidates. */
-static ic_status prepare_round(tbench *B, const ic__tcand *cands, int n)
+/* Room for n candidates more in every per-candidate array (new entries zero). */
+#define GROW(p) \
+    do { \
+        void *q_ = ic__realloc(c, (p), sizeof *(p) * (size_t)cap); \
+        if (!q_) \
+            return ic__error(c, IC_ENOMEM, "autotune: out of memory"); \
+        (p) = q_; \
+        memset((p) + B->cap, 0, sizeof *(p) * (size_t)(cap - B->cap)); \
+    } while (0)
+
+static ic_status grow(tbench *B, int n)
+{
+    ic_ctx *c = B->T->c;
+    if (B->n + n <= B->cap)
+        return IC_OK;
+    int cap = B->n + n;
+    GROW(B->cand);
+    GROW(B->pm);
+    GROW(B->cm);
+    GROW(B->own);
+    GROW(B->names);
+    GROW(B->reps);
+    GROW(B->confirmed);
+    B->cap = cap;
+    return IC_OK;
+}
+#undef GROW
+
+/* Adds cands[0..n) as a round of candidates: described to the race, emitted on the compile
+ * threads and loaded together. The first round's candidate 0 is the default: its results
+ * become the reference. */
+static ic_status add_round(tbench *B, const ic__tcand *cands, int n)
 {
     tctx *T = B->T;
     ic_ctx *c = T->c;
-    B->n = n;
-    B->cand = cands;
-    B->pm = ic__calloc(c, (size_t)n, sizeof *B->pm);
-    B->cm = ic__calloc(c, (size_t)n, sizeof *B->cm);
-    B->own = ic__calloc(c, (size_t)n, sizeof *B->own);
-    B->names = ic__calloc(c, (size_t)n, sizeof *B->names);
-    B->reps = ic__calloc(c, (size_t)n, sizeof *B->reps);
-    if (!B->pm || !B->cm || !B->own || !B->names || !B->reps)
-        return ic__error(c, IC_ENOMEM, "autotune: out of memory");
-    double t0 = mono_s();
-    ic_status s = ic__run_jobs(c, n, emit_job, B, NULL);
+    if (B->nshared == 1 + COORDESC_STEPS)
+        return ic__error(c, IC_EINVAL, "autotune: too many rounds");
+    ic_status s = grow(B, n);
+    for (int j = 0; j < n && !s; j++) {
+        char label[IC__TUNE_DESC];
+        ic__ptx_params_label(&cands[j].res, label, sizeof label);
+        if (ic__tune_add(&B->K, label) != B->n + j)
+            s = ic__error(c, IC_ENOMEM, "autotune: out of memory");
+    }
+    if (s)
+        return s;
+    memcpy(B->cand + B->n, cands, sizeof *cands * (size_t)n);
+    B->from = B->n;
+    B->n += n;
+    double t0 = ic__now_ms();
+    s = ic__run_jobs(c, n, emit_job, B, NULL);
     if (!s)
         s = load_round(B);
-    T->st->compile_s += mono_s() - t0;
+    ic__tune_compiled(&B->K, n, ic__now_ms() - t0);
     if (!s)
         s = ensure_buffers(B);
     if (!s && !B->pm[0])
         s = ic__error(c, IC_ECUDA, "autotune: the default of kernel '%s' did not build: %s",
                       T->ks[B->kid[B->tk]].name, ic_last_error(c));
-    if (!s && !B->have_ref) { /* the first round's candidate 0 is the default */
+    if (!s && !B->have_ref) {
         s = run_results(B, 0, B->ref);
         B->have_ref = !s;
     }
     return s;
 }
 
-static void free_bench(tbench *B)
+/* Races the round [B->from, B->n) with cur (the point it moves from) and the default. */
+static ic_status race_round(tbench *B, int cur)
 {
-    tctx *T = B->T;
-    free_round(B);
-    for (int b = 0; b < T->nbufs; b++) {
-        if (B->dev && B->dev[b])
-            ic_cuda_free(T->d, B->dev[b]);
-        if (B->ref)
-            ic__free(T->c, B->ref[b]);
-        if (B->got)
-            ic__free(T->c, B->got[b]);
-    }
-    ic__free(T->c, B->dev);
-    ic__free(T->c, B->out);
-    ic__free(T->c, B->ref);
-    ic__free(T->c, B->got);
-    ic__free(T->c, B->kargs);
+    int n = B->n - B->from, *ids = ic__calloc(B->T->c, (size_t)n + 1, sizeof *ids);
+    if (!ids)
+        return ic__error(B->T->c, IC_ENOMEM, "autotune: out of memory");
+    for (int j = 0; j < n; j++)
+        ids[j] = B->from + j;
+    ids[n] = cur;
+    ic__tune_race(&B->K, n + 1, ids);
+    ic__free(B->T->c, ids);
+    if (B->K.oom)
+        return ic__error(B->T->c, IC_ENOMEM, "autotune: out of memory");
+    if (!B->K.cand[0].races) /* no time of the default: nothing to compare with */
+        return ic__error(B->T->c, IC_ECUDA, "autotune: the default kernel could not be timed");
+    return IC_OK;
 }
 
-/* One round of candidates: emitted, loaded, timed, the winner picked (index into cands), the
- * AUTOTUNE table printed under the log switch. */
-static ic_status bench_round(tbench *B, const ic__tcand *cands, int n, double deadline, const char *kind,
-                             int *winner, double *best_ms, double *default_ms)
-{
-    tctx *T = B->T;
-    ic_ctx *c = T->c;
-    *winner = 0;
-    double *ms = ic__calloc(c, (size_t)n, sizeof *ms);
-    bool *rej = ic__calloc(c, (size_t)n, sizeof *rej);
-    ic_status s = ms && rej ? prepare_round(B, cands, n) : ic__error(c, IC_ENOMEM, "autotune: out of memory");
-    double t0 = mono_s();
-    ic__tune_sel cfg = { 5, MARGIN, T->flags & IC_TUNE_EXHAUSTIVE ? 0 : 3.0, deadline, NULL };
-    if (!s)
-        s = ic__tune_select(c, &cfg, n, time_on_device, check_on_device, B, ms, rej, winner);
-    T->st->bench_s += mono_s() - t0;
-    if (!s) {
-        T->st->candidates += n;
-        *default_ms = ms[0];
-        *best_ms = ms[*winner];
-    }
-    if (!s && T->log) {
-        char (*lab)[64] = ic__calloc(c, (size_t)n, sizeof *lab);
-        const char **labels = ic__calloc(c, (size_t)n, sizeof *labels);
-        for (int j = 0; lab && labels && j < n; j++) {
-            ic__ptx_params_label(&cands[j].res, lab[j], sizeof lab[j]);
-            labels[j] = lab[j];
-        }
-        if (lab && labels)
-            ic__tune_table(stderr, T->ks[B->kid[B->tk]].name, kind, n, labels, ms, rej, *winner);
-        ic__free(c, lab);
-        ic__free(c, labels);
-    }
-    free_round(B);
-    ic__free(c, ms);
-    ic__free(c, rej);
-    return s;
-}
-
-/* ------------------------------------ the units ------------------------------------ */
-
-static const char *kind_name(int kind)
-{
-    switch (kind) {
-    case IC_TUNE_GEMM: return "gemm";
-    case IC_TUNE_CONV: return "conv";
-    case IC_TUNE_POINTWISE: return "pointwise";
-    case IC_TUNE_REDUCTION: return "reduction";
-    default: return "attention";
-    }
-}
-
-static bool in_list(const ic__tcand *v, int n, const ic_ptx_params *r) { return has_res(v, n, r); }
-
-/* IC_TUNE_COORDESC: the winner's neighbours (one field moved) against it, until none wins or
- * the unit's time is up. seen grows by every candidate tried. */
-static ic_status coordesc(tbench *B, ic__tcand **seen, int *nseen, ic__tcand *cur, double deadline,
-                          const char *kind)
+/* IC_TUNE_COORDESC: the neighbours of cur (one field moved) raced with it, the fastest one
+ * taking its place when faster by the margin, until none is or the unit's time is up. */
+static ic_status coordesc(tbench *B, int cur)
 {
     tctx *T = B->T;
     const ic_kernel *k = &T->ks[B->kid[B->tk]];
-    for (int step = 0; step < COORDESC_STEPS; step++) {
-        if (deadline > 0 && mono_s() >= deadline)
-            return IC_OK;
+    for (int step = 0; step < COORDESC_STEPS && !ic__tune_out_of_time(&B->K); step++) {
         ic__tcand *nb;
         int nn;
-        ic_status s = ic__tune_cuda_neighbours(T->c, k, T->nbufs, T->bufs, T->po, &cur->res, *seen, *nseen, &nb, &nn);
-        if (s || !nn) {
-            ic__free(T->c, nb);
-            return s;
-        }
-        ic__tcand *list = ic__calloc(T->c, (size_t)nn + 1, sizeof *list);
-        ic__tcand *grown = ic__realloc(T->c, *seen, sizeof **seen * (size_t)(*nseen + nn));
-        if (!list || !grown) {
-            ic__free(T->c, nb);
-            ic__free(T->c, list);
-            return ic__error(T->c, IC_ENOMEM, "autotune: out of memory");
-        }
-        *seen = grown;
-        memcpy(*seen + *nseen, nb, sizeof *nb * (size_t)nn);
-        *nseen += nn;
-        list[0] = *cur;
-        memcpy(list + 1, nb, sizeof *nb * (size_t)nn);
+        ic_status s = ic__tune_cuda_neighbours(T->c, k, T->nbufs, T->bufs, T->po, &B->cand[cur].res, B->cand,
+                                               B->n, &nb, &nn);
+        if (!s && nn)
+            s = add_round(B, nb, nn);
         ic__free(T->c, nb);
-        int w = 0;
-        double best, dflt;
-        s = bench_round(B, list, nn + 1, deadline, kind, &w, &best, &dflt);
-        if (!s && w)
-            *cur = list[w];
-        ic__free(T->c, list);
-        if (s || !w)
+        if (!s && nn)
+            s = race_round(B, cur);
+        if (s || !nn)
             return s;
+        int best = -1;
+        for (int j = B->from; j < B->n; j++)
+            if (B->K.cand[j].state == IC__TC_TIMED && (best < 0 || B->K.cand[j].ms < B->K.cand[best].ms))
+                best = j;
+        if (best < 0 || !(B->K.cand[best].ms < B->K.cand[cur].ms * (1 - IC__TUNE_MARGIN)))
+            return IC_OK;
+        cur = best;
     }
     return IC_OK;
 }
 
-/* Benchmarks the unit kid[0..nu) (its last kernel tuned): *chosen = the winner's params. */
-static ic_status tune_unit(tctx *T, int nu, const int *kid, int kind, double deadline, ic_ptx_params *chosen,
-                           bool *replaced, double *best_ms, double *default_ms)
+/* The winner (ic__tune_winner), confirmed by one more race against the default
+ * (ic__tune_confirm; at most CONFIRMATIONS tries) and its outputs checked; the default when
+ * none passes. */
+static ic_status choose(tbench *B, int *chosen)
+{
+    ic_ctx *c = B->T->c;
+    for (int tries = 0;;) {
+        int w = *chosen = ic__tune_winner(&B->K);
+        if (w == 0)
+            return IC_OK;
+        if (!B->confirmed[w]) {
+            if (tries++ == CONFIRMATIONS)
+                return *chosen = 0, IC_OK;
+            B->confirmed[w] = true;
+            if (!ic__tune_confirm(&B->K, w))
+                continue;
+        }
+        bool ok = false;
+        ic_status s = check_on_device(B, w, &ok);
+        if (s == IC_ENOMEM)
+            return s;
+        if (s) {
+            ic__logf(c, 1, "autotune: checking candidate %d failed: %s", w, ic_last_error(c));
+            ic_clear_error(c);
+        }
+        if (ok && !ic__tune_corrupt(&B->K, w))
+            return IC_OK;
+        ic__logf(c, 0, "autotune: %s: candidate '%s' computes other outputs than the default: rejected",
+                 B->K.kernel, B->K.cand[w].desc);
+        ic__tune_reject(&B->K, w); /* the next best, if any, is tried */
+    }
+}
+
+/* Benchmarks the unit B->kid (its last kernel tuned) over cands[0..n) (0: the default), then
+ * coordinate descent: *chosen, an index into B->cand. */
+static ic_status bench_unit(tbench *B, const ic__tcand *cands, int n, int *chosen)
+{
+    tctx *T = B->T;
+    size_t nb = (size_t)T->nbufs + 1;
+    B->dev = ic__calloc(T->c, nb, sizeof *B->dev);
+    B->out = ic__calloc(T->c, nb, sizeof *B->out);
+    B->ref = ic__calloc(T->c, nb, sizeof *B->ref);
+    B->got = ic__calloc(T->c, nb, sizeof *B->got);
+    B->kargs = ic__calloc(T->c, nb, sizeof *B->kargs);
+    if (!B->dev || !B->out || !B->ref || !B->got || !B->kargs)
+        return ic__error(T->c, IC_ENOMEM, "autotune: out of memory");
+    mark_outputs(B);
+    B->K.reps = 1; /* a sample is one timed group, calibrated per candidate (run_cand) */
+    ic_status s = add_round(B, cands, n);
+    if (!s)
+        s = race_round(B, 0);
+    if (!s && (T->flags & IC_TUNE_COORDESC))
+        s = coordesc(B, ic__tune_winner(&B->K));
+    return s ? s : choose(B, chosen);
+}
+
+/* ------------------------------------ the units ------------------------------------ */
+
+static const char *kind_shape(int kind)
+{
+    switch (kind) {
+    case IC_TUNE_GEMM: return "(gemm)";
+    case IC_TUNE_CONV: return "(conv)";
+    case IC_TUNE_POINTWISE: return "(pointwise)";
+    case IC_TUNE_REDUCTION: return "(reduction)";
+    default: return "(attention)";
+    }
+}
+
+/* Tunes the unit kid[0..nu) (its last kernel), the race K begun: *chosen = the winner's
+ * params; ends K (the AUTOTUNE table, stats) unless it fails. */
+static ic_status tune_unit(tctx *T, int nu, const int *kid, ic__tune *K, ic_ptx_params *chosen)
 {
     ic_ctx *c = T->c;
     int q = kid[nu - 1];
@@ -1295,37 +1190,32 @@ static ic_status tune_unit(tctx *T, int nu, const int *kid, int kind, double dea
     if (s)
         return s;
     *chosen = cands[0].in;
-    *replaced = false;
-    *best_ms = *default_ms = 0;
-    if (n <= 1) {
+    if (n <= 1) { /* nothing to race: the default is the choice */
+        char label[IC__TUNE_DESC];
+        ic__ptx_params_label(&cands[0].res, label, sizeof label);
         ic__free(c, cands);
+        if (ic__tune_add(K, label) < 0) {
+            ic__tune_skip(K);
+            return ic__error(c, IC_ENOMEM, "autotune: out of memory");
+        }
+        ic__tune_end(K, 0);
         return IC_OK;
     }
     tbench B;
     memset(&B, 0, sizeof B);
     B.T = T;
+    B.K = *K;
+    B.K.arg = &B; /* the run function's */
     B.nu = nu;
     B.tk = nu - 1;
     memcpy(B.kid, kid, sizeof *kid * (size_t)nu);
-    size_t nb = (size_t)T->nbufs + 1;
-    B.dev = ic__calloc(c, nb, sizeof *B.dev);
-    B.out = ic__calloc(c, nb, sizeof *B.out);
-    B.ref = ic__calloc(c, nb, sizeof *B.ref);
-    B.got = ic__calloc(c, nb, sizeof *B.got);
-    B.kargs = ic__calloc(c, nb, sizeof *B.kargs);
-    if (!B.dev || !B.out || !B.ref || !B.got || !B.kargs)
-        s = ic__error(c, IC_ENOMEM, "autotune: out of memory");
-    if (!s)
-        mark_outputs(&B);
     int w = 0;
-    if (!s)
-        s = bench_round(&B, cands, n, deadline, kind_name(kind), &w, best_ms, default_ms);
-    ic__tcand cur = s ? cands[0] : cands[w];
-    if (!s && (T->flags & IC_TUNE_COORDESC))
-        s = coordesc(&B, &cands, &n, &cur, deadline, kind_name(kind));
+    s = bench_unit(&B, cands, n, &w);
     if (!s) {
-        *chosen = cur.in;
-        *replaced = !in_list(&cands[0], 1, &cur.res);
+        *chosen = B.cand[w].in;
+        ic__tune_end(&B.K, w);
+    } else {
+        ic__tune_skip(&B.K);
     }
     free_bench(&B);
     ic__free(c, cands);
@@ -1441,54 +1331,50 @@ typedef struct {
     bool have;
 } unit_result;
 
-/* Unit u: the record, an earlier unit of the same key, or a benchmark. */
+/* Unit u: the record, an earlier unit of the same key, or a benchmark. Every unit passes
+ * through the graph's budget (ic__tune_begin and _end or _skip), so that each one benchmarked
+ * gets its share of the time left. */
 static ic_status do_unit(tctx *T, const int *unit, unit_result *res, const unit_result *prev, int nprev,
-                         bool cache, int i, int nunits, const char *extra)
+                         bool cache, const char *extra)
 {
     ic_ctx *c = T->c;
     int nu = unit[0];
     const int *kid = unit + 1;
     int q = kid[nu - 1];
     int kind = all_zero(&T->params[q]) ? unit_kind(T, q, nu == 2) : 0;
+    ic__tune K;
+    ic__tune_begin(&K, &T->G, T->ks[q].name, kind_shape(kind), 1.0, run_cand, NULL);
     if (!(kind & T->flags))
-        return IC_OK;
+        return ic__tune_skip(&K), IC_OK;
     if (!(res->key = ic__tune_cuda_key(T->prog, nu, kid, extra)))
-        return ic__error(c, IC_ENOMEM, "autotune: out of memory");
+        return ic__tune_skip(&K), ic__error(c, IC_ENOMEM, "autotune: out of memory");
     for (int j = 0; j < nprev; j++)
         if (prev[j].have && !strcmp(prev[j].key, res->key)) {
             memcpy(res->p, prev[j].p, sizeof res->p);
             res->have = true;
-            return IC_OK;
+            return ic__tune_skip(&K), IC_OK;
         }
     T->st->kernels++;
     if (cache && ic__tune_cuda_record_get(c, res->key, nu, res->p)) {
-        T->st->record_hits++;
         res->have = true;
-        return IC_OK;
+        return ic__tune_end(&K, -1), IC_OK;
     }
-    double now = mono_s();
-    if (T->deadline > 0 && now >= T->deadline) {
+    if (ic__tune_out_of_time(&K)) {
         ic__logf(c, 1, "autotune: the budget is spent: kernel '%s' keeps its default", T->ks[q].name);
-        return IC_OK;
+        return ic__tune_skip(&K), IC_OK;
     }
     ic_status s = tctx_device(T);
-    double kdl = T->deadline > 0 ? now + (T->deadline - now) / (nunits - i) : 0, best = 0, dflt = 0;
-    bool replaced = false;
-    ic_ptx_params chosen;
-    if (!s)
-        s = tune_unit(T, nu, kid, kind, kdl, &chosen, &replaced, &best, &dflt);
     if (s)
+        return ic__tune_skip(&K), s;
+    ic_ptx_params chosen;
+    if ((s = tune_unit(T, nu, kid, &K, &chosen)))
         return s;
-    T->st->tuned++;
-    T->st->replaced += replaced;
     for (int u = 0; u < nu; u++)
         res->p[u] = T->params[kid[u]];
     res->p[nu - 1] = chosen;
     res->have = true;
     if (cache)
         ic__tune_cuda_record_put(c, res->key, nu, res->p);
-    if (T->progress)
-        ic__tune_progress(stderr, i + 1, nunits, T->ks[q].name, best, dflt, T->deadline > 0 ? T->deadline - mono_s() : 0);
     return IC_OK;
 }
 
@@ -1514,20 +1400,17 @@ ic_status ic__cuda_tune(ic__pipe *P, ic_cuda *d, const ic_program *prog, const i
     tctx T;
     ic_status s = tctx_init(&T, c, d, prog, po, given, flags);
     T.st = P->tune ? P->tune : &scratch;
-    T.log = c->sw.autotune_log;
-    T.progress = isatty(2);
-    double budget = o->autotune_budget_s > 0 ? o->autotune_budget_s : 60;
-    T.deadline = flags & IC_TUNE_EXHAUSTIVE ? 0 : mono_s() + budget;
     int (*units)[3] = s ? NULL : ic__calloc(c, (size_t)T.nk + 1, sizeof *units);
     unit_result *res = units ? ic__calloc(c, (size_t)T.nk + 1, sizeof *res) : NULL;
     if (!s && !res)
         s = ic__error(c, IC_ENOMEM, "autotune: out of memory");
     int nunits = s ? 0 : find_units(&T, units);
+    ic__tune_graph_init(&T.G, c, flags, o->autotune_budget_s, T.st, nunits, nunits);
     char extra[512];
     key_extra(&T, o, extra, sizeof extra);
     bool cache = ic__cache_on(c, o->cache), changed = false;
     for (int u = 0; u < nunits && !s; u++) {
-        s = do_unit(&T, units[u], &res[u], res, u, cache, u, nunits, extra);
+        s = do_unit(&T, units[u], &res[u], res, u, cache, extra);
         if (s && s != IC_ENOMEM) {
             ic__logf(c, 1, "autotune: kernel '%s' keeps its default: %s", T.ks[units[u][units[u][0]]].name,
                      ic_last_error(c));
@@ -1541,8 +1424,7 @@ ic_status ic__cuda_tune(ic__pipe *P, ic_cuda *d, const ic_program *prog, const i
             T.params[q] = res[u].p[k];
         }
     }
-    if (T.progress && nunits)
-        fputs("\r\033[K", stderr);
+    ic__tune_graph_end(&T.G);
     for (int u = 0; res && u < nunits; u++)
         free(res[u].key);
     ic__free(c, res);

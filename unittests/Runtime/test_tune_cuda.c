@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "ic/fuse.h"
 #include "ic/lower.h"
 #include "ic/ptx.h"
 #include "tune_cuda-impl.h"
+#include "tune-impl.h"
 #include "cache-impl.h"
 #include "../Lower/lower-impl.h"
 
@@ -282,133 +284,151 @@ Test(tune_space, exhaustive_holds_the_pruned_space)
     ic_ctx_destroy(c);
 }
 
-/* ---- 2. selection with an injected timer ---- */
+/* ---- 2. selection: the shared race (tune.c) as the GPU drives it, with an injected timer ---- */
 
 typedef struct {
     double ms[8];       /* each candidate's time; < 0: the timer fails */
     bool bad[8];        /* its numerics check fails */
     int calls[8], checks[8];
-    double clock, tick; /* the fake clock advances tick per timing */
+    unsigned sleep_us;  /* real time each timing takes (the budget) */
 } fake;
 
-static ic_status fake_time(void *u, int j, double *ms)
+/* As run_cand in tune_cuda.c: K->reps is 1, one call is one timed group, ms per launch. */
+static double fake_run(void *u, int j, int reps)
 {
     fake *f = u;
     f->calls[j]++;
-    f->clock += f->tick;
+    if (f->sleep_us)
+        usleep(f->sleep_us);
     if (f->ms[j] < 0)
-        return IC_ECUDA;
-    *ms = f->ms[j] * (1 + 0.001 * (f->calls[j] % 3)); /* noise below the margin */
-    return IC_OK;
+        return -1;
+    return reps * f->ms[j] * (1 + 0.001 * (f->calls[j] % 3)); /* noise below the margin */
 }
 
-static ic_status fake_check(void *u, int j, bool *ok)
-{
-    fake *f = u;
-    f->checks[j]++;
-    *ok = !f->bad[j];
-    return IC_OK;
-}
+typedef struct {
+    double ms[8];       /* each candidate's time at the default's speed; -1: not in the running */
+    int samples[8], state[8];
+    int winner;
+} picked;
 
-static double fake_now(void *u) { return ((fake *)u)->clock; }
-
-static int pick(fake *f, int n, double deadline, double *ms, bool *rej)
+/* Races candidates 0..n-1 (0: the default) as tune_cuda.c does: the winner, confirmed by a race
+ * of its own, its outputs checked (fake bad: rejected, the next best tried). */
+static picked pick(fake *f, int n, double budget_s, char **table)
 {
     ic_ctx *c = ict_ctx();
-    ic__tune_sel cfg = { 5, 0.03, 3.0, deadline, fake_now };
-    int w = -1;
-    cr_assert_eq(ic__tune_select(c, &cfg, n, fake_time, fake_check, f, ms, rej, &w), IC_OK, "%s", ic_last_error(c));
+    ic__tune_graph G;
+    ic__tune_graph_init(&G, c, IC_TUNE_MAX, budget_s, NULL, 1, 1);
+    ic__tune K;
+    ic__tune_begin(&K, &G, "gpu_k", "(gemm)", 1, fake_run, f);
+    K.reps = 1;
+    int ids[8];
+    for (int j = 0; j < n; j++) {
+        char d[16];
+        snprintf(d, sizeof d, "cand%d", j);
+        cr_assert_eq(ic__tune_add(&K, d), j);
+        ids[j] = j;
+    }
+    ic__tune_race(&K, n, ids);
+    picked p = { .winner = 0 };
+    for (int tries = 0; tries < 8; tries++) {
+        int w = ic__tune_winner(&K);
+        if (w && !ic__tune_confirm(&K, w))
+            continue;
+        if (w && (f->checks[w]++, f->bad[w])) {
+            ic__tune_reject(&K, w);
+            continue;
+        }
+        p.winner = w;
+        break;
+    }
+    for (int j = 0; j < n; j++) {
+        p.state[j] = K.cand[j].state;
+        p.samples[j] = K.cand[j].nsamples;
+        p.ms[j] = K.cand[j].state == IC__TC_TIMED ? K.cand[j].ms : -1;
+    }
+    size_t len = 0;
+    FILE *t = table ? open_memstream(table, &len) : NULL;
+    if (t) {
+        ic__tune_print_table(t, &K, p.winner);
+        fclose(t);
+    }
+    ic__tune_end(&K, p.winner);
+    ic__tune_graph_end(&G);
     ic_ctx_destroy(c);
-    return w;
+    return p;
 }
 
 Test(tune_select, margin)
 {
-    double ms[8];
-    bool rej[8];
     fake f = { .ms = { 1.0, 0.98, 1.2 } };
-    cr_assert_eq(pick(&f, 3, 0, ms, rej), 0, "2%% faster replaced the default");
+    cr_assert_eq(pick(&f, 3, 0, NULL).winner, 0, "2%% faster replaced the default");
     cr_assert_eq(f.checks[1], 0, "a candidate within the margin was checked");
     fake g = { .ms = { 1.0, 0.95, 0.90 } };
-    cr_assert_eq(pick(&g, 3, 0, ms, rej), 2);
-    cr_assert_eq(g.calls[0], 5);
-    cr_assert_eq(g.calls[2], 5, "interleaved rounds: every live candidate timed each round");
-    cr_assert_float_eq(ms[2], 0.90 * 1.001, 1e-9, "the median of the rounds");
+    picked p = pick(&g, 3, 0, NULL);
+    cr_assert_eq(p.winner, 2);
+    cr_assert_eq(p.samples[1], IC__TUNE_ROUNDS, "interleaved rounds: every live candidate timed each round");
+    cr_assert_eq(p.samples[2], 2 * IC__TUNE_ROUNDS, "the winner raced the default again");
+    cr_assert_eq(p.samples[0], 2 * IC__TUNE_ROUNDS);
+    cr_assert_float_eq(p.ms[2], 0.90, 0.90 * 0.005, "the median of the rounds: %g", p.ms[2]);
 }
 
 Test(tune_select, early_stop_at_3x_the_best)
 {
-    double ms[8];
-    bool rej[8];
     fake f = { .ms = { 1.0, 1.6, 1.45, 0.5 } };
-    cr_assert_eq(pick(&f, 4, 0, ms, rej), 3);
-    cr_assert_eq(f.calls[1], 1, "3.5x the best was timed %d times", f.calls[1]);
-    cr_assert_eq(f.calls[2], 5, "2.9x the best is not past 3x");
-    cr_assert_lt(ms[1], 0);
-    cr_assert_eq(f.calls[0], 5, "the default is never stopped early");
+    picked p = pick(&f, 4, 0, NULL);
+    cr_assert_eq(p.winner, 3);
+    cr_assert_eq(p.samples[1], 1, "3.2x the best was timed %d times", p.samples[1]);
+    cr_assert_eq(p.state[1], IC__TC_STOPPED);
+    cr_assert_eq(p.samples[2], IC__TUNE_ROUNDS, "2.9x the best is not past 3x");
+    cr_assert_geq(p.samples[0], IC__TUNE_ROUNDS, "the default is never stopped early");
 }
 
 Test(tune_select, budget)
 {
-    double ms[8];
-    bool rej[8];
-    /* 4 candidates, 1 s a timing: a deadline at 6 s lets 2 rounds start */
-    fake f = { .ms = { 1.0, 0.9, 0.8, 0.7 }, .tick = 1.0 };
-    cr_assert_eq(pick(&f, 4, 6.0, ms, rej), 3);
-    cr_assert_eq(f.calls[0], 2, "rounds after the deadline ran (%d)", f.calls[0]);
-    /* a deadline already passed: the first round still runs (the default needs a time) */
-    fake g = { .ms = { 1.0, 0.5 }, .tick = 1.0, .clock = 100 };
-    cr_assert_eq(pick(&g, 2, 1.0, ms, rej), 1);
-    cr_assert_eq(g.calls[0], 1);
+    /* 4 candidates, 2 ms a timing, a budget of 1 ms: only the first round of each race runs,
+     * which always ends (the default needs a time); the winner's confirmation race too */
+    fake f = { .ms = { 1.0, 0.9, 0.8, 0.7 }, .sleep_us = 2000 };
+    picked p = pick(&f, 4, 0.001, NULL);
+    cr_assert_eq(p.winner, 3);
+    cr_assert_eq(p.samples[1], 1, "rounds after the deadline ran (%d)", p.samples[1]);
+    cr_assert_eq(p.samples[0], 2, "the race and the confirmation: one round each (%d)", p.samples[0]);
+    cr_assert_eq(p.samples[3], 2);
 }
 
 Test(tune_select, numerics_rejection)
 {
-    double ms[8];
-    bool rej[8];
     fake f = { .ms = { 1.0, 0.5, 0.6, 0.99 }, .bad = { false, true, false, false } };
-    cr_assert_eq(pick(&f, 4, 0, ms, rej), 2, "the fastest candidate whose outputs match");
-    cr_assert(rej[1] && !rej[2] && !rej[3]);
+    picked p = pick(&f, 4, 0, NULL);
+    cr_assert_eq(p.winner, 2, "the fastest candidate whose outputs match");
+    cr_assert(p.state[1] == IC__TC_REJECTED && p.state[2] == IC__TC_TIMED && p.state[3] == IC__TC_TIMED);
     cr_assert_eq(f.checks[1], 1);
     fake g = { .ms = { 1.0, 0.5, 0.6 }, .bad = { false, true, true } };
-    cr_assert_eq(pick(&g, 3, 0, ms, rej), 0, "all faster ones wrong: the default stays");
+    cr_assert_eq(pick(&g, 3, 0, NULL).winner, 0, "all faster ones wrong: the default stays");
 }
 
 Test(tune_select, failing_candidates)
 {
-    double ms[8];
-    bool rej[8];
     fake f = { .ms = { 1.0, -1, 0.5 } };
-    cr_assert_eq(pick(&f, 3, 0, ms, rej), 2);
+    picked p = pick(&f, 3, 0, NULL);
+    cr_assert_eq(p.winner, 2);
     cr_assert_eq(f.calls[1], 1, "a failed candidate was timed again");
-    cr_assert_lt(ms[1], 0);
-    ic_ctx *c = ict_ctx();
+    cr_assert_eq(p.state[1], IC__TC_FAILED);
     fake g = { .ms = { -1, 0.5 } };
-    ic__tune_sel cfg = { 5, 0.03, 3.0, 0, NULL };
-    int w;
-    cr_assert_neq(ic__tune_select(c, &cfg, 2, fake_time, fake_check, &g, ms, rej, &w), IC_OK,
-                  "a default that cannot be timed is an error");
-    ic_ctx_destroy(c);
+    p = pick(&g, 2, 0, NULL);
+    cr_assert_eq(p.winner, 0, "a default that cannot be timed is never replaced");
+    cr_assert_eq(p.samples[0], 0);
 }
 
-Test(tune_select, median_and_table)
+Test(tune_select, table)
 {
-    double v[] = { 5, 1, 4, 2, 3 };
-    cr_assert_float_eq(ic__tune_median(v, 5), 3, 0);
-    double w[] = { 4, 1, 3, 2 };
-    cr_assert_float_eq(ic__tune_median(w, 4), 2.5, 0);
+    fake f = { .ms = { 2.0, 1.0, -1 } };
     char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    const char *labels[] = { "a", "b", "c" };
-    double ms[] = { 2.0, 1.0, -1 };
-    bool rej[] = { false, false, false };
-    ic__tune_table(f, "gpu_k", "gemm", 3, labels, ms, rej, 1);
-    fclose(f);
-    cr_assert(strstr(text, "AUTOTUNE gpu_k (gemm): 2 candidates timed"), "%s", text);
-    cr_assert(strstr(text, "b") < strstr(text, " a "), "fastest first: %s", text);
-    cr_assert(strstr(text, "100.0% chosen") && strstr(text, "50.0% default"), "%s", text);
-    cr_assert(strstr(text, "1 more failed"), "%s", text);
+    picked p = pick(&f, 3, 0, &text);
+    cr_assert_eq(p.winner, 1);
+    cr_assert(text && strstr(text, "AUTOTUNE gpu_k (gemm)"), "%s", text);
+    cr_assert(strstr(text, "cand1") < strstr(text, "cand0"), "fastest first: %s", text);
+    cr_assert(strstr(text, "100.0%  <- chosen") && strstr(text, "(default)"), "%s", text);
+    cr_assert(strstr(text, "cand2") && strstr(text, "(failed)"), "%s", text);
     free(text);
 }
 
