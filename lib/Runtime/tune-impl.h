@@ -1,7 +1,8 @@
 /* tune-impl.h - the backend-neutral autotuner (tune.c): how candidates of one kernel are timed
  * and compared, the time budget of a graph, the progress line, the AUTOTUNE table and tuning
- * records as text. A backend (CPU: tune_cpu.c) supplies the search space, compiles the
- * candidates and runs one of them; everything about deciding lives here.
+ * records as text, shared by both tuners. A backend (CPU: tune_cpu.c; GPU: tune_cuda.c)
+ * supplies the search space, compiles the candidates, runs one of them and checks a winner's
+ * outputs; everything about deciding lives here.
  *
  *     ic__tune_graph G;                                 // one per compiled variant
  *     ic__tune_graph_init(&G, c, flags, budget_s, stats, nkernels, total_weight);
@@ -21,7 +22,10 @@
  * Method. A race times a set of candidates together: one warm-up run each, then up to
  * IC__TUNE_ROUNDS rounds in which every live candidate runs once (a sample of `reps` calls,
  * reps set so the default's sample lasts about IC__TUNE_SAMPLE_MS), each round starting at
- * the next candidate so that no one is always first after another's cache state; a
+ * the next candidate so that no one is always first after another's cache state (a backend
+ * that calibrates its own samples, as the GPU's per-candidate timed groups, sets K->reps = 1
+ * after ic__tune_begin: its run function then returns ms per call and its first call of a
+ * candidate is the warm-up); a
  * candidate's time in a race is the median of its samples, relative to the default's. After the first round a candidate slower
  * than 3x the best so far stops (early stop). The default takes part in every race, so the
  * margin test (a candidate replaces it only when faster by IC__TUNE_MARGIN) compares times of

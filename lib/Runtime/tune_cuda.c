@@ -13,11 +13,13 @@
  *      the full lists under IC_TUNE_EXHAUSTIVE), each candidate resolved by the PTX layer's
  *      own planner (ic_ptx_params_resolve): invalid ones dropped, equal plans merged, the
  *      heuristic's choice first.
- *   3. candidates emitted on the compile threads and loaded by the driver together; each timed
- *      in interleaved rounds (ic__tune_select) on buffers of the kernel's sizes (params with
- *      their data, the rest random), an L2 flush before every launch; the default replaced
- *      only by a candidate faster by 3% whose outputs match the default's; under
- *      IC_TUNE_COORDESC the winner's neighbours (one field moved) are timed until none wins.
+ *   3. candidates emitted on the compile threads and loaded by the driver together, then raced
+ *      by tune.c's shared machinery (interleaved rounds, medians, early stop, budget, margin,
+ *      confirmation race, table) with this file's device timer: buffers of the kernel's sizes
+ *      (params with their data, the rest random), an L2 flush before every launch when the data
+ *      outgrows the L2 (flushed); under IC_TUNE_COORDESC the current point's neighbours (one
+ *      field moved) race it until none is faster by the margin; the winner's outputs must
+ *      match the default's.
  *   4. the winner (also when it is the default) recorded in the persistent cache. */
 #include <math.h>
 #include <stddef.h>
