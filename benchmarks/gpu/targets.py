@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The targets of issue 13, measured in one command on the GPU machine: ic against PyTorch in
-the same run, on the same inputs, with the correctness of every ic result checked there too.
+"""The targets of issues 13 (fast on real models) and 14 (groups autotune_gpu, autotune_cpu: the
+autotuner, warm starts, saved models), measured in one command on the GPU machine: ic against
+PyTorch in the same run, on the same inputs, with the correctness of every ic result checked
+there too.
 
     python3 benchmarks/gpu/targets.py --build build-dev/new [--quick] [--only NAME,...]
         [--json OUT] [--keep DIR] [--graphnet-shard I/N] [--freezing] [--threads N]
