@@ -79,7 +79,7 @@ static ic_ctx *context(fixture *f, bool no_cache)
 static int logged(const fixture *f, const char *word)
 {
     size_t n = 0;
-    char *raw = ict_read_file(f->log, &n), *text = raw ? strndup(raw, n) : NULL, *line = text;
+    char *raw = ict_read_file(f->log, &n), *text = raw ? ict_text(raw, n) : NULL, *line = text;
     free(raw);
     int count = 0;
     size_t wl = strlen(word);

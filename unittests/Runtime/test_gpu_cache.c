@@ -90,7 +90,7 @@ static ic_ctx *context(fixture *f, bool no_cache)
 static int logged(const fixture *f, const char *word)
 {
     size_t n = 0;
-    char *raw = ict_read_file(f->log, &n), *text = raw ? strndup(raw, n) : NULL, *line = text;
+    char *raw = ict_read_file(f->log, &n), *text = raw ? ict_text(raw, n) : NULL, *line = text;
     free(raw);
     int count = 0;
     size_t wl = strlen(word);
@@ -463,7 +463,7 @@ Test(gpu_cache, a_conv_pair_comes_back_the_same)
     char path[1200];
     snprintf(path, sizeof path, "%s/benchmarks/graphs/conv3x3_14_bf16.json", src_dir());
     size_t n = 0;
-    char *raw = ict_read_file(path, &n), *json = raw ? strndup(raw, n) : NULL;
+    char *raw = ict_read_file(path, &n), *json = raw ? ict_text(raw, n) : NULL;
     free(raw);
     cr_assert(json, "%s", path);
     result cold, warm;

@@ -73,6 +73,16 @@ void ict_write_file(const char *path, const void *data, size_t n)
     cr_assert(fclose(f) == 0, "closing %s failed", path);
 }
 
+char *ict_text(const void *p, size_t n)
+{
+    char *t = malloc(n + 1);
+    if (t) {
+        memcpy(t, p, n);
+        t[n] = 0;
+    }
+    return t;
+}
+
 void *ict_read_file(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");

@@ -31,6 +31,9 @@ const char *ict_path(const char *dir, const char *name);
 void ict_write_file(const char *path, const void *data, size_t n);
 /* Reads a whole file into malloc'd memory (caller frees); NULL if it cannot be read. */
 void *ict_read_file(const char *path, size_t *n);
+/* A NUL-terminated malloc'd copy of the n bytes at p (file contents have no NUL of their own:
+ * strndup would read one past them); NULL on OOM. */
+char *ict_text(const void *p, size_t n);
 /* Entries in dir other than . and .. (-1 if it cannot be read). */
 int ict_count_files(const char *dir);
 
