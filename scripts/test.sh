@@ -83,6 +83,22 @@ if [[ -n $dirty ]]; then
     done
 fi
 
+# Steps outside ctest (each counts as one test): they build with other compilers or sanitizers,
+# or install the library. Each scripts/ci-<name>.sh exits 0 on success.
+ci_step() { # NAME SCRIPT [ARGS...]
+    local name=$1
+    shift
+    echo "== test: $name =="
+    if bash "$@"; then
+        echo "test: $name passed"
+        passed=$((passed + 1))
+    else
+        echo "test: $name FAILED" >&2
+        failed=$((failed + 1))
+    fi
+}
+# (helpers' steps go here, one ci_step line each)
+
 summary "$passed" "$failed"
 if ((failed > 0 || ctest_rc != 0)); then
     exit 1
