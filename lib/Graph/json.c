@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <jansson.h>
+#include "file-impl.h"
 #include "graph-impl.h"
 
 #define IC_JSON_VERSION 1
@@ -1442,47 +1443,12 @@ static ic_status graph_text(saver *sv, char **text, size_t *n)
     return st;
 }
 
-/* Writes data to path atomically: a temp file in the same folder, fsync, rename. The
- * target is either the old file or the complete new one, never a partial file. */
+/* The target is either the old file or the complete new one, never a partial file. */
 static ic_status write_atomic(ic_ctx *c, const char *path, const char *data, size_t n)
 {
-    size_t len = strlen(path);
-    char *tmp = ic__malloc(c, len + 8);
-    if (!tmp)
-        return ic__error(c, IC_ENOMEM, "out of memory");
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".XXXXXX", 8);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ic_status st = ic__error(c, IC_EIO, "%s: cannot create a temporary file beside it: %s",
-                                 path, strerror(errno));
-        ic__free(c, tmp);
-        return st;
-    }
-    fchmod(fd, 0644); /* mkstemp makes 0600; a graph is an ordinary file */
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f && fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fd) == 0;
-    int e = errno;
-    if (f)
-        ok = (fclose(f) == 0) && ok;
-    else
-        close(fd);
-    if (ok && rename(tmp, path) != 0)
-        ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        ic__free(c, tmp);
-        return ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(e));
-    }
-    ic__free(c, tmp);
-    char *dir = dir_of(c, path);
-    int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-    if (dfd >= 0) { /* make the rename itself durable (best effort) */
-        fsync(dfd);
-        close(dfd);
-    }
-    ic__free(c, dir);
-    return IC_OK;
+    const char *step;
+    int e = ic__write_atomic_bytes(path, data, n, IC__WRITE_SYNC, &step);
+    return e ? ic__error(c, IC_EIO, "%s: %s: %s", path, step, strerror(e)) : IC_OK;
 }
 
 static bool same_file(ic_ctx *c, const char *a, const char *b)

@@ -14,13 +14,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "file-impl.h"
 #include "graph-impl.h"
 
 #define ST_MAX_HEADER (100u * 1000u * 1000u) /* as the reference implementation */
@@ -561,89 +561,30 @@ static bool write_tensor(FILE *f, const ic_tensor *t, uint64_t nbytes)
     return fwrite(buf, 1, used, f) == used;
 }
 
-/* Writes everything into the open temp file; returns false with errno set. */
-static bool write_all(FILE *f, const char *hdr, size_t hlen, int n, const st_out *o)
+typedef struct { const char *hdr; size_t hlen; int n; const st_out *o; } st_file;
+
+/* The whole file: header length, header, then every tensor's bytes; false with errno set. */
+static bool write_all(FILE *f, void *arg)
 {
+    const st_file *a = arg;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-    if (fwrite(len8, 1, 8, f) != 8 || fwrite(hdr, 1, hlen, f) != hlen)
+        len8[i] = (unsigned char)((uint64_t)a->hlen >> (8 * i));
+    if (fwrite(len8, 1, 8, f) != 8 || fwrite(a->hdr, 1, a->hlen, f) != a->hlen)
         return false;
-    for (int i = 0; i < n; i++)
-        if (!write_tensor(f, o[i].t, o[i].nbytes))
+    for (int i = 0; i < a->n; i++)
+        if (!write_tensor(f, a->o[i].t, a->o[i].nbytes))
             return false;
-    return fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return true;
 }
 
-/* Gives the new file the mode of the one it replaces, or rw-r--r--. */
-static void copy_mode(int fd, const char *path)
-{
-    struct stat sb;
-    mode_t mode = 0644;
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-        mode = sb.st_mode & 07777;
-    (void)fchmod(fd, mode);
-}
-
-static void sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
-
-/* Writes header and data to a temp file beside path, then renames it over path. */
 static ic_status write_atomic(ic_ctx *c, const char *path, const char *hdr, size_t hlen, int n,
                               const st_out *o)
 {
-    size_t pl = strlen(path);
-    char *dircopy = ic__strdup(c, path), *basecopy = ic__strdup(c, path);
-    char *tmp = ic__malloc(c, pl + 32);
-    ic_status s = IC_OK;
-    if (!dircopy || !basecopy || !tmp) {
-        s = ic__error(c, IC_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    const char *dir = dirname(dircopy), *base = basename(basecopy);
-    snprintf(tmp, pl + 32, "%s/.%s.tmp.XXXXXX", dir, base);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        s = ic__error(c, IC_EIO, "%s: cannot create a temporary file in '%s': %s", path, dir,
-                      strerror(errno));
-        goto done;
-    }
-    copy_mode(fd, path);
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        s = ic__error(c, IC_EIO, "%s: %s", path, strerror(e));
-        goto done;
-    }
-    bool ok = write_all(f, hdr, hlen, n, o);
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        s = ic__error(c, IC_EIO, "%s: write failed: %s", path, strerror(e));
-        goto done;
-    }
-    sync_dir(dir);
-done:
-    ic__free(c, dircopy);
-    ic__free(c, basecopy);
-    ic__free(c, tmp);
-    return s;
+    st_file a = { hdr, hlen, n, o };
+    const char *step;
+    int e = ic__write_atomic(path, write_all, &a, IC__WRITE_SYNC, &step);
+    return e ? ic__error(c, IC_EIO, "%s: %s: %s", path, step, strerror(e)) : IC_OK;
 }
 
 ic_status ic_safetensors_save(ic_ctx *c, const char *path, int n, const char *const *names,

@@ -40,6 +40,7 @@
 #include <llvm-c/TargetMachine.h>
 #include "artifact-impl.h"
 #include "cache-impl.h"
+#include "file-impl.h"
 #include "cpu-impl.h"
 #include "key-impl.h"
 #include "llvmgen-impl.h"
@@ -519,8 +520,10 @@ static ic_status build_sections(ic__art_writer *W, const ic_compiled *cc, bool w
 
 static size_t header_bytes(int nsec) { return 8 + 8 + (size_t)nsec * SEC_ENTRY + 8; }
 
-static bool write_all(FILE *f, ic__art_writer *W)
+/* The whole file: header, section table, its hash, then each section, 64-byte aligned. */
+static bool write_all(FILE *f, void *arg)
 {
+    ic__art_writer *W = arg;
     static const unsigned char zeros[ALIGN];
     uint64_t off = pad64(header_bytes(W->nsec));
     for (int i = 0; i < W->nsec; i++) {
@@ -551,36 +554,15 @@ static bool write_all(FILE *f, ic__art_writer *W)
             const struct ic__art_piece *p = &W->sec[i].pc[k];
             ok = fwrite(p->p, 1, p->n, f) == p->n && fwrite(zeros, 1, pad64(p->n) - p->n, f) == pad64(p->n) - p->n;
         }
-    return ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return ok;
 }
 
 /* path written atomically: a temporary file beside it, then rename(2). */
 ic_status ic__art_write(ic__art_writer *W)
 {
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.XXXXXX", W->path) < 0)
-        return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ic_status s = ic__error(W->c, IC_EIO, "%s: cannot create a temporary file beside it: %s", W->path,
-                                strerror(errno));
-        free(tmp);
-        return s;
-    }
-    fchmod(fd, 0644);
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f && write_all(f, W);
-    int e = errno;
-    if (f)
-        ok = fclose(f) == 0 && ok;
-    else
-        close(fd);
-    if (ok && rename(tmp, W->path) != 0)
-        ok = false, e = errno;
-    if (!ok)
-        unlink(tmp);
-    free(tmp);
-    return ok ? IC_OK : ic__error(W->c, IC_EIO, "%s: cannot write: %s", W->path, strerror(e));
+    const char *step;
+    int e = ic__write_atomic(W->path, write_all, W, IC__WRITE_SYNC, &step);
+    return e ? ic__error(W->c, IC_EIO, "%s: %s: %s", W->path, step, strerror(e)) : IC_OK;
 }
 
 ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_weights)

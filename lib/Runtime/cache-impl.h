@@ -72,9 +72,6 @@ IC_HIDDEN void ic__cache_file_name(const char *ns, const char *key, size_t nkey,
 /* Writes b[0..n) as dir/ns/name atomically (a temporary file of its own, then rename), making
  * the folders; 0 or an errno value. */
 IC_HIDDEN int ic__cache_write_file(const char *dir, const char *ns, const char *name, const void *b, size_t n);
-/* Creates and opens (O_EXCL, write-only) a temporary file for path, in path's folder, named
- * "<path>.tmp.<pid>.<thread>.<counter>" (written into tmp of n bytes); -1 and errno on failure. */
-IC_HIDDEN int ic__cache_temp_open(const char *path, char *tmp, size_t n);
 /* Whether ns is a valid namespace name. */
 IC_HIDDEN bool ic__cache_ns_ok(const char *ns);
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <llvm-c/Core.h>
 #include "cache-impl.h"
+#include "file-impl.h"
 #include "key-impl.h"
 
 /* Bumped whenever the entry layout or the meaning of a namespace's values changes; entries of
@@ -207,76 +207,18 @@ bool ic__cache_get(ic_ctx *c, const char *ns, const char *key, void **data, size
 
 /* ---- writing ---- */
 
-int ic__cache_temp_open(const char *path, char *tmp, size_t n)
-{
-    /* A counter per thread: with the pid and thread id it names a file no other writer of this
-     * key uses, now or (after a crash left one behind) later, as O_EXCL checks. */
-    static _Thread_local unsigned counter;
-    long pid = (long)getpid(), tid = (long)syscall(SYS_gettid);
-    for (int tries = 0; tries < 16; tries++) {
-        int w = snprintf(tmp, n, "%s.tmp.%ld.%ld.%u", path, pid, tid, ++counter);
-        if (w < 0 || (size_t)w >= n)
-            return errno = ENAMETOOLONG, -1;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
-}
-
-/* mkdir -p of path's folders (not of its last component). */
-static void make_dirs(char *path)
-{
-    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        mkdir(path, 0777);
-        *s = '/';
-    }
-}
-
-static bool write_all(int fd, const char *b, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return false;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* No fsync: after a power loss a renamed entry may be empty or torn (the rename reached the
  * disk before the data); its checksum then makes it a miss and the next put rewrites it, while
  * an fsync per kernel would add milliseconds of disk flush to every compile. */
 int ic__cache_write_file(const char *dir, const char *ns, const char *name, const void *b, size_t n)
 {
-    char path[PATH_LEN + 64], tmp[PATH_LEN + 128];
+    char path[PATH_LEN + 64];
     int w = snprintf(path, sizeof path, "%s/%s/%s", dir, ns, name);
     if (!ic__cache_ns_ok(ns))
         return EINVAL;
     if (w < 0 || (size_t)w >= sizeof path)
         return ENAMETOOLONG;
-    int fd = ic__cache_temp_open(path, tmp, sizeof tmp);
-    if (fd < 0 && errno == ENOENT) {   /* first write into this folder: make it, once */
-        make_dirs(path);
-        fd = ic__cache_temp_open(path, tmp, sizeof tmp);
-    }
-    if (fd < 0)
-        return errno;
-    int err = write_all(fd, b, n) ? 0 : errno;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, path) != 0)
-        err = errno;
-    if (err)
-        unlink(tmp);
-    return err;
+    return ic__write_atomic_bytes(path, b, n, IC__WRITE_MKDIRS, NULL);
 }
 
 static void put_field(char **p, const void *field, uint64_t n)

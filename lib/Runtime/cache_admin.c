@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "ic/cache.h"
 #include "cache-impl.h"
+#include "file-impl.h"
 #include "key-impl.h"
 
 #define PATH_LEN 1024
@@ -395,46 +396,36 @@ static ic_status export_one(ic_ctx *c, const cache_file *f, void *user)
     return IC_OK;
 }
 
-/* Writes the export into the open temporary file f; a failed write shows in ferror(f). */
-static ic_status export_into(ic_ctx *c, FILE *f, const char *path, ic_cache_counts *k)
+typedef struct {
+    ic_ctx *c;
+    const char *path;
+    ic_cache_counts k;
+    ic_status s;
+} export_arg;
+
+/* Writes the export into f (a temporary file); a failed write shows in ferror(f). */
+static bool export_into(FILE *f, void *arg)
 {
+    export_arg *a = arg;
     uint64_t count = 0;
     fwrite(export_magic, 1, sizeof export_magic, f);
     fwrite(&count, 8, 1, f);
-    export_state x = { f, k };
-    ic_status s = walk(c, NULL, export_one, &x);
-    count = (uint64_t)k->entries;
-    if (!s && (fseek(f, sizeof export_magic, SEEK_SET) != 0 || fwrite(&count, 8, 1, f) != 1))
-        s = ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return s;
+    export_state x = { f, &a->k };
+    a->s = walk(a->c, NULL, export_one, &x);
+    count = (uint64_t)a->k.entries;
+    if (!a->s && (fseek(f, sizeof export_magic, SEEK_SET) != 0 || fwrite(&count, 8, 1, f) != 1))
+        a->s = ic__error(a->c, IC_EIO, "%s: cannot write: %s", a->path, strerror(errno));
+    return !a->s;
 }
 
 ic_status ic_cache_export(ic_ctx *c, const char *path, ic_cache_counts *out)
 {
-    ic_cache_counts k = { 0 };
-    char tmp[PATH_LEN + 128];
-    int fd = ic__cache_temp_open(path, tmp, sizeof tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    int err = errno;
-    if (!f) {
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        return ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(err));
-    }
-    ic_status s = export_into(c, f, path, &k);
-    err = ferror(f) ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && !err)
-        err = errno;
-    if (!s && !err && rename(tmp, path) != 0)
-        err = errno;
-    if (s || err)
-        unlink(tmp);
-    if (!s && err)
-        s = ic__error(c, IC_EIO, "%s: cannot write: %s", path, strerror(err));
+    export_arg a = { .c = c, .path = path };
+    const char *step;
+    int err = ic__write_atomic(path, export_into, &a, IC__WRITE_SYNC, &step);
+    ic_status s = a.s ? a.s : err ? ic__error(c, IC_EIO, "%s: %s: %s", path, step, strerror(err)) : IC_OK;
     if (out)
-        *out = s ? (ic_cache_counts){ 0 } : k;
+        *out = s ? (ic_cache_counts){ 0 } : a.k;
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "file-impl.h"
 #include "pipeline-impl.h"
 
 static const ic_pipe_stage_info stages[IC_PIPE_COUNT] = {
@@ -78,22 +79,26 @@ bool ic__pipe_wants(const ic__pipe *P, ic_pipe_stage st)
     return env_dump_wants(P->c, st) || (P->dbg.on && stages[st].debug_file);
 }
 
-/* Writes one file of the debug folder atomically (temp file + rename). */
+typedef struct { ic__print_fn fn; const void *arg; } print_arg;
+
+static bool print_into(FILE *f, void *arg)
+{
+    const print_arg *a = arg;
+    a->fn(f, a->arg);
+    return !ferror(f);
+}
+
+/* Writes one file of the debug folder atomically; no fsync: a debug dump need not survive a
+ * power loss, and a compile that dumps every stage would wait on the disk for each. */
 static void dbg_write(ic__pipe *P, const char *file, ic__print_fn fn, const void *arg)
 {
-    char path[1200], tmp[1220];
+    char path[1200];
     snprintf(path, sizeof path, "%s/%s", P->dbg.dir, file);
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        ic__logf(P->c, 0, "ic: cannot write %s: %s", tmp, strerror(errno));
-        return;
-    }
-    fn(f, arg);
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
+    print_arg a = { fn, arg };
+    const char *step;
+    int e = ic__write_atomic(path, print_into, &a, 0, &step);
+    if (e)
+        ic__logf(P->c, 0, "ic: %s: %s: %s", path, step, strerror(e));
 }
 
 void ic__pipe_emit(ic__pipe *P, ic_pipe_stage st, ic__print_fn fn, const void *arg)
