@@ -177,4 +177,10 @@ typedef struct ic__pipe ic__pipe;
 IC_HIDDEN ic_status ic__tune_cpu(ic__pipe *P, const ic_program *prog, const ic_codegen_target *t,
                                  const int *code, ic_codegen_params *params);
 
+/* Both backends check a tuned winner's outputs against the default's the same way:
+ * got[0..n) matches want within dtype t's tolerance (for sums in other orders: split-K, other
+ * tile depths, other unrolls), |g - w| <= rtol |w| + atol max(1, max|w|); integers bit for
+ * bit; NaN only where want has NaN, infinities equal. */
+IC_HIDDEN bool ic__tune_close(ic_dtype t, int64_t n, const void *want, const void *got);
+
 #endif

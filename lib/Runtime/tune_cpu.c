@@ -532,34 +532,6 @@ static double run_cand(void *arg, int i, int reps)
 
 /* ---- the output check ---- */
 
-static double elem(const void *p, ic_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case IC_F32: return ((const float *)p)[i];
-    case IC_F64: return ((const double *)p)[i];
-    case IC_F16: return ic_f16_to_f32(((const uint16_t *)p)[i]);
-    case IC_BF16: return ic_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return 0;
-    }
-}
-
-/* got vs want: bytes equal for exact dtypes; floats within rtol of the largest magnitude
- * (sums in another order differ by a few ulps of the sum, not of each element). */
-static bool close_enough(const void *got, const void *want, const ic_buffer *b, size_t bytes)
-{
-    if (!ic_dtype_is_float(b->dtype))
-        return !memcmp(got, want, bytes);
-    double rtol = b->dtype == IC_BF16 ? 3e-2 : b->dtype == IC_F16 ? 1e-2 : 1e-3, big = 0;
-    for (int64_t i = 0; i < b->numel; i++)
-        big = fmax(big, fabs(elem(want, b->dtype, i)));
-    for (int64_t i = 0; i < b->numel; i++) {
-        double x = elem(got, b->dtype, i), y = elem(want, b->dtype, i);
-        if (isnan(x) != isnan(y) || (!isnan(y) && fabs(x - y) > rtol * (big + fabs(y)) + 1e-30))
-            return false;
-    }
-    return true;
-}
-
 static void restore(tuner *U)
 {
     for (int b = 0; b < U->nb; b++)
@@ -587,7 +559,7 @@ static bool outputs_match(tuner *U, int w)
     }
     for (int b = 0; b < U->nb && ok; b++)
         if (U->stored[b])
-            ok = close_enough(U->table[b], ref[b], &U->bufs[b], U->bytes[b]);
+            ok = ic__tune_close(U->bufs[b].dtype, U->bufs[b].numel, ref[b], U->table[b]);
     for (int b = 0; ref && b < U->nb; b++)
         free(ref[b]);
     ic__free(U->c, ref);

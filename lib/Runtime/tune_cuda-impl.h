@@ -70,10 +70,6 @@ IC_HIDDEN char *ic__tune_cuda_key(const ic_program *prog, int n, const int *ks, 
 IC_HIDDEN ic_status ic__cuda_tune(ic__pipe *P, ic_cuda *d, const ic_program *prog, const ic_ptx_options *po,
                                   const ic_ptx_params *given, const ic_cuda_options *o, ic_ptx_params **out);
 
-/* got[0..n) matches want (the default's results) within dtype t's tolerance: |g - w| <=
- * rtol |w| + atol max(1, max|w|); integers bit for bit; NaN only where want has NaN. */
-IC_HIDDEN bool ic__tune_close(ic_dtype t, int64_t n, const void *want, const void *got);
-
 /* Hidden knob for tests with the fake driver: bytes of the L2 flush buffer (0: 4x the device's
  * L2, 200 MB on an H100). */
 IC_HIDDEN extern size_t ic__tune_cuda_flush_bytes;

@@ -889,46 +889,6 @@ static ic_status run_results(tbench *B, int j, void **dst)
     return s;
 }
 
-static double elem(ic_dtype t, const void *p, int64_t i)
-{
-    switch (t) {
-    case IC_F32: return ((const float *)p)[i];
-    case IC_F64: return ((const double *)p)[i];
-    case IC_F16: return ic_f16_to_f32(((const uint16_t *)p)[i]);
-    case IC_BF16: return ic_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return 0;
-    }
-}
-
-/* The tolerance is for sums in other orders (split-K, other tile depths), rounded to t. */
-bool ic__tune_close(ic_dtype t, int64_t n, const void *want, const void *got)
-{
-    if (!ic_dtype_is_float(t))
-        return !memcmp(want, got, (size_t)n * ic_dtype_size(t));
-    double rtol = t == IC_BF16 ? 3e-2 : t == IC_F16 ? 4e-3 : 1e-3;
-    double atol = t == IC_BF16 ? 1.6e-2 : t == IC_F16 ? 2e-3 : 1e-4, scale = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double w = fabs(elem(t, want, i));
-        scale = isfinite(w) && w > scale ? w : scale;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        double w = elem(t, want, i), g = elem(t, got, i);
-        if (isnan(w) || isnan(g)) {
-            if (isnan(w) != isnan(g))
-                return false;
-            continue;
-        }
-        if (isinf(w) || isinf(g)) {
-            if (w != g)
-                return false;
-            continue;
-        }
-        if (fabs(g - w) > rtol * fabs(w) + atol * (scale > 1 ? scale : 1))
-            return false;
-    }
-    return true;
-}
-
 /* Candidate j's results against the default's. */
 static ic_status check_on_device(tbench *B, int j, bool *ok)
 {
