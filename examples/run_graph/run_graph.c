@@ -153,13 +153,14 @@ static void print_outputs(const run_state *r)
     for (int k = 0; k < r->nouts; k++) {
         const ic_tensor *t = &r->outs[k];
         ic_node_info info;
-        char shape[128];
         ic_graph_node(r->g, ic_graph_output(r->g, k), &info);
-        ic_graph_shape_str(r->g, info.rank, info.shape, shape, sizeof shape);
+        printf("%s %s [", info.name, ic_dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++)
+            printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        printf("]:");
         int64_t n = ic_tensor_numel(t), row = t->rank ? t->shape[t->rank - 1] : 1;
-        printf("%s %s %s:", info.name, shape, ic_dtype_name(t->dtype));
-        for (int64_t i = 0; i < n && i < 64; i++)
-            printf("%s% .6g", row > 0 && i % row == 0 ? "\n  " : " ", ic_tensor_get(t, i));
+        for (int64_t i = 0; i < n && i < 64; i++)   /* a line per row, 8 values at most */
+            printf("%s%12.6g", row > 0 && i % row % 8 == 0 ? "\n" : "", ic_tensor_get(t, i));
         printf("%s\n", n > 64 ? "\n  ..." : "");
     }
 }
