@@ -11,6 +11,7 @@
 #     `cc $(pkg-config --cflags --libs ic-llvm)`, each run on its bundled graph (compiled, checked
 #     against the reference executor). The CMake builds find libic-llvm.so through the build
 #     RPATH CMake gives them; the pkg-config one through LD_LIBRARY_PATH=PREFIX/lib;
+#   - the README's C sample ("Using the library from C"), built and run the same way;
 #   - the installed tools: ic-run --version, --help and a checked run; ic-export --help, also
 #     through a symlink (it finds its Python package from its real location).
 # Exits non-zero on the first failure, saying what failed. scripts/test.sh runs it (ci_step).
@@ -127,6 +128,17 @@ run "building the example (pkg-config)" "$cc" -std=c11 -Wall -Wextra -Werror -o 
 check_example "the example (pkg-config)" "$tmp/run_graph_pc" LD_LIBRARY_PATH="$lib"
 uses_prefix_lib "$tmp/run_graph_pc" LD_LIBRARY_PATH="$lib"
 echo "ci-install: example built with cc \$(pkg-config --cflags --libs ic-llvm): ok"
+
+# The README's sample (section "Using the library from C"), as printed there, on mlp.json.
+awk '/^## Using the library from C/ { on = 1 } on && /^```c$/ { c = 1; next }
+     c && /^```$/ { exit } c { print }' "$src/README.md" >"$tmp/readme_sample.c"
+[[ -s $tmp/readme_sample.c ]] || die "README.md: no C sample in 'Using the library from C'"
+# shellcheck disable=SC2046
+run "building the README's sample" "$cc" -std=c11 -Wall -Wextra -pedantic -Werror \
+    -o "$tmp/readme_sample" "$tmp/readme_sample.c" $(pkg-config --cflags --libs ic-llvm)
+(cd "$example" && run "the README's sample" env LD_LIBRARY_PATH="$lib" "$tmp/readme_sample") || exit 1
+grep -q "^p\[0\] = " "$tmp/log" || die "the README's sample printed: $(cat "$tmp/log")"
+echo "ci-install: the README's C sample builds and runs: ok"
 
 # ---- the installed tools ----
 run "ic-run --version" "$prefix/bin/ic-run" --version
