@@ -13,7 +13,8 @@
 #     RPATH CMake gives them; the pkg-config one through LD_LIBRARY_PATH=PREFIX/lib;
 #   - the README's C sample ("Using the library from C"), built and run the same way;
 #   - the installed tools: ic-run --version, --help and a checked run; ic-export --help, also
-#     through a symlink (it finds its Python package from its real location).
+#     through a symlink (it finds its Python package from its real location), run by
+#     $IC_TORCH_PYTHON or /usr/bin/python3, which needs torch (test.sh installs python3-torch).
 # Exits non-zero on the first failure, saying what failed. scripts/test.sh runs it (ci_step).
 set -uo pipefail
 
