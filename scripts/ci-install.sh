@@ -83,7 +83,8 @@ leaks=$(grep -rIlF -e "$build" -e "$src" "$prefix")
 leaks=$(grep -rlF -e "$build" "$prefix")
 [[ -z $leaks ]] || die "installed files name the build folder $build: $leaks"
 while IFS= read -r f; do
-    bad=$(strings -a "$f" | grep -F "$src/" | grep -Ev "^$src/(lib|tools)/[A-Za-z0-9_/.-]+\.(c|h|def)$")
+    bad=$(strings -a "$f" | grep -oE '/[A-Za-z0-9_/.+-]+' | awk -v s="$src/" 'index($0, s) == 1 &&
+        substr($0, length(s) + 1) !~ /^(lib|tools|include)\/[A-Za-z0-9_\/.-]+\.(c|h|def)$/')
     [[ -z $bad ]] || die "${f#"$prefix"/} names the source folder: $(head -3 <<<"$bad")"
     [[ $sanitize == ON ]] || die "${f#"$prefix"/} names source files of $src (not a sanitized build)"
 done < <(grep -rlF -e "$src/" "$prefix")
