@@ -103,10 +103,11 @@ check_example() { # WHAT EXE [ENV...]: runs EXE on the bundled graph from the ex
         die "$what: no 'every output matches' line"
 }
 uses_prefix_lib() { # EXE [ENV...]: the loader takes libic-llvm.so.<major> from the prefix
-    local exe=$1
+    local exe=$1 deps
     shift
-    env "$@" ldd "$exe" | grep -qF "libic-llvm.so.$major => $lib/libic-llvm.so.$major" ||
-        die "$exe does not load $lib/libic-llvm.so.$major: $(env "$@" ldd "$exe" | grep ic-llvm)"
+    deps=$(env "$@" ldd "$exe") || die "ldd $exe failed"
+    grep -qF "libic-llvm.so.$major => $lib/libic-llvm.so.$major" <<<"$deps" ||
+        die "$exe does not load $lib/libic-llvm.so.$major: $(grep ic-llvm <<<"$deps")"
 }
 for kind in shared static; do
     flag=OFF
@@ -117,7 +118,7 @@ for kind in shared static; do
     check_example "the example (CMake, $kind)" "$tmp/ex-$kind/run_graph" -u LD_LIBRARY_PATH
 done
 uses_prefix_lib "$tmp/ex-shared/run_graph" -u LD_LIBRARY_PATH
-if ldd "$tmp/ex-static/run_graph" | grep -q libic-llvm; then
+if ldd "$tmp/ex-static/run_graph" | grep libic-llvm; then
     die "the static example loads libic-llvm.so"
 fi
 echo "ci-install: example built with find_package(ic-llvm) (shared via RPATH, static): ok"
