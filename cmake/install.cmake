@@ -46,6 +46,7 @@ install(DIRECTORY tools/ic_export DESTINATION ${IC_PY_DIR}
 file(RELATIVE_PATH _ic_py_rel ${CMAKE_INSTALL_FULL_BINDIR}
      ${CMAKE_INSTALL_FULL_DATADIR}/ic-llvm/python)
 file(READ ${CMAKE_CURRENT_SOURCE_DIR}/tools/ic-export _ic_export)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS tools/ic-export)
 set(_ic_line "IC_EXPORT_PYTHON_DIR = \".\"")
 string(FIND "${_ic_export}" "${_ic_line}" _ic_at)
 if(_ic_at LESS 0)

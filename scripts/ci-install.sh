@@ -13,7 +13,8 @@
 #     RPATH CMake gives them; the pkg-config one through LD_LIBRARY_PATH=PREFIX/lib;
 #   - the README's C sample ("Using the library from C"), built and run the same way;
 #   - the installed tools: ic-run --version, --help and a checked run; ic-export --help, also
-#     through a symlink (it finds its Python package from its real location), run by
+#     through a symlink (it finds its Python package from its real location), and a small
+#     module exported by it and run by ic-run against PyTorch's outputs; ic-export runs by
 #     $IC_TORCH_PYTHON or /usr/bin/python3, which needs torch (test.sh installs python3-torch).
 # Exits non-zero on the first failure, saying what failed. scripts/test.sh runs it (ci_step).
 set -uo pipefail
@@ -157,12 +158,30 @@ ln -s "$prefix/bin/ic-export" "$tmp/ic-export-link"
 for exe in "$prefix/bin/ic-export" "$tmp/ic-export-link"; do
     run "ic-export --help ($exe, $python)" "$python" "$exe" --help
     grep -q "^usage: ic-export" "$tmp/log" || die "$exe --help printed no usage"
-    # Importing the script (not as __main__) sets its path; the package must come from the prefix.
-    pkg=$(cd "$tmp" && "$python" -c "import runpy; runpy.run_path('$exe', run_name='check')
-import ic_export; print(ic_export.__file__)" 2>&1)
-    [[ $pkg == "$prefix/share/ic-llvm/python/ic_export/__init__.py" ]] ||
-        die "$exe imports ic_export from elsewhere than $prefix/share/ic-llvm/python: $pkg"
+    # Importing the script (not as __main__) sets its path and its ic-dump: both the prefix's.
+    got=$(cd "$tmp" && env -u IC_EXPORT_DUMP "$python" -c "import os, runpy
+runpy.run_path('$exe', run_name='check')
+import ic_export; print(ic_export.__file__, os.environ.get('IC_EXPORT_DUMP'))" 2>&1)
+    [[ $got == "$prefix/share/ic-llvm/python/ic_export/__init__.py $prefix/bin/ic-dump" ]] ||
+        die "$exe should import ic_export from $prefix/share/ic-llvm/python and use" \
+            "$prefix/bin/ic-dump; it says: $got"
 done
-echo "ci-install: installed ic-run, ic-dump, ic-cache and ic-export run: ok"
+# A real export by the installed ic-export (its shape check runs the installed ic-dump), run
+# by the installed ic-run against PyTorch's outputs.
+cat >"$tmp/tiny.py" <<'PY'
+import torch
+
+
+def make():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    return m.eval(), (torch.randn(3, 8),)
+PY
+run "the installed ic-export on a small module" "$python" "$prefix/bin/ic-export" module \
+    "$tmp/tiny.py:make" -o "$tmp/tiny"
+run "the installed ic-run on ic-export's graph" "$prefix/bin/ic-run" "$tmp/tiny/model.json" \
+    --inputs "$tmp/tiny/inputs.safetensors" --expect "$tmp/tiny/expected.safetensors" \
+    --iters 1 --warmup 0 --no-compare
+echo "ci-install: installed ic-run, ic-dump, ic-cache and ic-export run (a module exported and checked): ok"
 
 echo "ci-install: passed in $((SECONDS - start)) s"
