@@ -4,6 +4,11 @@
 # build/ (Release) and runs the demo on the bundled example graph.
 #
 #     bash scripts/setup.sh                 # BUILD_DIR=other/dir to build elsewhere
+#     bash scripts/setup.sh --install [PREFIX]
+#
+# --install: the same Release build, then `cmake --install` into PREFIX (default /usr/local):
+# the library, headers, tools, CMake package and pkg-config file. sudo only when PREFIX is not
+# writable and you are not root; ldconfig when PREFIX is a system one (/usr, /usr/local).
 #
 # scripts/test.sh sources this file for ic_install_deps and ic_build; sourcing runs nothing.
 
@@ -59,10 +64,76 @@ ic_build() {
     cmake --build "$dir" -j "$(nproc 2>/dev/null || echo 2)" || return 1
 }
 
+# True when DIR, or the first of its parents that exists, is writable by us.
+ic_writable() {
+    local d=$1
+    while [[ ! -e $d ]]; do
+        d=$(dirname "$d")
+    done
+    [[ -w $d ]]
+}
+
+# ic_install_to BUILD PREFIX: installs a finished build into PREFIX (absolute).
+ic_install_to() {
+    local build=$1 prefix=$2 sudo=()
+    if [[ $(id -u) -ne 0 ]] && ! ic_writable "$prefix"; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "setup: $prefix is not writable: run as root, install sudo or pick another PREFIX" >&2
+            return 1
+        fi
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" cmake --install "$build" --prefix "$prefix" || return 1
+    if ((${#sudo[@]})); then
+        # cmake --install wrote its manifest into the build folder as root: give it back.
+        sudo chown "$(id -u):$(id -g)" "$build/install_manifest.txt" || return 1
+    fi
+    if [[ $prefix == /usr || $prefix == /usr/local ]]; then
+        local ldconfig
+        ldconfig=$(PATH=$PATH:/sbin:/usr/sbin command -v ldconfig) || {
+            echo "setup: ldconfig not found: run it as root to refresh the loader's cache" >&2
+            return 1
+        }
+        "${sudo[@]}" "$ldconfig" || return 1
+    fi
+    local libdir
+    libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+    echo
+    echo "setup: installed into $prefix: libic-llvm.so and .a in $prefix/$libdir, headers in" \
+         "$prefix/include/ic, ic-run ic-dump ic-cache ic-export in $prefix/bin"
+    "$prefix/bin/ic-run" --version
+    if [[ $prefix != /usr && $prefix != /usr/local ]]; then
+        echo "setup: $prefix is not a system prefix: set LD_LIBRARY_PATH=$prefix/$libdir (or add it" \
+             "to /etc/ld.so.conf.d), CMAKE_PREFIX_PATH=$prefix and PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig"
+    fi
+}
+
+ic_setup_install() { # BUILD PREFIX (absolute)
+    local build=$1 prefix=$2
+    ic_install_deps
+    ic_build "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix"
+    ic_install_to "$build" "$prefix"
+}
+
 ic_setup_main() {
     set -euo pipefail
+    local cwd=$PWD
     cd "$IC_ROOT"
     local build=${BUILD_DIR:-build}
+    case ${1:-} in
+        "") ;;
+        --install)
+            (($# <= 2)) || { echo "setup: usage: setup.sh [--install [PREFIX]]" >&2; return 2; }
+            local prefix=${2:-/usr/local}
+            [[ $prefix == /* ]] || prefix=$cwd/$prefix
+            ic_setup_install "$build" "$prefix"
+            return
+            ;;
+        *)
+            echo "setup: unknown argument '$1' (usage: setup.sh [--install [PREFIX]])" >&2
+            return 2
+            ;;
+    esac
     ic_install_deps
     ic_build "$build" -DCMAKE_BUILD_TYPE=Release
     echo

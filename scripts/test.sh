@@ -98,6 +98,7 @@ ci_step() { # NAME SCRIPT [ARGS...]
     fi
 }
 # (helpers' steps go here, one ci_step line each)
+ci_step install scripts/ci-install.sh "$build"
 
 summary "$passed" "$failed"
 if ((failed > 0 || ctest_rc != 0)); then

@@ -73,6 +73,7 @@ static const char usage[] =
     "                               the compile time is the load's\n"
     "  --seed N                     seed of the generated data (default 0)\n"
     "  -h, --help                   this text\n"
+    "  --version                    the library's version and build id\n"
     "\n"
     "exit status: 0 ok, 1 bad usage or input (one line on stderr), 2 outputs do not match.\n";
 
@@ -94,7 +95,7 @@ typedef struct {
     int nbinds;
     uint64_t seed;
     int64_t iters, warmup, threads; /* -1: not given */
-    bool check, json, no_compare, help;
+    bool check, json, no_compare, help, version;
     bool allow_tf32;                /* --allow-tf32 (cuda) */
     bool freezing;                  /* --freezing */
     bool cuda;                      /* --device cuda[:N] */
@@ -205,6 +206,10 @@ static bool parse_args(int argc, char **argv, run_opts *o, cli_err *e)
         const char *a = argv[i], *v = NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->help = true;
+            return true;
+        }
+        if (strcmp(a, "--version") == 0) {
+            o->version = true;
             return true;
         }
         if (strcmp(a, "--list-options") == 0) {
@@ -1288,6 +1293,10 @@ int main(int argc, char **argv)
     if (o.help) {
         fputs(usage, stdout);
         return 0;
+    }
+    if (o.version) {
+        printf("ic-run (ic-llvm) %s, build %s\n", ic_version(), ic_build_id());
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     if (o.list_options || o.list_modes) {
         if (o.list_options)

@@ -247,6 +247,20 @@ Test(cli, help_exits_zero)
     ict_rmtree(dir);
 }
 
+/* --version: what an installed ic-run says it is (scripts/ci-install.sh runs it too) */
+Test(cli, version)
+{
+    const char *dir = ict_tmpdir();
+    run_result r = run_tool(dir, "ic-run", "--version");
+    assert_ok(r, "ic-run --version");
+    char want[128];
+    snprintf(want, sizeof want, "ic-run (ic-llvm) %s, build %s\n", ic_version(), ic_build_id());
+    cr_assert_str_eq(r.out, want, "ic-run --version");
+    cr_assert_eq(strlen(ic_build_id()), 16, "build id: %s", ic_build_id());
+    result_free(&r);
+    ict_rmtree(dir);
+}
+
 /* ---- malformed files ---- */
 
 Test(cli, malformed_graphs)
