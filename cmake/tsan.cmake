@@ -20,3 +20,24 @@ if(IC_TSAN)
   add_compile_options(-fsanitize=thread -g -O1 -fno-omit-frame-pointer)
   add_link_options(-fsanitize=thread)
 endif()
+
+# Runtime_test_threads_tsan: unittests/Runtime/test_threads.c over the small runner of
+# unittests/Runtime/tsan/ (Criterion's own does not start under TSan: see its header there).
+# Defined once the directory is read, when the library targets exist.
+function(ic_tsan_targets)
+  if(NOT IC_BUILD_TESTS)
+    return()
+  endif()
+  set(_t ${CMAKE_CURRENT_SOURCE_DIR}/unittests)
+  add_executable(Runtime_test_threads_tsan ${_t}/Runtime/test_threads.c ${_t}/common/testutil.c
+                 ${_t}/Runtime/tsan/lite_main.c)
+  target_include_directories(Runtime_test_threads_tsan BEFORE PRIVATE ${_t}/Runtime/tsan)
+  target_include_directories(Runtime_test_threads_tsan PRIVATE ${_t}/common
+                             ${CMAKE_CURRENT_SOURCE_DIR}/lib/Graph ${CMAKE_CURRENT_SOURCE_DIR}/lib/Runtime)
+  target_compile_definitions(Runtime_test_threads_tsan PRIVATE IC_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+                             IC_BUILD_DIR="${CMAKE_CURRENT_BINARY_DIR}")
+  target_link_libraries(Runtime_test_threads_tsan PRIVATE ic-llvm-static)
+endfunction()
+if(IC_TSAN)
+  cmake_language(DEFER CALL ic_tsan_targets)
+endif()
