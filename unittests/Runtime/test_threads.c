@@ -15,6 +15,7 @@
  * 'worker' record, asserted after the join. */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,18 +528,25 @@ Test(threads, errors_are_per_thread)
     ic_ctx_destroy(c);
 }
 
-/* A job that fails on a compile thread other than the caller's: the caller gets its message. */
+/* A job that fails on a compile thread other than the caller's: the caller gets its message.
+ * The caller's own job waits until a compile thread has failed, so one always does. */
 typedef struct {
     ic_ctx *c;
     pthread_t caller;
+    atomic_bool failed;
 } jobs_arg;
 
 static ic_status job(void *arg, int j, int thread)
 {
     jobs_arg *J = arg;
-    if (!pthread_equal(pthread_self(), J->caller))
-        return ic__error(J->c, IC_EINVAL, "job %d failed on a compile thread", j);
-    usleep(20000); /* the caller's job lasts: the others go to the compile threads */
+    if (!pthread_equal(pthread_self(), J->caller)) {
+        ic_status s = ic__error(J->c, IC_EINVAL, "job %d failed on a compile thread", j);
+        atomic_store(&J->failed, true);
+        return s;
+    }
+    for (int i = 0; i < 1000 && !atomic_load(&J->failed); i++) /* 10 s at most, once */
+        usleep(10000);
+    atomic_store(&J->failed, true);
     return IC_OK;
 }
 
@@ -549,7 +557,7 @@ Test(threads, compile_thread_errors_reach_the_caller)
     ic_ctx_switches(c, &sw);
     sw.compile_threads = 4;
     cr_assert_eq(ic_ctx_set_switches(c, &sw), IC_OK);
-    jobs_arg J = { c, pthread_self() };
+    jobs_arg J = { c, pthread_self(), false };
     int nthreads = 0;
     ic_status s = ic__run_jobs(c, 16, job, &J, &nthreads);
     cr_assert_gt(nthreads, 1, "no compile thread started");
