@@ -36,9 +36,9 @@ typedef struct {
     const ic_graph *shared;  /* the graph every thread compiles (and runs) */
     ic_compiled *cc[4];      /* the compiled graphs every thread runs (one_compiled_graph) */
     const ic_graph *ccg[4];
-    char path[256];          /* where it saves a compiled graph (run_one_compiled_graph) */
-    char json[256];          /* the shared graph's file, loaded by every thread ("" = none) */
-    char debug[256];         /* the debug folders' parent of its debug compiles ("" = none) */
+    char path[512];          /* where it saves a compiled graph (run_one_compiled_graph) */
+    char json[512];          /* the shared graph's file, loaded by every thread ("" = none) */
+    char debug[512];         /* the debug folders' parent of its debug compiles ("" = none) */
     bool ok;
     char msg[1024];
 } worker;
@@ -465,7 +465,7 @@ static void *error_work(void *p)
 {
     worker *w = p;
     ic_ctx *c = w->c;
-    char name[32], want[64];
+    char name[32], want[160];
     snprintf(name, sizeof name, "bad%d", w->id);
     for (int r = 0; r < 4 && w->ok; r++) {
         if (w->id % 2 == 0) {
