@@ -6,8 +6,9 @@
  * another process (and off), errors provoked at the same time in several threads each stay
  * their own thread's, and threads compile and run for GPUs of their own through the stand-in
  * driver unittests/Tools/fake_libcuda.c. Every CPU result is checked against the reference
- * executor (the stand-in's kernels do nothing: there only the calls are checked). Kernels run on OpenMP teams of two (serial_threshold 1), so libomp is
- * entered from several threads at once.
+ * executor (the stand-in's kernels do nothing: there only the calls are checked). Kernels run
+ * on OpenMP teams of two (serial_threshold 1), so libomp is entered from several threads at
+ * once.
  *
  * It runs in the ASan suite like every test, and under ThreadSanitizer in scripts/ci-tsan.sh,
  * where a data race anywhere on these paths fails it. Worker threads never call Criterion's
@@ -458,59 +459,67 @@ Test(threads, run_one_compiled_graph_from_many_threads)
 
 /* ---- errors stay in their thread ---- */
 
-/* Odd threads fail three ways (a graph that does not infer, an unknown mode, a run with a
- * wrong output), each naming the thread; even threads succeed. Each message must be the
- * thread's own, and a thread that never failed must see none. */
+/* Status s must be want and this thread's message must contain text. */
+static void expect_error(worker *w, const char *what, ic_status s, ic_status want, const char *text)
+{
+    const char *msg = ic_last_error(w->c);
+    if (w->ok && (s != want || !strstr(msg, text)))
+        fail(w, "%s: status %d, message '%s', want %d and '%s'", what, s, msg, want, text);
+}
+
+/* Three failures naming this thread: a node that does not infer in graph bad<id>, an unknown
+ * mode, a run with a wrong output. */
+static void fail_three_ways(worker *w)
+{
+    ic_ctx *c = w->c;
+    char name[32], node[16], mode[32], want[160];
+    snprintf(name, sizeof name, "bad%d", w->id);
+    snprintf(node, sizeof node, "y%d", w->id);
+    snprintf(mode, sizeof mode, "mode-of-%d", w->id);
+    ic_graph *g = pointwise_graph(c, name);
+    if (!g) {
+        fail(w, "building %s: %s", name, ic_last_error(c));
+        return;
+    }
+    ic_value y;
+    snprintf(want, sizeof want, "graph '%s' node '%s' (matmul)", name, node);
+    /* x [64, 129] @ x [64, 129] */
+    expect_error(w, "shape error", ic_graph_binary(g, node, IC_OP_MATMUL, ic_val(0), ic_val(0), &y),
+                 IC_ESHAPE, want);
+    ic_compile_options o = options(1);
+    o.mode = mode;
+    ic_compiled *cc = NULL;
+    snprintf(want, sizeof want, "unknown compile mode '%s'", mode);
+    expect_error(w, "mode error", ic_compile(c, g, &o, &cc), IC_EINVAL, want);
+    o = options(1);
+    if (w->ok && ic_compile(c, g, &o, &cc))
+        fail(w, "compiling %s: %s", name, ic_last_error(c));
+    static const float xs[64 * 129];
+    float ys[3];
+    ic_tensor arg, out;
+    ic_tensor_init(&arg, IC_F32, 2, (int64_t[]){ 64, 129 }, (void *)xs);
+    ic_tensor_init(&out, IC_F32, 1, (int64_t[]){ 3 }, ys);
+    snprintf(want, sizeof want, "graph '%s' node 'y' (output)", name);
+    if (cc)
+        expect_error(w, "run error", ic_run(cc, 1, &arg, 1, &out), IC_ESHAPE, want);
+    ic_compiled_destroy(cc);
+    ic_graph_destroy(g);
+}
+
+/* Odd threads fail (fail_three_ways) while even threads compile and run: every message must be
+ * its thread's own, and a thread that never failed must see none. */
 static void *error_work(void *p)
 {
     worker *w = p;
-    ic_ctx *c = w->c;
-    char name[32], want[160];
-    snprintf(name, sizeof name, "bad%d", w->id);
     for (int r = 0; r < 4 && w->ok; r++) {
-        if (w->id % 2 == 0) {
-            ic_compile_options o = options(1);
-            compile_checked(w, w->shared, &o, (unsigned)r);
-            if (w->ok && ic_last_error(c)[0])
-                fail(w, "a thread with no error sees '%s'", ic_last_error(c));
+        if (w->id % 2) {
+            fail_three_ways(w);
             continue;
         }
-        ic_graph *g = pointwise_graph(c, name);
-        if (!g) {
-            fail(w, "building %s: %s", name, ic_last_error(c));
-            break;
-        }
-        ic_value y;
-        char node[16];
-        snprintf(node, sizeof node, "y%d", w->id);
-        snprintf(want, sizeof want, "graph '%s' node '%s' (matmul)", name, node);
-        /* x [64, 129] @ x [64, 129] */
-        ic_status s = ic_graph_binary(g, node, IC_OP_MATMUL, ic_val(0), ic_val(0), &y);
-        if (s != IC_ESHAPE || !strstr(ic_last_error(c), want))
-            fail(w, "shape error: status %d, message '%s', want '%s'", s, ic_last_error(c), want);
         ic_compile_options o = options(1);
-        char mode[32];
-        snprintf(mode, sizeof mode, "mode-of-%d", w->id);
-        o.mode = mode;
-        ic_compiled *cc = NULL;
-        snprintf(want, sizeof want, "unknown compile mode '%s'", mode);
-        s = ic_compile(c, g, &o, &cc);
-        if (w->ok && (s != IC_EINVAL || !strstr(ic_last_error(c), want)))
-            fail(w, "mode error: status %d, message '%s', want '%s'", s, ic_last_error(c), want);
-        o = options(1);
-        if (w->ok && ic_compile(c, g, &o, &cc))
-            fail(w, "compiling %s: %s", name, ic_last_error(c));
-        float xs[64 * 129], ys[3];
-        ic_tensor arg, out;
-        ic_tensor_init(&arg, IC_F32, 2, (int64_t[]){ 64, 129 }, xs);
-        ic_tensor_init(&out, IC_F32, 1, (int64_t[]){ 3 }, ys);
-        memset(xs, 0, sizeof xs);
-        snprintf(want, sizeof want, "graph '%s' node 'y' (output)", name);
-        s = cc ? ic_run(cc, 1, &arg, 1, &out) : IC_OK;
-        if (w->ok && (s != IC_ESHAPE || !strstr(ic_last_error(c), want)))
-            fail(w, "run error: status %d, message '%s', want '%s'", s, ic_last_error(c), want);
-        ic_compiled_destroy(cc);
-        ic_graph_destroy(g);
+        compile_checked(w, w->shared, &o, (unsigned)r);
+        if (w->ok && ic_last_error(w->c)[0])
+            fail(w, "a thread with no error sees '%s'", ic_last_error(w->c));
     }
     return NULL;
 }
