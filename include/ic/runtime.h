@@ -100,8 +100,10 @@ IC_API ic_status ic_compile(ic_ctx *c, const ic_graph *g, const ic_compile_optio
 /* Runs the compiled graph. args follow ic_graph_arg order, any strides (non-contiguous
  * ones are copied into preallocated staging memory); outs[i] must be caller-allocated,
  * contiguous, with output i's dtype and shape, and must not overlap the args or each other.
- * Thread-safe: several threads may run one compiled graph at once. No allocation in the
- * steady state. Errors name the argument or output and the shapes. */
+ * Thread-safe: several threads may run one compiled graph at once (and bind, save, or meet new
+ * sizes, whose variant is compiled while the others wait for cc); each run takes cc's own lock
+ * twice, briefly, never a global one. ic_compiled_destroy only once every run has returned.
+ * No allocation in the steady state. Errors name the argument or output and the shapes. */
 IC_API ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts,
                         ic_tensor *outs);
 
@@ -110,8 +112,10 @@ IC_API ic_status ic_compiled_bind(ic_compiled *cc, const char *sym, int64_t valu
 
 IC_API void ic_compiled_destroy(ic_compiled *cc);
 
-/* Introspection of the most recently used variant (0 / NULL before the first); not
- * synchronised with runs of cc in flight on other threads. */
+/* Introspection of the most recently used variant (0 / NULL before the first); safe while
+ * other threads run cc, which may make another variant the last one meanwhile. A kernel name
+ * lives as long as its variant: until cc is destroyed, or, for a symbolic graph, until
+ * max_variants drops that variant. */
 IC_API int ic_compiled_num_kernels(const ic_compiled *cc);
 IC_API const char *ic_compiled_kernel_name(const ic_compiled *cc, int i);
 IC_API double ic_compiled_compile_ms(const ic_compiled *cc);  /* wall time of that compile */

@@ -86,6 +86,22 @@ typedef struct ic_switches {
 /* All off (what an empty environment gives). */
 IC_API void ic_switches_init(ic_switches *s);
 
+/* A context owns the library's state for the graphs, compiled graphs and tensors made with it.
+ *
+ * Threads (unittests/Runtime/test_threads.c checks this under ThreadSanitizer): one context
+ * may be shared by any number of threads. At the same time, threads may build or load graphs
+ * (each graph changed by one thread at a time; a finished graph may be read by many:
+ * compiled, run by ic_ref_run, saved, printed), compile the same graph or different ones, run
+ * one compiled graph (ic_run, ic_compiled_bind, ic_compiled_save: see ic_run), load saved
+ * models, and allocate and free tensors. The persistent cache is shared by threads and by
+ * processes (entries are written atomically and checked when read). Errors are per thread:
+ * ic_last_error(c) is the calling thread's last error on c, never another thread's.
+ *
+ * Not while other threads use c: ic_ctx_set_switches and ic_log_set (compiles read the
+ * switches and the log callback without a lock: configure c before sharing it), and
+ * ic_ctx_destroy (after every thread is done with c and all that was made with it). A shared
+ * context calls its allocator and log callback from any thread, the library's own compile
+ * threads included: they must be thread-safe (the defaults are). */
 typedef struct ic_ctx ic_ctx;
 
 /* Creates a context; opts may be NULL. Reads the IC_* switches once here (ic_switches).
@@ -96,15 +112,15 @@ IC_API void ic_ctx_destroy(ic_ctx *c);
 /* The context's switches; the strings are borrowed from c (valid until the next set). */
 IC_API void ic_ctx_switches(const ic_ctx *c, ic_switches *out);
 /* Replaces every switch (strings are copied); compiles started afterwards see them.
- * IC_ENOMEM leaves the old ones. */
+ * IC_ENOMEM leaves the old ones. Only while no other thread uses c (it frees the old strings). */
 IC_API ic_status ic_ctx_set_switches(ic_ctx *c, const ic_switches *s);
 
-/* The last error message of this context: borrowed, valid until the next call on c.
- * "" when there was none. */
+/* The calling thread's last error message on this context: borrowed, valid until this
+ * thread's next call on c. "" when this thread had none (other threads' errors never show). */
 IC_API const char *ic_last_error(const ic_ctx *c);
 IC_API void ic_clear_error(ic_ctx *c);
 
-/* Replace the log callback (level 0 = info, 1 = debug). */
+/* Replace the log callback (level 0 = info, 1 = debug); not while other threads use c. */
 IC_API void ic_log_set(ic_ctx *c, ic_log_fn fn, void *user);
 
 #ifdef __cplusplus

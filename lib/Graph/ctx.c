@@ -1,4 +1,6 @@
-/* ctx.c - the context: allocator, located error messages, logging, arena, name tables. */
+/* ctx.c - the context: allocator, located error messages (one per thread), logging, arena,
+ * name tables. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,7 @@ ic_status ic_ctx_create(const ic_ctx_options *opts, ic_ctx **out)
         c->log_user = opts->log_user;
     }
     pthread_mutex_init(&c->lock, NULL);
+    c->errs = &c->err0;
     ic_switches env;
     switches_from_env(&env);
     if (!switches_copy(c, &c->sw, &env)) {
@@ -167,16 +170,77 @@ void ic_ctx_destroy(ic_ctx *c)
     if (!c)
         return;
     switches_free(c, &c->sw);
+    for (ic_err_slot *e = c->errs, *n; e; e = n) {
+        n = e->next;
+        if (e != &c->err0)
+            c->alloc(c->alloc_user, e, 0);
+    }
     pthread_mutex_destroy(&c->lock);
     c->alloc(c->alloc_user, c, 0);
 }
 
-const char *ic_last_error(const ic_ctx *c) { return c ? c->err : "no context"; }
+/* ---- errors: the last one of each thread ---- */
+
+/* A number for the calling thread, unique for the life of the process (pthread_t values are
+ * reused once a thread exits; these never are). 0 means none yet. */
+static uint64_t thread_serial(void)
+{
+    static _Atomic uint64_t next;
+    static _Thread_local uint64_t mine;
+    if (!mine)
+        mine = atomic_fetch_add(&next, 1) + 1;
+    return mine;
+}
+
+/* The calling thread's slot in c (c->lock held), made when create; NULL when it has none. A
+ * slot whose pthread_t is ours but whose serial is not belonged to an exited thread: it is
+ * taken over, emptied, so the slots are at most the threads alive at once. When a new slot
+ * cannot be allocated the first one is taken over (its thread's message is lost, not the
+ * new one). */
+static ic_err_slot *err_slot(ic_ctx *c, bool create)
+{
+    pthread_t self = pthread_self();
+    uint64_t me = thread_serial();
+    ic_err_slot *e = c->errs;
+    for (; e; e = e->next)
+        if (e->serial == 0 || pthread_equal(e->thread, self))
+            break;
+    if (!e && !create)
+        return NULL;
+    if (!e && (e = c->alloc(c->alloc_user, NULL, sizeof *e))) {
+        e->next = c->errs->next;
+        c->errs->next = e;
+        e->serial = 0;
+    }
+    if (!e)
+        e = &c->err0;
+    if (e->serial != me) {
+        if (!create)
+            return NULL;
+        e->thread = self;
+        e->serial = me;
+        e->msg[0] = 0;
+    }
+    return e;
+}
+
+const char *ic_last_error(const ic_ctx *c)
+{
+    if (!c)
+        return "no context";
+    ic_ctx *m = (ic_ctx *)c; /* the list's lock; the message itself is only ever this thread's */
+    pthread_mutex_lock(&m->lock);
+    const ic_err_slot *e = err_slot(m, false);
+    pthread_mutex_unlock(&m->lock);
+    return e ? e->msg : "";
+}
 
 void ic_clear_error(ic_ctx *c)
 {
     pthread_mutex_lock(&c->lock);
-    c->err[0] = 0;
+    ic_err_slot *e = err_slot(c, false);
+    if (e)
+        e->msg[0] = 0;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -190,8 +254,11 @@ ic_status ic__verror(ic_ctx *c, ic_status code, const char *fmt, va_list ap)
 {
     if (!c)
         return code;
+    char msg[IC_ERRMAX]; /* formatted first: an argument may be this thread's last message */
+    vsnprintf(msg, sizeof msg, fmt, ap);
     pthread_mutex_lock(&c->lock);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    ic_err_slot *e = err_slot(c, true);
+    memcpy(e->msg, msg, sizeof msg);
     pthread_mutex_unlock(&c->lock);
     return code;
 }

@@ -14,13 +14,24 @@
 #define IC_ASSERT(x) do { if (!(x)) ic__assert_fail(__FILE__, __LINE__, #x); } while (0)
 IC_HIDDEN _Noreturn void ic__assert_fail(const char *file, int line, const char *what);
 
+/* One thread's last error on a context (ic_last_error is per thread: threads that share a
+ * context never see each other's messages). */
+typedef struct ic_err_slot {
+    struct ic_err_slot *next;
+    pthread_t thread;
+    uint64_t serial;          /* its thread's serial number (ctx.c): a new thread that reuses an
+                               * exited one's pthread_t starts with no message */
+    char msg[IC_ERRMAX];
+} ic_err_slot;
+
 struct ic_ctx {
     ic_alloc_fn alloc;
     void *alloc_user;
     ic_log_fn log;
     void *log_user;
-    pthread_mutex_t lock;     /* guards err: runs may report from several threads */
-    char err[IC_ERRMAX];
+    pthread_mutex_t lock;     /* guards the errs list (not the messages: each is its thread's) */
+    ic_err_slot err0;         /* the first thread's slot: a single-threaded user allocates none */
+    ic_err_slot *errs;        /* err0, then one more per further thread that reported an error */
     ic_switches sw;           /* IC_* read once at creation; strings owned */
 };
 

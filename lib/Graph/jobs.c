@@ -1,8 +1,9 @@
 /* jobs.c - the one way the library runs independent compile jobs in parallel (CPU kernel
  * modules, PTX modules, CUDA module loads): IC_COMPILE_THREADS threads, the calling one
  * included, take jobs in index order from a shared counter; after the first failure no new
- * job starts and that failure's status is returned. Errors go through ic__error, whose
- * message c->lock guards. */
+ * job starts and that failure's status and message are the caller's (a message is per thread:
+ * a worker's is copied into the calling thread's). */
+#include <stdio.h>
 #include <unistd.h>
 #include "graph-impl.h"
 
@@ -11,9 +12,10 @@ typedef struct {
     int njobs;
     ic__job_fn fn;
     void *arg;
-    pthread_mutex_t lock;     /* next, status, ids */
+    pthread_mutex_t lock;     /* next, status, msg, ids */
     int next, ids;
     ic_status status;
+    char msg[IC_ERRMAX];      /* the first failure's message, from the thread that ran it */
 } jobs;
 
 int ic__compile_threads(const ic_ctx *c, int njobs)
@@ -37,8 +39,10 @@ static void *worker(void *arg)
             break;
         ic_status s = J->fn(J->arg, j, thread);
         pthread_mutex_lock(&J->lock);
-        if (s && !J->status)
+        if (s && !J->status) {
             J->status = s;
+            snprintf(J->msg, sizeof J->msg, "%s", ic_last_error(J->c));
+        }
         pthread_mutex_unlock(&J->lock);
     }
     return NULL;
@@ -59,5 +63,5 @@ ic_status ic__run_jobs(ic_ctx *c, int njobs, ic__job_fn fn, void *arg, int *nthr
     pthread_mutex_destroy(&J.lock);
     if (nthreads)
         *nthreads = started + 1;
-    return J.status;
+    return J.status ? ic__error(c, J.status, "%s", J.msg) : IC_OK;
 }

@@ -221,44 +221,72 @@ ic_status ic_run(ic_compiled *cc, int nargs, const ic_tensor *args, int nouts, i
 
 /* ---- introspection ---- */
 
-static const ic__variant *last_variant(const ic_compiled *cc)
+/* Read under cc->lock: runs on other threads change which variant is the last one, and may
+ * drop the one that was (max_variants). */
+static pthread_mutex_t *lock_of(const ic_compiled *cc)
 {
-    return cc ? (const ic__variant *)cc->vc.last : NULL;
+    return (pthread_mutex_t *)&cc->lock;
 }
 
 int ic_compiled_num_kernels(const ic_compiled *cc)
 {
-    const ic__variant *v = last_variant(cc);
-    return v ? v->nkernels : 0;
+    if (!cc)
+        return 0;
+    pthread_mutex_lock(lock_of(cc));
+    const ic__variant *v = (const ic__variant *)cc->vc.last;
+    int n = v ? v->nkernels : 0;
+    pthread_mutex_unlock(lock_of(cc));
+    return n;
 }
 
 const char *ic_compiled_kernel_name(const ic_compiled *cc, int i)
 {
-    const ic__variant *v = last_variant(cc);
-    return v && i >= 0 && i < v->nkernels ? ic_program_kernel(v->b.prog, i)->name : NULL;
+    if (!cc)
+        return NULL;
+    pthread_mutex_lock(lock_of(cc));
+    const ic__variant *v = (const ic__variant *)cc->vc.last;
+    const char *name = v && i >= 0 && i < v->nkernels ? ic_program_kernel(v->b.prog, i)->name : NULL;
+    pthread_mutex_unlock(lock_of(cc));
+    return name;
 }
 
 double ic_compiled_compile_ms(const ic_compiled *cc)
 {
-    const ic__variant *v = last_variant(cc);
-    return v ? v->b.compile_ms : 0;
+    if (!cc)
+        return 0;
+    pthread_mutex_lock(lock_of(cc));
+    const ic__variant *v = (const ic__variant *)cc->vc.last;
+    double ms = v ? v->b.compile_ms : 0;
+    pthread_mutex_unlock(lock_of(cc));
+    return ms;
 }
 
 int ic_compiled_num_variants(const ic_compiled *cc)
 {
-    return cc ? cc->vc.n : 0;
+    if (!cc)
+        return 0;
+    pthread_mutex_lock(lock_of(cc));
+    int n = cc->vc.n;
+    pthread_mutex_unlock(lock_of(cc));
+    return n;
 }
 
 void ic_compiled_autotune_stats(const ic_compiled *cc, ic_autotune_stats *out)
 {
+    pthread_mutex_lock(lock_of(cc));
     *out = cc->tune;
+    pthread_mutex_unlock(lock_of(cc));
 }
 
 int ic_compiled_output_shape(const ic_compiled *cc, int i, int64_t *shape)
 {
-    const ic__variant *v = last_variant(cc);
-    if (!v || i < 0 || i >= v->nouts)
+    if (!cc)
         return -1;
-    memcpy(shape, v->outsig[i].shape, sizeof(int64_t) * (size_t)v->outsig[i].rank);
-    return v->outsig[i].rank;
+    pthread_mutex_lock(lock_of(cc));
+    const ic__variant *v = (const ic__variant *)cc->vc.last;
+    int rank = v && i >= 0 && i < v->nouts ? v->outsig[i].rank : -1;
+    if (rank >= 0)
+        memcpy(shape, v->outsig[i].shape, sizeof(int64_t) * (size_t)rank);
+    pthread_mutex_unlock(lock_of(cc));
+    return rank;
 }

@@ -63,6 +63,7 @@ typedef struct ic__tune_graph {
     int nkernels, done;       /* for the progress line */
     ic_autotune_stats *stats; /* may be NULL */
     bool progress_shown;
+    double progress_ms;       /* when the progress line was last written (ic__now_ms) */
 } ic__tune_graph;
 
 enum { IC__TC_NEW, IC__TC_TIMED, IC__TC_STOPPED, IC__TC_FAILED, IC__TC_REJECTED, IC__TC_UNCONFIRMED };

@@ -53,11 +53,10 @@ void ic__tune_graph_end(ic__tune_graph *G)
 static void progress(ic__tune *K, int done, int total)
 {
     ic__tune_graph *G = K->G;
-    static double last;
     double now = ic__now_ms();
-    if (!G->tty || (now - last < 100 && done < total))
+    if (!G->tty || (now - G->progress_ms < 100 && done < total))
         return;
-    last = now;
+    G->progress_ms = now;
     char left[32] = "no budget";
     if (G->deadline)
         snprintf(left, sizeof left, "%.0f s left", fmax(0, (G->deadline - now) / 1e3));
