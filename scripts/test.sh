@@ -23,7 +23,7 @@ summary() { # passed failed
 # The conformance tests run every spec op through real PyTorch (Debian's python3-torch, for
 # /usr/bin/python3) as an oracle that shares no code with ic-llvm; the model suite (ctest
 # Models_cpu) exports torchvision models too. Only the tests need them.
-IC_PACKAGES+=(python3 python3-torch python3-torchvision python3-numpy)
+IC_PACKAGES+=(python3 python3-torch python3-torchvision python3-numpy clang-19 libclang-rt-19-dev)
 ic_install_deps || { echo "test: installing the dependencies failed" >&2; summary 0 0; exit 1; }
 
 build=${BUILD_DIR:-build-asan}
@@ -98,6 +98,7 @@ ci_step() { # NAME SCRIPT [ARGS...]
     fi
 }
 # (helpers' steps go here, one ci_step line each)
+ci_step fuzz scripts/ci-fuzz.sh 60
 
 summary "$passed" "$failed"
 if ((failed > 0 || ctest_rc != 0)); then
