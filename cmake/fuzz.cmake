@@ -21,10 +21,20 @@ if(IC_FUZZ)
   endforeach()
 endif()
 
+# The seeds of the runtime formats, made by this build (make_seeds.c; scripts/ci-fuzz.sh).
+list(APPEND IC_FUZZ_HARNESSES ${_fz_dir}/make_seeds.c)
+
 foreach(h ${IC_FUZZ_HARNESSES})
   get_filename_component(exe ${h} NAME_WE)           # fuzz_<name>
   string(REGEX REPLACE "^fuzz_" "" name ${exe})
-  if(IC_FUZZ)
+  if(exe STREQUAL "make_seeds")
+    set(exe fuzz_make_seeds)
+    add_executable(${exe} ${h})
+    if(IC_FUZZ)
+      target_compile_options(${exe} PRIVATE ${_fz_flags})
+      target_link_options(${exe} PRIVATE -fsanitize=address,undefined)
+    endif()
+  elseif(IC_FUZZ)
     add_executable(${exe} ${h})
     target_compile_options(${exe} PRIVATE ${_fz_flags})
     target_link_options(${exe} PRIVATE -fsanitize=fuzzer,address,undefined)
@@ -33,9 +43,11 @@ foreach(h ${IC_FUZZ_HARNESSES})
     add_executable(${exe} ${h} ${_fz_dir}/replay_main.c)
   endif()
   target_include_directories(${exe} PRIVATE ${_fz_dir} ${CMAKE_CURRENT_SOURCE_DIR}/lib/Graph
-                             ${CMAKE_CURRENT_SOURCE_DIR}/lib/Runtime)
+                             ${CMAKE_CURRENT_SOURCE_DIR}/lib/Runtime ${CMAKE_CURRENT_SOURCE_DIR}/lib/LLVMGen
+                             ${CMAKE_CURRENT_SOURCE_DIR}/lib/PTX ${CMAKE_CURRENT_SOURCE_DIR}/lib/Lower
+                             ${IC_LLVM_INCLUDE})
   target_link_libraries(${exe} PRIVATE ic-llvm-static)
-  if(IC_BUILD_TESTS AND NOT IC_FUZZ)
+  if(IC_BUILD_TESTS AND NOT IC_FUZZ AND NOT exe STREQUAL "fuzz_make_seeds")
     add_test(NAME Fuzz_${name} COMMAND ${exe} ${_fz_dir}/corpus/${name} ${_fz_dir}/regress/${name})
     set_tests_properties(Fuzz_${name} PROPERTIES TIMEOUT 600
       FAIL_REGULAR_EXPRESSION "ERROR: (Leak|Address)Sanitizer|runtime error:")

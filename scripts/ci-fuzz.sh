@@ -30,7 +30,7 @@ mapfile -t names < <(cd "$root/unittests/Fuzz" && ls fuzz_*.c | sed -E 's/^fuzz_
 if ((${#only[@]})); then
     names=("${only[@]}")
 fi
-targets=()
+targets=(fuzz_make_seeds)
 for n in "${names[@]}"; do targets+=("fuzz_$n"); done
 
 echo "ci-fuzz: building ${targets[*]} in $build"
@@ -41,7 +41,10 @@ cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@
     { tail -40 "$build/fuzz-build.log"; echo "ci-fuzz: build failed" >&2; exit 1; }
 
 work=${FUZZ_KEEP:-$(mktemp -d)}
-mkdir -p "$work"
+mkdir -p "$work/corpus"
+# Seeds that hold this build's version (saved models, cache entries): made now, as they go
+# stale with every source change; the committed corpus adds their sealed forms.
+"$build/fuzz_make_seeds" "$work/corpus" >/dev/null || { echo "ci-fuzz: fuzz_make_seeds failed" >&2; exit 1; }
 per=$each
 if ((each == 0)); then
     per=$((total / ${#names[@]}))

@@ -551,7 +551,7 @@ static bool write_all(FILE *f, ic__art_writer *W)
             const struct ic__art_piece *p = &W->sec[i].pc[k];
             ok = fwrite(p->p, 1, p->n, f) == p->n && fwrite(zeros, 1, pad64(p->n) - p->n, f) == pad64(p->n) - p->n;
         }
-    return ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return ok && fflush(f) == 0;
 }
 
 /* path written atomically: a temporary file beside it, then rename(2). */
@@ -569,7 +569,7 @@ ic_status ic__art_write(ic__art_writer *W)
     }
     fchmod(fd, 0644);
     FILE *f = fdopen(fd, "wb");
-    bool ok = f && write_all(f, W);
+    bool ok = f && write_all(f, W) && fsync(fileno(f)) == 0;
     int e = errno;
     if (f)
         ok = fclose(f) == 0 && ok;
@@ -581,6 +581,22 @@ ic_status ic__art_write(ic__art_writer *W)
         unlink(tmp);
     free(tmp);
     return ok ? IC_OK : ic__error(W->c, IC_EIO, "%s: cannot write: %s", W->path, strerror(e));
+}
+
+ic_status ic__art_image(ic__art_writer *W, char **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = open_memstream(out, n);
+    bool ok = f && write_all(f, W);
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+        return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    }
+    return IC_OK;
 }
 
 ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_weights)
@@ -1029,7 +1045,7 @@ ic_status ic__art_open(ic_ctx *c, const char *path, const char *device, const ch
     return IC_OK;
 }
 
-static ic_status open_artifact(ic_ctx *c, const char *path, ic__artifact **out)
+ic_status ic__compiled_artifact_open(ic_ctx *c, const char *path, ic__artifact **out)
 {
     static const char *const need[] = { "meta", "graph", "weights", "wdata", "variants", "objects", "odata" };
     ic_status s = ic__art_open(c, path, "cpu", "ic_compiled_load", need, 7, check_cpu, NULL, out);
@@ -1045,7 +1061,7 @@ ic_status ic_compiled_load(ic_ctx *c, const char *path, ic_compiled **out)
         return ic__error(c, IC_EINVAL, "ic_compiled_load: no file name");
     ic__artifact *A = NULL;
     ic_compiled *cc = NULL;
-    ic_status s = open_artifact(c, path, &A);
+    ic_status s = ic__compiled_artifact_open(c, path, &A);
     ic_compile_options o;
     char mode[64] = "default";
     if (!s) {

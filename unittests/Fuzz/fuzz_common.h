@@ -88,6 +88,16 @@ static inline char *fz_cstr(const uint8_t *data, size_t size)
     return s;
 }
 
+/* With IC_FUZZ_VERBOSE set, what the reader said (to see which inputs get how far). */
+static inline void fz_note(ic_ctx *c, ic_status s)
+{
+    static int verbose = -1;
+    if (verbose < 0)
+        verbose = getenv("IC_FUZZ_VERBOSE") != NULL;
+    if (verbose)
+        fprintf(stderr, "fuzz: %s%s%s\n", s ? ic_status_str(s) : "ok", s ? ": " : "", s ? ic_last_error(c) : "");
+}
+
 /* A reader's contract broken (not a refusal): report and abort so the fuzzer keeps the input. */
 #define FZ_CHECK(cond, ...)                                                                  \
     do {                                                                                     \

@@ -22,6 +22,7 @@ static void check_graph(ic_ctx *c, ic_graph *g)
 
 static void load(ic_ctx *c, ic_status st, ic_graph *g)
 {
+    fz_note(c, st);
     if (st == IC_OK)
         check_graph(c, g);
     else
@@ -36,10 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[512];
     ic_graph *g = NULL;
     fz_write(path, sizeof path, "g.json", data, size);
-    load(c, ic_graph_load_json(c, path, &g), g);
+    ic_status st = ic_graph_load_json(c, path, &g);
+    load(c, st, g);
     char *s = fz_cstr(data, size);
     g = NULL;
-    load(c, ic_graph_load_json_string(c, s, fz_dir(), &g), g);
+    st = ic_graph_load_json_string(c, s, fz_dir(), &g);
+    load(c, st, g);
     free(s);
     ic_ctx_destroy(c);
     return 0;

@@ -43,6 +43,7 @@ static void open_file(const char *path)
     ic_ctx *c = fz_ctx();
     ic_safetensors *st = NULL;
     ic_status s = ic_safetensors_open(c, path, &st);
+    fz_note(c, s);
     if (s == IC_OK)
         check_file(c, st);
     else
