@@ -41,7 +41,10 @@ cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@
     { tail -40 "$build/fuzz-build.log"; echo "ci-fuzz: build failed" >&2; exit 1; }
 
 work=${FUZZ_KEEP:-$(mktemp -d)}
-mkdir -p "$work/corpus"
+mkdir -p "$work/corpus" "$work/tmp"
+# The harnesses' own temporary folders (and -fork's files) go here too: a fuzzer that stops on
+# a crash cannot remove its folder, and none of it may land elsewhere.
+export TMPDIR=$work/tmp
 # Seeds that hold this build's version (saved models, cache entries): made now, as they go
 # stale with every source change; the committed corpus adds their sealed forms.
 "$build/fuzz_make_seeds" "$work/corpus" >/dev/null || { echo "ci-fuzz: fuzz_make_seeds failed" >&2; exit 1; }
@@ -71,6 +74,11 @@ for n in "${names[@]}"; do
     rc=$?
     execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
     cov=$(grep -E '#[0-9]+.*(DONE|INITED|pulse|NEW|REDUCE)' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
+    if [[ -n ${FUZZ_JOBS:-} ]]; then # -fork: "#<execs>: cov: N ft: N corp: ..." lines
+        last=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1)
+        [[ -n $last ]] && execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last") &&
+            cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' <<<"$last")
+    fi
     echo "ci-fuzz: $n: ${execs} executions in $(($(date +%s) - start)) s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) inputs"
     if ((rc != 0)); then
         failed=1
@@ -79,5 +87,9 @@ for n in "${names[@]}"; do
         tail -30 "$log" >&2
     fi
 done
-echo "ci-fuzz: corpora, logs and crash inputs are in $work"
+if ((failed)) || [[ -n ${FUZZ_KEEP:-} ]]; then
+    echo "ci-fuzz: corpora, logs and crash inputs are in $work"
+else
+    rm -rf "$work"
+fi
 exit $failed
