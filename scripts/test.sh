@@ -24,7 +24,8 @@ summary() { # passed failed
 # /usr/bin/python3) as an oracle that shares no code with ic-llvm; the model suite (ctest
 # Models_cpu) exports torchvision models too. Only the tests need them.
 IC_PACKAGES+=(python3 python3-torch python3-torchvision python3-numpy)
-# scripts/ci-tsan.sh: ThreadSanitizer needs clang and its runtime (libomp-19-dev has libarcher.so)
+# scripts/ci-tsan.sh and ci-fuzz.sh: ThreadSanitizer and libFuzzer need clang and its runtime
+# (libomp-19-dev has libarcher.so, the OpenMP tool TSan needs)
 IC_PACKAGES+=(clang-19 libclang-rt-19-dev)
 ic_install_deps || { echo "test: installing the dependencies failed" >&2; summary 0 0; exit 1; }
 
@@ -102,6 +103,7 @@ ci_step() { # NAME SCRIPT [ARGS...]
 # (helpers' steps go here, one ci_step line each)
 ci_step install scripts/ci-install.sh "$build"
 ci_step tsan scripts/ci-tsan.sh
+ci_step fuzz scripts/ci-fuzz.sh 60
 
 summary "$passed" "$failed"
 if ((failed > 0 || ctest_rc != 0)); then

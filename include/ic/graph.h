@@ -92,7 +92,13 @@ typedef struct {
 static inline ic_operand ic_none(void) { ic_operand o = { IC_NONE, { 0, 0, false } }; return o; }
 
 static inline ic_operand ic_val(ic_value v) { ic_operand o = { v, { 0, 0, false } }; return o; }
-static inline ic_operand ic_scalar_f(double f) { ic_operand o = { -1, { f, (int64_t)f, false } }; return o; }
+/* i is f truncated, saturated at the int64 range (NaN gives 0): a bare cast of inf, NaN or 1e300
+ * is undefined behaviour. */
+static inline int64_t ic_f64_to_i64_sat(double f)
+{
+    return f != f ? 0 : f >= 0x1p63 ? INT64_MAX : f < -0x1p63 ? INT64_MIN : (int64_t)f;
+}
+static inline ic_operand ic_scalar_f(double f) { ic_operand o = { -1, { f, ic_f64_to_i64_sat(f), false } }; return o; }
 static inline ic_operand ic_scalar_i(int64_t i) { ic_operand o = { -1, { (double)i, i, true } }; return o; }
 
 /* Attributes of every op; ic_attrs_init fills the spec's defaults for one op. "has_*"

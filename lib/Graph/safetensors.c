@@ -171,6 +171,8 @@ static ic_status parse_shape(ic_safetensors *st, const char *key, const json_t *
 
 static ic_status parse_entry(ic_safetensors *st, const char *key, const json_t *v, st_entry *e)
 {
+    if (!*key) /* no get or graph "key" can name it, and ic_safetensors_save refuses it */
+        return st_fail(st, NULL, IC_EFORMAT, "header: a tensor has an empty name (\"\")");
     if (!json_is_object(v))
         return st_fail(st, key, IC_EFORMAT, "entry must be an object");
     const json_t *jdt = json_object_get(v, "dtype"), *js = json_object_get(v, "shape"),

@@ -52,6 +52,9 @@ IC_HIDDEN ic_status ic__art_graph_sections(ic__art_writer *W, const ic_graph *g,
 /* W's sections into W->path, atomically (a temporary file beside it, then rename). */
 IC_HIDDEN ic_status ic__art_write(ic__art_writer *W);
 IC_HIDDEN void ic__art_writer_free(ic__art_writer *W);
+/* W's sections as the whole file's bytes in memory (malloc'd into *out, *n bytes), as
+ * ic__art_write would write them: for the fuzz harnesses, which seal mutated sections. */
+IC_HIDDEN ic_status ic__art_image(ic__art_writer *W, char **out, size_t *n);
 
 static inline void ic__art_put32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 static inline void ic__art_put64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
@@ -123,6 +126,12 @@ typedef ic_status (*ic__art_check_fn)(ic__artifact *A, const void *arg);
 IC_HIDDEN ic_status ic__art_open(ic_ctx *c, const char *path, const char *device, const char *loader,
                                  const char *const *need, int nneed, ic__art_check_fn check, const void *arg,
                                  ic__artifact **out);
+/* The parsing layer of ic_compiled_load (artifact.c) and ic_cuda_compiled_load
+ * (cuda_artifact.c): the file opened and checked as above, its graph rebuilt and its code
+ * tables read into A->store, up to (not including) linking or loading any code. *out is set
+ * also on failure (ic__artifact_free it). */
+IC_HIDDEN ic_status ic__compiled_artifact_open(ic_ctx *c, const char *path, ic__artifact **out);
+IC_HIDDEN ic_status ic__cuda_artifact_open(ic_cuda *d, const char *path, ic__artifact **out);
 /* The value of meta line "key value" (up to the line's end) into buf; false when absent. */
 IC_HIDDEN bool ic__art_meta_get(const ic__artifact *A, const char *key, char *buf, size_t n);
 /* "<path>: <message>" as the context's error; returns code. */

@@ -565,6 +565,22 @@ ic_status ic__art_write(ic__art_writer *W)
     return e ? ic__error(W->c, IC_EIO, "%s: %s: %s", W->path, step, strerror(e)) : IC_OK;
 }
 
+ic_status ic__art_image(ic__art_writer *W, char **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = open_memstream(out, n);
+    bool ok = f && write_all(f, W);
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+        return ic__error(W->c, IC_ENOMEM, "%s: out of memory", W->path);
+    }
+    return IC_OK;
+}
+
 ic_status ic_compiled_save(const ic_compiled *cc, const char *path, bool with_weights)
 {
     if (!cc || !path || !*path)
@@ -1011,7 +1027,7 @@ ic_status ic__art_open(ic_ctx *c, const char *path, const char *device, const ch
     return IC_OK;
 }
 
-static ic_status open_artifact(ic_ctx *c, const char *path, ic__artifact **out)
+ic_status ic__compiled_artifact_open(ic_ctx *c, const char *path, ic__artifact **out)
 {
     static const char *const need[] = { "meta", "graph", "weights", "wdata", "variants", "objects", "odata" };
     ic_status s = ic__art_open(c, path, "cpu", "ic_compiled_load", need, 7, check_cpu, NULL, out);
@@ -1027,7 +1043,7 @@ ic_status ic_compiled_load(ic_ctx *c, const char *path, ic_compiled **out)
         return ic__error(c, IC_EINVAL, "ic_compiled_load: no file name");
     ic__artifact *A = NULL;
     ic_compiled *cc = NULL;
-    ic_status s = open_artifact(c, path, &A);
+    ic_status s = ic__compiled_artifact_open(c, path, &A);
     ic_compile_options o;
     char mode[64] = "default";
     if (!s) {

@@ -245,6 +245,13 @@ static void load_options(const ic__artifact *A, ic_cuda_options *o)
 #undef OPT
 }
 
+ic_status ic__cuda_artifact_open(ic_cuda *d, const char *path, ic__artifact **out)
+{
+    ic_status s = ic__art_open(d->c, path, "cuda", "ic_cuda_compiled_load", gpu_sections,
+                               (int)(sizeof gpu_sections / sizeof *gpu_sections), check_gpu, d, out);
+    return s ? s : load_gstore(*out);
+}
+
 ic_status ic_cuda_compiled_load(ic_cuda *d, const char *path, ic_cuda_compiled **out)
 {
     if (!d || !out)
@@ -254,10 +261,7 @@ ic_status ic_cuda_compiled_load(ic_cuda *d, const char *path, ic_cuda_compiled *
         return ic__error(d->c, IC_EINVAL, "ic_cuda_compiled_load: no file name");
     ic__artifact *A = NULL;
     double t0 = ic__now_ms();
-    ic_status s = ic__art_open(d->c, path, "cuda", "ic_cuda_compiled_load", gpu_sections,
-                               (int)(sizeof gpu_sections / sizeof *gpu_sections), check_gpu, d, &A);
-    if (!s)
-        s = load_gstore(A);
+    ic_status s = ic__cuda_artifact_open(d, path, &A);
     if (s) {
         ic__artifact_free(A);
         return s;

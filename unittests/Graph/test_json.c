@@ -352,6 +352,27 @@ static const char *all_ops_json =
     "  {\"name\": \"tril\", \"op\": \"tril\", \"inputs\": [\"x\"]}],\n"
     " \"outputs\": [\"add\", \"sum\", \"embedding\", \"x\", \"w\", \"add\"]}\n";
 
+/* Found by fuzzing (unittests/Fuzz/regress/graph_json/scalar_neg_inf_to_int.json): a real
+ * scalar's integer form was a bare cast, undefined for masked_fill's "-inf", NaN or 1e300. */
+Test(json, real_scalars_saturate_to_int64)
+{
+    cr_assert_eq(ic_scalar_f(-INFINITY).scalar.i, INT64_MIN);
+    cr_assert_eq(ic_scalar_f(INFINITY).scalar.i, INT64_MAX);
+    cr_assert_eq(ic_scalar_f(1e300).scalar.i, INT64_MAX);
+    cr_assert_eq(ic_scalar_f(NAN).scalar.i, 0);
+    cr_assert_eq(ic_scalar_f(-3.7).scalar.i, -3);
+    cr_assert_eq(ic_scalar_f(0x1p62).scalar.i, (int64_t)1 << 62);
+    ic_ctx *c = ict_ctx();
+    ic_graph *g = NULL;
+    const char *text = "{\"ic_graph\": 1, \"inputs\": [{\"name\": \"s\", \"dtype\": \"f32\", \"shape\": [2]},"
+                       " {\"name\": \"m\", \"dtype\": \"bool\", \"shape\": [2]}], \"nodes\": [{\"name\": \"y\","
+                       " \"op\": \"masked_fill\", \"inputs\": [\"s\", \"m\"], \"attrs\": {\"value\": \"-inf\"}}],"
+                       " \"outputs\": [\"y\"]}";
+    cr_assert_eq(ic_graph_load_json_string(c, text, NULL, &g), IC_OK, "%s", ic_last_error(c));
+    ic_graph_destroy(g);
+    ic_ctx_destroy(c);
+}
+
 Test(json, every_op_is_covered)
 {
     /* the all-ops graph must use each op of ops.def, so a new op needs a new line here */

@@ -498,6 +498,15 @@ Test(safetensors, byte_size_mismatch)
                       IC_EFORMAT, "'k'", "needs 2");
 }
 
+/* Found by fuzzing (unittests/Fuzz/regress/safetensors/empty_tensor_name): a name no get can
+ * ask for and the writer refuses, so a file that opened could not be saved back. */
+Test(safetensors, empty_tensor_name)
+{
+    expect_open_error(write_st("empty_name.safetensors",
+                               "{\"\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[0,2]}}", "ab", 2),
+                      IC_EFORMAT, "header", "empty name");
+}
+
 Test(safetensors, duplicate_key)
 {
     const char *hdr = "{\"dup.weight\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]},"
