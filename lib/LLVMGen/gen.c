@@ -1499,6 +1499,8 @@ ic_status ic_llvmgen_kernels(ic_ctx *c, int nkernels, const ic_kernel *kernels, 
             ic_codegen_params_default(t, k, bufs, &dp);
         g.p = params ? &params[i] : &dp;
         g.k = k;
+        if (params && (r = ic__cg_params_check(c, k->name, g.p)))
+            break;
         if (!(m->syms[i] = kernel_symbol(c, k->name, i, m->syms, i))) {
             r = ic__error(c, IC_ENOMEM, "codegen: out of memory");
             break;

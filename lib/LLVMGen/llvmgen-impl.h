@@ -23,6 +23,21 @@ struct ic_codegen_target {
 IC_HIDDEN LLVMTargetMachineRef ic__codegen_target_machine(const ic_codegen_target *t);
 /* "+name" present (and not "-name") in a comma-separated feature list such as t->features. */
 IC_HIDDEN bool ic__has_feature(const char *features, const char *name);
+/* One field of ic_codegen_params (params.c): its text name ("gemm.mr"), where it is, whether it
+ * is an int64_t (else an int), and the values codegen accepts. */
+typedef struct {
+    const char *name;
+    size_t off;
+    bool wide;
+    int64_t lo, hi;
+} ic__cg_field;
+/* Every field, *n of them, in a fixed order (the tuning records' text form). */
+IC_HIDDEN const ic__cg_field *ic__cg_fields(int *n);
+IC_HIDDEN int64_t ic__cg_field_get(const ic_codegen_params *p, const ic__cg_field *f);
+/* Sets the field to v; false (p unchanged) when v is outside [f->lo, f->hi]. */
+IC_HIDDEN bool ic__cg_field_set(ic_codegen_params *p, const ic__cg_field *f, int64_t v);
+/* IC_EINVAL naming the kernel, the field and its bounds when a field is out of range. */
+IC_HIDDEN ic_status ic__cg_params_check(ic_ctx *c, const char *kernel, const ic_codegen_params *p);
 /* Initialises LLVM's native target, asm printer and parser once per process. */
 IC_HIDDEN void ic__llvm_init(void);
 /* After O3 (prefetch.c): prefetches in the vector loops of functions with an "ic-prefetch"

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "key-impl.h"
 #include "cache-impl.h"
+#include "llvmgen-impl.h"
 
 uint64_t ic__hash_data(uint64_t h, const void *p, size_t n)
 {
@@ -74,58 +75,27 @@ char *ic__kernel_key(const ic_program *p, int k, bool hash_params, const char *e
 
 /* ---- codegen parameters as text ---- */
 
-typedef struct {
-    const char *name;
-    size_t off;
-    bool wide; /* int64_t, else int */
-} field;
-
-#define F(name, wide) { #name, offsetof(ic_codegen_params, name), wide }
-static const field fields[] = {
-    F(vector_width, 0), F(unroll, 0), F(strip, 1), F(threads, 0), F(parallel_depth, 0),
-    F(serial_threshold, 1), F(grain, 1), F(prefer_vector_bits, 0), F(prefetch_bytes, 0),
-    F(stream_bytes, 1), F(gemm.disable, 0), F(gemm.mr, 0), F(gemm.nr, 0), F(gemm.mc, 1),
-    F(gemm.kc, 1), F(gemm.nc, 1), F(gemm.threads, 0), F(gemm.pack_a, 0), F(gemm.prepack, 0),
-    F(gemm.unroll, 0), F(gemm.bf16_dot, 0), F(gemm.serial_flops, 1),
-};
-#undef F
-enum { NFIELDS = sizeof fields / sizeof fields[0] };
-
 void ic__cg_params_format(const ic_codegen_params *p, char *buf, size_t n)
 {
+    int nf;
+    const ic__cg_field *fields = ic__cg_fields(&nf);
     size_t w = 0;
     buf[0] = 0;
-    for (int i = 0; i < NFIELDS && w < n; i++) {
-        const char *at = (const char *)p + fields[i].off;
-        int64_t v = 0;
-        if (fields[i].wide)
-            memcpy(&v, at, sizeof v);
-        else {
-            int x;
-            memcpy(&x, at, sizeof x);
-            v = x;
-        }
-        int k = snprintf(buf + w, n - w, "%s%s=%" PRId64, i ? " " : "", fields[i].name, v);
+    for (int i = 0; i < nf && w < n; i++) {
+        int k = snprintf(buf + w, n - w, "%s%s=%" PRId64, i ? " " : "", fields[i].name,
+                         ic__cg_field_get(p, &fields[i]));
         w += k > 0 ? (size_t)k : 0;
     }
 }
 
+/* A known field within its bounds (a record naming anything else is not ours, or damaged). */
 static bool set_field(ic_codegen_params *p, const char *name, size_t len, int64_t v)
 {
-    for (int i = 0; i < NFIELDS; i++) {
-        if (strlen(fields[i].name) != len || strncmp(fields[i].name, name, len))
-            continue;
-        char *at = (char *)p + fields[i].off;
-        if (fields[i].wide)
-            memcpy(at, &v, sizeof v);
-        else {
-            int x = (int)v;
-            if (x != v)
-                return false;
-            memcpy(at, &x, sizeof x);
-        }
-        return true;
-    }
+    int nf;
+    const ic__cg_field *fields = ic__cg_fields(&nf);
+    for (int i = 0; i < nf; i++)
+        if (strlen(fields[i].name) == len && !strncmp(fields[i].name, name, len))
+            return ic__cg_field_set(p, &fields[i], v);
     return false;
 }
 

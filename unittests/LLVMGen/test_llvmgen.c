@@ -121,6 +121,41 @@ Test(llvmgen, pointwise_vectorises_at_host_width)
     free(kb);
 }
 
+/* Params out of codegen's bounds (a damaged tuning record, a caller's typo) are refused with
+ * the kernel, the field and the bounds; none reaches code generation. */
+Test(llvmgen, out_of_range_params_are_refused)
+{
+    kb_t *kb = pointwise_kernel(64, 100, IC_L_ADD);
+    ic_buffer bufs[3] = { kb_buf(IC_BUF_ARG, IC_F32, 6400, 0), kb_buf(IC_BUF_ARG, IC_F32, 100, 1),
+                          kb_buf(IC_BUF_OUTPUT, IC_F32, 6400, 0) };
+    ic_ctx *c = ict_ctx();
+    ic_codegen_target *t;
+    cr_assert_eq(ic_codegen_target_create(c, &t), IC_OK, "%s", ic_last_error(c));
+    ic_codegen_params base;
+    ic_codegen_params_default(t, &kb->k, bufs, &base);
+    static const char *const fields[] = { "vector_width", "unroll", "strip", "gemm.mr", "parallel_depth" };
+    for (int i = 0; i < 5; i++) {
+        ic_codegen_params p = base;
+        switch (i) {
+        case 0: p.vector_width = -5; break;
+        case 1: p.unroll = 1 << 20; break;
+        case 2: p.strip = (int64_t)1 << 40; break;
+        case 3: p.gemm.mr = -1; break;
+        default: p.parallel_depth = 99; break;
+        }
+        const char *field = fields[i];
+        ic_llvm_module *m = NULL;
+        ict_assert_error(c, ic_llvmgen_kernels(c, 1, &kb->k, 3, bufs, t, &p, &m), IC_EINVAL, "pw_add", field);
+        cr_assert_null(m);
+    }
+    ic_llvm_module *m = NULL;
+    cr_assert_eq(ic_llvmgen_kernels(c, 1, &kb->k, 3, bufs, t, &base, &m), IC_OK, "%s", ic_last_error(c));
+    ic_llvm_module_destroy(m);
+    ic_codegen_target_destroy(t);
+    ic_ctx_destroy(c);
+    free(kb);
+}
+
 Test(llvmgen, small_kernels_run_serially)
 {
     kb_t *kb = pointwise_kernel(4, 100, IC_L_ADD);

@@ -11,6 +11,7 @@
 #include <criterion/redirect.h>
 #include "ic/ic.h"
 #include "testutil.h"
+#include "key-impl.h"
 #include "tune-impl.h"
 
 /* ---- what the hooks saw ---- */
@@ -519,4 +520,23 @@ Test(tune_cpu, no_records_with_the_cache_off)
     unwatch(s);
     ic_graph_destroy(g);
     done(c);
+}
+
+/* A tuning record's params are read back only within codegen's bounds: a damaged or hand-made
+ * record is a miss (the kernel is tuned again), never params that reach code generation. */
+Test(tune_cpu, params_text_is_bounded)
+{
+    ic_codegen_params p;
+    memset(&p, 0, sizeof p);
+    cr_assert(ic__cg_params_parse("vector_width=16 unroll=4 strip=1024 gemm.mr=8 prefetch_bytes=-1", &p));
+    cr_assert_eq(p.vector_width, 16);
+    cr_assert_eq(p.strip, 1024);
+    cr_assert_eq(p.prefetch_bytes, -1);
+    static const char *const bad[] = { "vector_width=-5", "unroll=1048576", "strip=1099511627776",
+                                       "gemm.mr=-1", "parallel_depth=99", "gemm.pack_a=2",
+                                       "vector_width=99999999999", "no_such_field=1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ic_codegen_params q = p;
+        cr_assert(!ic__cg_params_parse(bad[i], &q), "'%s' was accepted", bad[i]);
+    }
 }
