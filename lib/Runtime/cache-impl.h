@@ -65,6 +65,10 @@ typedef struct {
     uint64_t nkey, nval;
 } ic__cache_view;
 
+/* An entry's bytes: the magic, this build's version field, parts[0..nparts) (the key and value
+ * fields, u64 length + bytes each), the checksum; malloc'd, *len bytes, NULL on OOM. Also for
+ * the fuzz harnesses, which seal mutated middles. */
+IC_HIDDEN char *ic__cache_seal(int nparts, const void *const *parts, const size_t *sizes, size_t *len);
 /* Parses b[0..n); for a corrupt entry *why says what is wrong (static text). */
 IC_HIDDEN ic__entry_state ic__cache_parse(const void *b, size_t n, ic__cache_view *v, const char **why);
 /* The file name (IC__CACHE_NAME_LEN hex digits and a NUL) of (ns, key[0..nkey)) in this version. */

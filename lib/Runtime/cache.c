@@ -221,30 +221,38 @@ int ic__cache_write_file(const char *dir, const char *ns, const char *name, cons
     return ic__write_atomic_bytes(path, b, n, IC__WRITE_MKDIRS, NULL);
 }
 
-static void put_field(char **p, const void *field, uint64_t n)
-{
-    memcpy(*p, &n, 8);
-    memcpy(*p + 8, field, (size_t)n);
-    *p += 8 + n;
-}
-
-/* The entry's bytes (malloc'd), *len of them; NULL on OOM. */
-static char *make_entry(const char *key, size_t nkey, const void *data, size_t n, size_t *len)
+char *ic__cache_seal(int nparts, const void *const *parts, const size_t *sizes, size_t *len)
 {
     char ver[160];
-    size_t nv = version_text(ver, sizeof ver);
-    *len = sizeof magic + 8 + nv + 8 + nkey + 8 + n + 8;
+    uint64_t nv = version_text(ver, sizeof ver);
+    size_t body = 0;
+    for (int i = 0; i < nparts; i++)
+        body += sizes[i];
+    *len = sizeof magic + 8 + (size_t)nv + body + 8;
     char *b = malloc(*len), *p = b;
     if (!b)
         return NULL;
     memcpy(p, magic, sizeof magic);
-    p += sizeof magic;
-    put_field(&p, ver, nv);
-    put_field(&p, key, nkey);
-    put_field(&p, data, n);
+    memcpy(p + sizeof magic, &nv, 8);
+    memcpy(p + sizeof magic + 8, ver, (size_t)nv);
+    p += sizeof magic + 8 + nv;
+    for (int i = 0; i < nparts; i++) {
+        if (sizes[i])
+            memcpy(p, parts[i], sizes[i]);
+        p += sizes[i];
+    }
     uint64_t sum = ic__hash_data(IC__HASH_SEED, b, (size_t)(p - b));
     memcpy(p, &sum, 8);
     return b;
+}
+
+/* The entry's bytes (malloc'd), *len of them: the key and value fields, sealed; NULL on OOM. */
+static char *make_entry(const char *key, size_t nkey, const void *data, size_t n, size_t *len)
+{
+    uint64_t nk = nkey, nd = n;
+    const void *parts[4] = { &nk, key, &nd, data };
+    const size_t sizes[4] = { 8, nkey, 8, n };
+    return ic__cache_seal(4, parts, sizes, len);
 }
 
 void ic__cache_put(ic_ctx *c, const char *ns, const char *key, const void *data, size_t n)

@@ -69,7 +69,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     fz_program();
-    fz_cache_version(&(size_t){ 0 });
     int ns = data[0] & 3;
     const uint8_t *e = data + 1;
     size_t n = size - 1;

@@ -263,15 +263,19 @@ static void cache_seeds(ic_ctx *c)
             if (ic__cache_file_kind(de->d_name) != IC__FILE_ENTRY)
                 continue;
             snprintf(path, sizeof path, "%s/%s", nsdir, de->d_name);
-            size_t n, nv;
+            size_t n;
+            uint64_t nver = 0; /* the head: magic, then the version field (u64 length + text) */
             uint8_t *b = read_all(path, &n), sel = (uint8_t)ns;
-            fz_cache_version(&nv);
-            if (!b || n < 8 + nv + 8)
+            if (b && n >= 24)
+                memcpy(&nver, b + 8, 8);
+            if (!b || n < 24 || nver > n - 24) {
+                free(b);
                 continue;
+            }
             seed("cache_entry", fz_cache_ns[ns], &sel, 1, b, n);
             sel |= 4;
-            const uint8_t *mid = b + 8 + nv;
-            size_t nmid = n - 8 - nv - 8;
+            const uint8_t *mid = b + 16 + nver;
+            size_t nmid = n - 16 - (size_t)nver - 8;
             seed("cache_entry", fz_cache_ns[ns], &sel, 1, mid, nmid);
             uint32_t len = (uint32_t)nmid;
             fputc(ns, r);
