@@ -69,6 +69,10 @@ typedef struct {
  * fields, u64 length + bytes each), the checksum; malloc'd, *len bytes, NULL on OOM. Also for
  * the fuzz harnesses, which seal mutated middles. */
 IC_HIDDEN char *ic__cache_seal(int nparts, const void *const *parts, const size_t *sizes, size_t *len);
+/* An export file (cache_admin.c): its head with count entries, and one record (namespace, the
+ * entry's bytes as its file has them, the record's checksum). Also for the fuzz harnesses. */
+IC_HIDDEN void ic__cache_export_head(FILE *f, uint64_t count);
+IC_HIDDEN void ic__cache_export_record(FILE *f, const char *ns, const void *entry, size_t n);
 /* Parses b[0..n); for a corrupt entry *why says what is wrong (static text). */
 IC_HIDDEN ic__entry_state ic__cache_parse(const void *b, size_t n, ic__cache_view *v, const char **why);
 /* The file name (IC__CACHE_NAME_LEN hex digits and a NUL) of (ns, key[0..nkey)) in this version. */

@@ -370,6 +370,22 @@ static uint64_t record_sum(const char *ns, uint64_t nns, uint64_t nentry)
     return ic__hash_data(ic__hash_data(IC__HASH_SEED, ns, (size_t)nns), &nentry, 8);
 }
 
+void ic__cache_export_head(FILE *f, uint64_t count)
+{
+    fwrite(export_magic, 1, sizeof export_magic, f);
+    fwrite(&count, 8, 1, f);
+}
+
+void ic__cache_export_record(FILE *f, const char *ns, const void *entry, size_t n)
+{
+    uint64_t nns = strlen(ns), nentry = n, sum = record_sum(ns, nns, nentry);
+    fwrite(&nns, 8, 1, f);
+    fwrite(ns, 1, (size_t)nns, f);
+    fwrite(&nentry, 8, 1, f);
+    fwrite(entry, 1, n, f);
+    fwrite(&sum, 8, 1, f);
+}
+
 static ic_status export_one(ic_ctx *c, const cache_file *f, void *user)
 {
     export_state *x = user;
@@ -384,12 +400,7 @@ static ic_status export_one(ic_ctx *c, const cache_file *f, void *user)
         (*(st == IC_CACHE_CORRUPT ? &x->k->corrupt : &x->k->other_version))++;
         return IC_OK;
     }
-    uint64_t nns = strlen(f->ns), nentry = n, sum = record_sum(f->ns, nns, nentry);
-    fwrite(&nns, 8, 1, x->f);
-    fwrite(f->ns, 1, (size_t)nns, x->f);
-    fwrite(&nentry, 8, 1, x->f);
-    fwrite(b, 1, n, x->f);
-    fwrite(&sum, 8, 1, x->f);
+    ic__cache_export_record(x->f, f->ns, b, n);
     free(b);
     x->k->entries++;
     x->k->bytes += (int64_t)n;
@@ -407,12 +418,10 @@ typedef struct {
 static bool export_into(FILE *f, void *arg)
 {
     export_arg *a = arg;
-    uint64_t count = 0;
-    fwrite(export_magic, 1, sizeof export_magic, f);
-    fwrite(&count, 8, 1, f);
+    ic__cache_export_head(f, 0); /* the count, known at the end, is written then */
     export_state x = { f, &a->k };
     a->s = walk(a->c, NULL, export_one, &x);
-    count = (uint64_t)a->k.entries;
+    uint64_t count = (uint64_t)a->k.entries;
     if (!a->s && (fseek(f, sizeof export_magic, SEEK_SET) != 0 || fwrite(&count, 8, 1, f) != 1))
         a->s = ic__error(a->c, IC_EIO, "%s: cannot write: %s", a->path, strerror(errno));
     return !a->s;

@@ -14,8 +14,7 @@ static const char *archive(char *path, size_t np, const uint8_t *data, size_t si
     size_t nbuf = 0, at = 0;
     FILE *f = open_memstream(&buf, &nbuf);
     uint64_t count = 0;
-    fwrite("ICCEXP01", 1, 8, f);
-    fwrite(&count, 8, 1, f);
+    ic__cache_export_head(f, 0);
     while (at < size) {
         const char *ns = fz_cache_ns[data[at++] & 3];
         uint32_t len = 0;
@@ -25,18 +24,12 @@ static const char *archive(char *path, size_t np, const uint8_t *data, size_t si
         uint8_t *e;
         fz_cache_seal(data + at, n, &e, &ne);
         at += n;
-        uint64_t nns = strlen(ns), nentry = ne;
-        uint64_t sum = ic__hash_data(ic__hash_data(IC__HASH_SEED, ns, (size_t)nns), &nentry, 8);
-        fwrite(&nns, 8, 1, f);
-        fwrite(ns, 1, (size_t)nns, f);
-        fwrite(&nentry, 8, 1, f);
-        fwrite(e, 1, ne, f);
-        fwrite(&sum, 8, 1, f);
+        ic__cache_export_record(f, ns, e, ne);
         free(e);
         count++;
     }
-    fseek(f, 8, SEEK_SET);
-    fwrite(&count, 8, 1, f);
+    rewind(f);
+    ic__cache_export_head(f, count);
     if (fclose(f))
         abort();
     fz_write(path, np, "a.iccx", buf, nbuf);
